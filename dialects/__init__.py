@@ -1,0 +1,1 @@
+"""npuc's dialects: one module per IR level."""

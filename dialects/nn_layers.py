@@ -1,0 +1,651 @@
+"""Layer, normalisation, reduction and data-movement ops of the `nn` dialect.
+
+Spatial ops are NCHW with OIHW weights. Padding lists are ONNX-ordered:
+`pads = [top, left, bottom, right]` for 2-D windows, and all begins then all
+ends for `nn.pad`.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import (
+    I64,
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    f32,
+    i64,
+)
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.utils.exceptions import VerifyException
+
+from . import nn_shapes as shapes
+from .nn_base import (
+    ActivationFusable,
+    F32Attr,
+    F32Tensor,
+    I64Array,
+    NNOperation,
+    prop_bool,
+    prop_int,
+    prop_ints,
+    shape_of,
+)
+from .nn_shapes import ShapeError
+
+I64Tensor = TensorType.constr(i64)
+
+
+def _check_window(props, key: str, length: int, minimum: int) -> tuple[int, ...]:
+    values = prop_ints(props, key, (1,) * length if minimum == 1 else (0,) * length)
+    if len(values) != length:
+        raise ShapeError(f"{key} must have {length} values, got {len(values)}")
+    if any(v < minimum for v in values):
+        raise ShapeError(f"{key} must be >= {minimum}, got {list(values)}")
+    return values
+
+
+# --------------------------------------------------------------------------- compute layers
+
+
+@irdl_op_definition
+class Conv2dOp(ActivationFusable):
+    """2-D convolution: NCHW input, OIHW weight (I = C / groups), optional bias [O]."""
+
+    name = "nn.conv2d"
+    input = operand_def(F32Tensor)
+    weight = operand_def(F32Tensor)
+    bias = opt_operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+    strides = prop_def(I64Array)
+    pads = prop_def(I64Array)
+    dilations = prop_def(I64Array)
+    groups = prop_def(IntegerAttr[I64])
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        x, w = operand_shapes[0], operand_shapes[1]
+        if len(operand_shapes) == 3 and operand_shapes[2] != (w[0],):
+            raise ShapeError(f"bias must have shape ({w[0]},), got {operand_shapes[2]}")
+        return [
+            shapes.conv2d(
+                x,
+                w,
+                _check_window(props, "strides", 2, 1),
+                _check_window(props, "pads", 4, 0),
+                _check_window(props, "dilations", 2, 1),
+                prop_int(props, "groups", 1),
+            )
+        ]
+
+
+@irdl_op_definition
+class ConvTranspose2dOp(ActivationFusable):
+    """2-D transposed convolution: weight is [C, O / groups, kH, kW]."""
+
+    name = "nn.conv_transpose2d"
+    input = operand_def(F32Tensor)
+    weight = operand_def(F32Tensor)
+    bias = opt_operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+    strides = prop_def(I64Array)
+    pads = prop_def(I64Array)
+    dilations = prop_def(I64Array)
+    output_padding = prop_def(I64Array)
+    groups = prop_def(IntegerAttr[I64])
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        x, w = operand_shapes[0], operand_shapes[1]
+        groups = prop_int(props, "groups", 1)
+        if len(operand_shapes) == 3 and operand_shapes[2] != (w[1] * groups,):
+            raise ShapeError(f"bias must have shape ({w[1] * groups},), got {operand_shapes[2]}")
+        return [
+            shapes.conv_transpose2d(
+                x,
+                w,
+                _check_window(props, "strides", 2, 1),
+                _check_window(props, "pads", 4, 0),
+                _check_window(props, "dilations", 2, 1),
+                _check_window(props, "output_padding", 2, 0),
+                groups,
+            )
+        ]
+
+
+@irdl_op_definition
+class FullyConnectedOp(ActivationFusable):
+    """y = x @ weight^T + bias, with x [N, K], weight [O, K], bias [O]."""
+
+    name = "nn.fully_connected"
+    input = operand_def(F32Tensor)
+    weight = operand_def(F32Tensor)
+    bias = opt_operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        x, w = operand_shapes[0], operand_shapes[1]
+        if len(x) != 2 or len(w) != 2 or x[1] != w[1]:
+            raise ShapeError(f"expects x [N, K] and weight [O, K], got {x} and {w}")
+        if len(operand_shapes) == 3 and operand_shapes[2] != (w[0],):
+            raise ShapeError(f"bias must have shape ({w[0]},), got {operand_shapes[2]}")
+        return [(x[0], w[0])]
+
+
+@irdl_op_definition
+class MatMulOp(ActivationFusable):
+    """Matrix product with numpy `matmul` semantics (batch broadcasting, 1-D promotion)."""
+
+    name = "nn.matmul"
+    lhs = operand_def(F32Tensor)
+    rhs = operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        return [shapes.matmul(*operand_shapes)]
+
+
+# --------------------------------------------------------------------------- pooling
+
+
+@irdl_op_definition
+class MaxPool2dOp(NNOperation):
+    """Max over kH x kW windows; padding never wins."""
+
+    name = "nn.max_pool2d"
+    input = operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+    kernel = prop_def(I64Array)
+    strides = prop_def(I64Array)
+    pads = prop_def(I64Array)
+    dilations = prop_def(I64Array)
+    ceil_mode = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        return [
+            shapes.pool2d(
+                operand_shapes[0],
+                _check_window(props, "kernel", 2, 1),
+                _check_window(props, "strides", 2, 1),
+                _check_window(props, "pads", 4, 0),
+                _check_window(props, "dilations", 2, 1),
+                prop_bool(props, "ceil_mode"),
+            )
+        ]
+
+
+@irdl_op_definition
+class AvgPool2dOp(ActivationFusable):
+    """Mean over kH x kW windows; `count_include_pad` counts explicit padding in the divisor."""
+
+    name = "nn.avg_pool2d"
+    input = operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+    kernel = prop_def(I64Array)
+    strides = prop_def(I64Array)
+    pads = prop_def(I64Array)
+    ceil_mode = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
+    count_include_pad = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        return [
+            shapes.pool2d(
+                operand_shapes[0],
+                _check_window(props, "kernel", 2, 1),
+                _check_window(props, "strides", 2, 1),
+                _check_window(props, "pads", 4, 0),
+                (1, 1),
+                prop_bool(props, "ceil_mode"),
+            )
+        ]
+
+
+class GlobalPoolOperation(NNOperation):
+    """Reduces every spatial dimension (2 and up) to 1."""
+
+    input = operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        x = operand_shapes[0]
+        if len(x) < 3:
+            raise ShapeError(f"expects an input of rank >= 3, got {x}")
+        return [(*x[:2], *(1 for _ in x[2:]))]
+
+
+@irdl_op_definition
+class GlobalAvgPoolOp(GlobalPoolOperation):
+    """Mean over all spatial positions, keeping dims."""
+
+    name = "nn.global_avg_pool"
+
+
+@irdl_op_definition
+class GlobalMaxPoolOp(GlobalPoolOperation):
+    """Max over all spatial positions, keeping dims."""
+
+    name = "nn.global_max_pool"
+
+
+# --------------------------------------------------------------------------- normalisation
+
+
+def _channel_params(operand_shapes, channels: int, what: str) -> None:
+    for s in operand_shapes[1:]:
+        if s != (channels,):
+            raise ShapeError(f"{what} parameters must have shape ({channels},), got {s}")
+
+
+@irdl_op_definition
+class BatchNormOp(NNOperation):
+    """Inference batch norm: scale * (x - mean) / sqrt(var + epsilon) + bias over channel 1."""
+
+    name = "nn.batch_norm"
+    input = operand_def(F32Tensor)
+    scale = operand_def(F32Tensor)
+    bias = operand_def(F32Tensor)
+    mean = operand_def(F32Tensor)
+    var = operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+    epsilon = prop_def(F32Attr)
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        x = operand_shapes[0]
+        if len(x) < 2:
+            raise ShapeError(f"expects an input of rank >= 2, got {x}")
+        _channel_params(operand_shapes, x[1], "batch_norm")
+        return [x]
+
+
+@irdl_op_definition
+class InstanceNormOp(NNOperation):
+    """Normalise each (n, c) plane over its spatial positions, then scale and shift per channel."""
+
+    name = "nn.instance_norm"
+    input = operand_def(F32Tensor)
+    scale = operand_def(F32Tensor)
+    bias = operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+    epsilon = prop_def(F32Attr)
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        x = operand_shapes[0]
+        if len(x) < 3:
+            raise ShapeError(f"expects an input of rank >= 3, got {x}")
+        _channel_params(operand_shapes, x[1], "instance_norm")
+        return [x]
+
+
+@irdl_op_definition
+class LayerNormOp(NNOperation):
+    """Normalise over dims [axis, rank), then scale and optionally shift (broadcast from the right)."""
+
+    name = "nn.layer_norm"
+    input = operand_def(F32Tensor)
+    scale = operand_def(F32Tensor)
+    bias = opt_operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+    axis = prop_def(IntegerAttr[I64])
+    epsilon = prop_def(F32Attr)
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        x = operand_shapes[0]
+        axis = shapes.normalize_axis(prop_int(props, "axis", -1), len(x))
+        for s in operand_shapes[1:]:
+            if shapes.broadcast(x[axis:], s) != x[axis:]:
+                raise ShapeError(f"parameter shape {s} does not broadcast to {x[axis:]}")
+        return [x]
+
+
+@irdl_op_definition
+class LrnOp(NNOperation):
+    """Local response normalisation across `size` neighbouring channels."""
+
+    name = "nn.lrn"
+    input = operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+    size = prop_def(IntegerAttr[I64])
+    alpha = prop_def(F32Attr)
+    beta = prop_def(F32Attr)
+    bias = prop_def(F32Attr)
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        if prop_int(props, "size", 1) < 1:
+            raise ShapeError("size must be >= 1")
+        if len(operand_shapes[0]) < 3:
+            raise ShapeError(f"expects an input of rank >= 3, got {operand_shapes[0]}")
+        return [operand_shapes[0]]
+
+
+# --------------------------------------------------------------------------- reductions
+
+
+class ReduceOperation(NNOperation):
+    """Reduction over `axes` (all axes when empty)."""
+
+    input = operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+    axes = prop_def(I64Array)
+    keepdims = opt_prop_def(BoolAttr, BoolAttr.from_bool(True))
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        keep = props.get("keepdims")
+        keepdims = True if keep is None else prop_bool(props, "keepdims")
+        return [shapes.reduce(operand_shapes[0], prop_ints(props, "axes"), keepdims)]
+
+
+@irdl_op_definition
+class ReduceMeanOp(ReduceOperation):
+    """Mean over axes."""
+
+    name = "nn.reduce_mean"
+
+
+@irdl_op_definition
+class ReduceSumOp(ReduceOperation):
+    """Sum over axes."""
+
+    name = "nn.reduce_sum"
+
+
+@irdl_op_definition
+class ReduceMaxOp(ReduceOperation):
+    """Maximum over axes."""
+
+    name = "nn.reduce_max"
+
+
+@irdl_op_definition
+class ReduceMinOp(ReduceOperation):
+    """Minimum over axes."""
+
+    name = "nn.reduce_min"
+
+
+@irdl_op_definition
+class ReduceProdOp(ReduceOperation):
+    """Product over axes."""
+
+    name = "nn.reduce_prod"
+
+
+class ArgReduceOperation(NNOperation):
+    """Index (i64) of the extreme value along `axis`; ties pick the first unless select_last_index."""
+
+    input = operand_def(F32Tensor)
+    output = result_def(I64Tensor)
+    axis = prop_def(IntegerAttr[I64])
+    keepdims = opt_prop_def(BoolAttr, BoolAttr.from_bool(True))
+    select_last_index = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        keep = props.get("keepdims")
+        keepdims = True if keep is None else prop_bool(props, "keepdims")
+        x = operand_shapes[0]
+        axis = shapes.normalize_axis(prop_int(props, "axis", 0), len(x))
+        return [shapes.reduce(x, [axis], keepdims)]
+
+
+@irdl_op_definition
+class ArgMaxOp(ArgReduceOperation):
+    """Index of the maximum along axis."""
+
+    name = "nn.argmax"
+
+
+@irdl_op_definition
+class ArgMinOp(ArgReduceOperation):
+    """Index of the minimum along axis."""
+
+    name = "nn.argmin"
+
+
+# --------------------------------------------------------------------------- data movement
+
+
+@irdl_op_definition
+class ReshapeOp(NNOperation):
+    """Reinterpret the row-major elements under the result type's shape (zero-copy)."""
+
+    name = "nn.reshape"
+    input = operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+
+    def verify_(self) -> None:
+        a, b = shape_of(self.input), shape_of(self.output)
+        if _numel(a) != _numel(b):
+            raise VerifyException(f"'nn.reshape': cannot reshape {a} into {b}")
+
+
+@irdl_op_definition
+class BroadcastOp(NNOperation):
+    """Broadcast the input to the result type's shape (numpy rules, like ONNX Expand)."""
+
+    name = "nn.broadcast"
+    input = operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+
+    def verify_(self) -> None:
+        a, b = shape_of(self.input), shape_of(self.output)
+        try:
+            ok = shapes.broadcast(a, b) == b
+        except ShapeError:
+            ok = False
+        if not ok:
+            raise VerifyException(f"'nn.broadcast': {a} does not broadcast to {b}")
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+@irdl_op_definition
+class TransposeOp(NNOperation):
+    """Permute dimensions: result dim i is input dim perm[i]."""
+
+    name = "nn.transpose"
+    input = operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+    perm = prop_def(I64Array)
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        return [shapes.transpose(operand_shapes[0], prop_ints(props, "perm"))]
+
+
+@irdl_op_definition
+class ConcatOp(NNOperation):
+    """Join tensors along `axis`."""
+
+    name = "nn.concat"
+    inputs = var_operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+    axis = prop_def(IntegerAttr[I64])
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        return [shapes.concat(operand_shapes, prop_int(props, "axis", 0))]
+
+
+@irdl_op_definition
+class SplitOp(NNOperation):
+    """Cut a tensor along `axis` into consecutive pieces sized by the result types."""
+
+    name = "nn.split"
+    input = operand_def(F32Tensor)
+    outputs = var_result_def(F32Tensor)
+    axis = prop_def(IntegerAttr[I64])
+
+    def verify_(self) -> None:
+        x = shape_of(self.input)
+        try:
+            axis = shapes.normalize_axis(self.axis.value.data, len(x))
+            joined = shapes.concat([shape_of(r) for r in self.outputs], axis)
+        except ShapeError as e:
+            raise VerifyException(f"'nn.split': {e}") from e
+        if joined != x:
+            raise VerifyException(f"'nn.split': result pieces {joined} do not tile the input {x}")
+
+
+@irdl_op_definition
+class SliceOp(NNOperation):
+    """Strided slice with one normalised (start, end, step) per dimension.
+
+    Starts are in range; an end of -1 with a negative step means "through index 0".
+    """
+
+    name = "nn.slice"
+    input = operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+    starts = prop_def(I64Array)
+    ends = prop_def(I64Array)
+    steps = prop_def(I64Array)
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        return [
+            shapes.slice_(
+                operand_shapes[0],
+                prop_ints(props, "starts"),
+                prop_ints(props, "ends"),
+                prop_ints(props, "steps"),
+            )
+        ]
+
+
+PAD_MODES = ("constant", "reflect", "edge", "wrap")
+
+
+@irdl_op_definition
+class PadOp(NNOperation):
+    """Pad (or, with negative values, crop) each dimension; pads = begins then ends."""
+
+    name = "nn.pad"
+    input = operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+    pads = prop_def(I64Array)
+    mode = opt_prop_def(StringAttr, StringAttr("constant"))
+    value = opt_prop_def(F32Attr, FloatAttr(0.0, f32))
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        mode = props.get("mode")
+        if isinstance(mode, StringAttr) and mode.data not in PAD_MODES:
+            raise ShapeError(f"mode must be one of {', '.join(PAD_MODES)}, got \"{mode.data}\"")
+        return [shapes.pad(operand_shapes[0], prop_ints(props, "pads"))]
+
+
+RESIZE_MODES = ("nearest", "linear", "cubic")
+COORDINATE_MODES = (
+    "half_pixel",
+    "half_pixel_symmetric",
+    "pytorch_half_pixel",
+    "align_corners",
+    "asymmetric",
+    "tf_half_pixel_for_nn",
+)
+NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+@irdl_op_definition
+class ResizeOp(NNOperation):
+    """Resample to the result type's shape with ONNX Resize semantics.
+
+    `scales` (one per dimension) drive the coordinate transform, as in ONNX,
+    so a non-integral scale maps coordinates exactly as the source model did.
+    """
+
+    name = "nn.resize"
+    input = operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+    scales = prop_def(DenseArrayBase.constr(f32))
+    mode = prop_def(StringAttr)
+    coordinate_mode = opt_prop_def(StringAttr, StringAttr("half_pixel"))
+    nearest_mode = opt_prop_def(StringAttr, StringAttr("round_prefer_floor"))
+    cubic_coeff_a = opt_prop_def(F32Attr, FloatAttr(-0.75, f32))
+    exclude_outside = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
+
+    def verify_(self) -> None:
+        x, y = shape_of(self.input), shape_of(self.output)
+        checks = [
+            (self.mode.data in RESIZE_MODES, f"mode must be one of {', '.join(RESIZE_MODES)}"),
+            (self.coordinate_mode.data in COORDINATE_MODES, "unknown coordinate_mode"),
+            (self.nearest_mode.data in NEAREST_MODES, "unknown nearest_mode"),
+            (len(x) == len(y) == len(self.scales), "input, result and scales must have one rank"),
+            (all(s > 0 for s in self.scales.get_values()), "scales must be positive"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise VerifyException(f"'nn.resize': {message}")
+
+
+@irdl_op_definition
+class GatherOp(NNOperation):
+    """Take slices of the input along `axis` at the given i64 indices (negative counts from the end)."""
+
+    name = "nn.gather"
+    input = operand_def(F32Tensor)
+    indices = operand_def(I64Tensor)
+    output = result_def(F32Tensor)
+    axis = prop_def(IntegerAttr[I64])
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        return [shapes.gather(operand_shapes[0], operand_shapes[1], prop_int(props, "axis", 0))]
+
+
+@irdl_op_definition
+class DepthToSpaceOp(NNOperation):
+    """Move channel blocks into block x block spatial tiles; mode "DCR" or "CRD" as in ONNX."""
+
+    name = "nn.depth_to_space"
+    input = operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+    block_size = prop_def(IntegerAttr[I64])
+    mode = opt_prop_def(StringAttr, StringAttr("DCR"))
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        mode = props.get("mode")
+        if isinstance(mode, StringAttr) and mode.data not in ("DCR", "CRD"):
+            raise ShapeError('mode must be "DCR" or "CRD"')
+        return [shapes.depth_to_space(operand_shapes[0], prop_int(props, "block_size", 1))]
+
+
+@irdl_op_definition
+class SpaceToDepthOp(NNOperation):
+    """Move block x block spatial tiles into channels (inverse of DCR depth_to_space)."""
+
+    name = "nn.space_to_depth"
+    input = operand_def(F32Tensor)
+    output = result_def(F32Tensor)
+    block_size = prop_def(IntegerAttr[I64])
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        return [shapes.space_to_depth(operand_shapes[0], prop_int(props, "block_size", 1))]

@@ -1,0 +1,1 @@
+"""npuc frontends."""
