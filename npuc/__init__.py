@@ -1,0 +1,19 @@
+"""npuc: an MLIR-style multi-level compiler for neural-network accelerators, built on xDSL."""
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+_API = ("apply_pipeline", "load_model", "make_context", "parse_mlir", "random_inputs", "run")
+
+
+def __getattr__(name: str) -> Any:
+    # The API imports xDSL and numpy; keep `import npuc` itself cheap for the tools.
+    if name in _API:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'npuc' has no attribute '{name}'")
+
+
+__all__ = [*_API, "__version__"]

@@ -28,12 +28,25 @@ def reported_errors(tool: str) -> Iterator[None]:
         yield
     except NpucError as e:
         _fail(tool, str(e))
-    except (ParseError, DiagnosticException, ArgSpecParseError) as e:
+    except DiagnosticException as e:
+        _fail(tool, f"error: {e}" + _failing_op(e))
+    except (ParseError, ArgSpecParseError) as e:
         _fail(tool, str(e))
     except (OSError, ValueError) as e:
         _fail(tool, f"error: {e}")
     except KeyboardInterrupt:
         _fail(tool, "interrupted")
+
+
+def _failing_op(error: Exception) -> str:
+    """The op that xDSL marked in the IR it attached to a verifier error, not the whole module."""
+    for note in getattr(error, "__notes__", []):
+        lines = note.splitlines()
+        for i, line in enumerate(lines):
+            if i and line.lstrip().startswith("^^^"):
+                op = lines[i - 1].strip()
+                return f"\n  in: {op if len(op) < 400 else op[:400] + ' ...'}"
+    return ""
 
 
 def _fail(tool: str, text: str) -> None:

@@ -1,0 +1,39 @@
+# npuc: `make demo` sets everything up and runs the example; `make test` runs every test.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test lint filecheck pytest bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "npuc needs Python 3.11 or newer")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $@
+
+setup: $(STAMP)
+
+demo: setup
+	@mkdir -p out
+	$(BIN)/npu-run examples/tiny_cnn.onnx -p default --print-ir -o out/tiny_cnn.outputs.npz
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+filecheck: setup
+	$(BIN)/lit -sv filecheck
+
+pytest: setup
+	$(BIN)/pytest -q
+
+# Lint and FileCheck first, so pytest's summary is the closing line.
+test: lint filecheck pytest
+
+bench: setup
+	$(BIN)/python tests/bench/bench_interpreter.py
+
+clean:
+	rm -rf $(VENV) out build *.egg-info

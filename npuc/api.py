@@ -1,0 +1,122 @@
+"""The Python API: everything the command-line tools do, as functions."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+from xdsl.passes import PassPipeline
+
+from .diagnostics import NpucError
+from .registry import DEFAULT_PIPELINE, DIALECTS, PASSES
+
+ModelSource = str | os.PathLike[str] | ModuleOp
+
+
+def make_context() -> Context:
+    """A context that knows npuc's dialects (loaded lazily)."""
+    ctx = Context()
+    for name, factory in DIALECTS.items():
+        ctx.register_dialect(name, factory)
+    return ctx
+
+
+def parse_mlir(text: str | bytes, location: str = "<input>", ctx: Context | None = None) -> ModuleOp:
+    """Parse and verify textual IR."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode()
+        except UnicodeDecodeError as e:
+            raise NpucError(f"not a UTF-8 text file ({e.reason} at byte {e.start})", location) from None
+    module = Parser(ctx or make_context(), text, location).parse_module()
+    module.verify()
+    return module
+
+
+def load_model(
+    source: ModelSource,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    inputs: Sequence[str] | None = None,
+    outputs: Sequence[str] | None = None,
+) -> ModuleOp:
+    """Import a model file (.onnx or .mlir) into IR, or pass a module through."""
+    if isinstance(source, ModuleOp):
+        return source
+    path = Path(source)
+    suffix = path.suffix.lower()
+    if suffix == ".onnx":
+        from .frontends.onnx import import_onnx
+
+        return import_onnx(path, input_shapes=input_shapes, inputs=inputs, outputs=outputs)
+    if suffix == ".mlir":
+        if input_shapes or inputs or outputs:
+            raise NpucError("--input-shape/--inputs/--outputs apply to model imports, not .mlir", str(path))
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise NpucError(e.strerror or str(e), str(path)) from None
+        return parse_mlir(data, str(path))
+    raise NpucError(f"unrecognised model format '{suffix or path.name}' (expected .onnx or .mlir)", str(path))
+
+
+def apply_pipeline(module: ModuleOp, pipeline: str = DEFAULT_PIPELINE, ctx: Context | None = None) -> ModuleOp:
+    """Run a pass pipeline (`npu-opt -p` syntax) on a module in place and verify the result."""
+    if pipeline:
+        try:
+            passes = PassPipeline.parse_spec(PASSES, pipeline)
+        except ValueError as e:
+            raise NpucError(f"bad pass pipeline '{pipeline}': {e}") from None
+        passes.apply(ctx or make_context(), module)
+        module.verify()
+    return module
+
+
+def run(
+    model: ModelSource,
+    inputs: Mapping[str, np.ndarray] | None = None,
+    *,
+    pipeline: str | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
+    """Import (if needed), optionally optimise, and execute a model with the reference interpreter.
+
+    Inputs not given are filled with deterministic random data (see `random_inputs`).
+    """
+    from .runtime.nn_interpreter import run_module
+
+    module = load_model(model, input_shapes=input_shapes)
+    if pipeline:
+        apply_pipeline(module, pipeline)
+    feeds = dict(inputs or {})
+    feeds.update(random_inputs(module, skip=feeds.keys(), seed=seed))
+    return run_module(module, feeds)
+
+
+def random_inputs(module: ModuleOp, skip=(), seed: int = 0) -> dict[str, np.ndarray]:
+    """Deterministic standard-normal data for every entry-function input not in `skip`."""
+    from xdsl.dialects.builtin import TensorType
+
+    from .graph_io import entry_function, input_names
+    from .tensors import numpy_dtype
+
+    func = entry_function(module)
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for name, ty in zip(input_names(func), func.function_type.inputs, strict=True):
+        if name in skip:
+            continue
+        assert isinstance(ty, TensorType)
+        dtype = numpy_dtype(ty.get_element_type())
+        shape = tuple(ty.get_shape())
+        if np.issubdtype(dtype, np.floating):
+            feeds[name] = rng.standard_normal(shape).astype(dtype)
+        else:
+            feeds[name] = rng.integers(0, 2, shape).astype(dtype)
+    return feeds

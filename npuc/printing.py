@@ -1,0 +1,33 @@
+"""Printing IR for people: large constants elided, like mlir-opt's --mlir-elide-elementsattrs-if-larger."""
+
+from __future__ import annotations
+
+import io
+
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
+from xdsl.printer import Printer
+
+
+class _ElidingPrinter(Printer):
+    def __init__(self, *args, elide_above: int, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._elide_above = elide_above
+
+    def print_attribute(self, attribute) -> None:
+        if isinstance(attribute, DenseIntOrFPElementsAttr) and len(attribute) > self._elide_above:
+            self.print_string("dense_resource<__elided__> : ")
+            super().print_attribute(attribute.get_type())
+            return
+        super().print_attribute(attribute)
+
+
+def print_module(module: ModuleOp, elide_above: int | None = 16) -> str:
+    """Textual IR; dense constants with more than `elide_above` elements print as `dense_resource<__elided__>` (MLIR's elided form)."""
+    stream = io.StringIO()
+    printer = (
+        Printer(stream=stream)
+        if elide_above is None
+        else _ElidingPrinter(stream=stream, elide_above=elide_above)
+    )
+    printer.print_op(module)
+    return stream.getvalue()

@@ -1,0 +1,42 @@
+"""What npuc's tools can load: dialects and passes, imported lazily by name.
+
+Keeping these as name -> factory maps lets `npu-opt --version` start without
+importing every dialect and pass.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+from xdsl.passes import ModulePass
+
+
+def _lazy(module: str, attr: str) -> Callable[[], object]:
+    def load():
+        return getattr(importlib.import_module(module), attr)
+
+    return load
+
+
+DIALECTS: dict[str, Callable[[], Dialect]] = {
+    "builtin": _lazy("xdsl.dialects.builtin", "Builtin"),
+    "func": _lazy("xdsl.dialects.func", "Func"),
+    "arith": _lazy("xdsl.dialects.arith", "Arith"),
+    "nn": _lazy("npuc.dialects.nn", "NN"),
+}
+
+PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "canonicalize": _lazy("npuc.passes.canonicalize", "CanonicalizePass"),
+    "fold-constants": _lazy("npuc.passes.fold_constants", "FoldConstantsPass"),
+    "fold-batchnorm": _lazy("npuc.passes.fold_batchnorm", "FoldBatchNormPass"),
+    "fuse-activation": _lazy("npuc.passes.fuse_activation", "FuseActivationPass"),
+    "eliminate-identity": _lazy("npuc.passes.eliminate_identity", "EliminateIdentityPass"),
+    "cse": _lazy("npuc.passes.cse", "CSEPass"),
+    "dce": _lazy("npuc.passes.dce", "DCEPass"),
+}
+
+DEFAULT_PIPELINE = (
+    "canonicalize,eliminate-identity,fold-constants,fold-batchnorm,fuse-activation,cse,dce"
+)

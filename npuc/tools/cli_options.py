@@ -1,0 +1,45 @@
+"""Command-line options shared by the tools that import models."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..diagnostics import NpucError
+
+
+def add_import_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("model import")
+    group.add_argument(
+        "--input-shape",
+        action="append",
+        default=[],
+        metavar="NAME:D0,D1,...",
+        help="override or fix an input's shape, e.g. data:1,3,224,224 (repeatable)",
+    )
+    group.add_argument(
+        "--inputs", default=None, metavar="T1,T2", help="cut the graph: these tensors become the inputs"
+    )
+    group.add_argument(
+        "--outputs", default=None, metavar="T1,T2", help="cut the graph: these tensors become the outputs"
+    )
+
+
+def import_options(args: argparse.Namespace) -> dict:
+    """Keyword arguments for `load_model`/`import_onnx` from parsed options."""
+    shapes: dict[str, list[int]] = {}
+    for spec in args.input_shape:
+        name, sep, dims = spec.rpartition(":")
+        try:
+            values = [int(d) for d in dims.split(",")]
+        except ValueError:
+            values = []
+        if not sep or not name or not values or any(v <= 0 for v in values):
+            raise NpucError(
+                f"bad --input-shape '{spec}': expected NAME:D0,D1,... with positive integer dims"
+            )
+        shapes[name] = values
+
+    def names(text: str | None) -> list[str] | None:
+        return [n for n in text.split(",") if n] if text else None
+
+    return {"input_shapes": shapes or None, "inputs": names(args.inputs), "outputs": names(args.outputs)}

@@ -1,0 +1,80 @@
+"""`npu-opt`: the xdsl-opt/mlir-opt style driver for npuc's dialects and passes."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+from typing import IO
+
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from .. import __version__
+from ..diagnostics import reported_errors
+from ..registry import DIALECTS, PASSES
+from .cli_options import add_import_options, import_options
+
+
+class _HeldOutput(io.StringIO):
+    """Collects the output so that a failed run never leaves a half-written file."""
+
+    def close(self) -> None:
+        pass
+
+
+class NpuOptMain(xDSLOptMain):
+    version_format = f"npu-opt {__version__} (xDSL {{xdsl_version}})"
+
+    def register_all_dialects(self) -> None:
+        for name, factory in DIALECTS.items():
+            self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self) -> None:
+        for name, factory in PASSES.items():
+            self.register_pass(name, factory)
+
+    def register_all_targets(self) -> None:
+        def mlir_target():
+            from xdsl.targets.mlir import MLIRTarget
+
+            return MLIRTarget
+
+        self.available_targets["mlir"] = mlir_target
+
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+        self.available_frontends["onnx"] = self._import_onnx
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        add_import_options(arg_parser)
+
+    def _import_onnx(self, stream: IO[bytes]):
+        from ..frontends.onnx import import_onnx
+
+        return import_onnx(stream.read(), location=self.get_input_name(), **import_options(self.args))
+
+    def prepare_output(self) -> IO[str]:
+        self._held = _HeldOutput()
+        return self._held
+
+    def run(self) -> None:
+        if self.args.input_file is not None and not os.path.isfile(self.args.input_file):
+            raise FileNotFoundError(f"{self.args.input_file}: no such file")
+        super().run()
+        text = self._held.getvalue()
+        if self.args.output_file is None:
+            sys.stdout.write(text)
+        else:
+            with open(self.args.output_file, "w") as f:
+                f.write(text)
+
+
+def main(argv: list[str] | None = None) -> None:
+    with reported_errors("npu-opt"):
+        NpuOptMain(description="npuc modular optimizer driver", args=argv).run()
+
+
+if __name__ == "__main__":
+    main()

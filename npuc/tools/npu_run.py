@@ -1,0 +1,113 @@
+"""`npu-run`: execute a model with npuc's reference interpreter and summarise or save its outputs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ..diagnostics import NpucError, reported_errors
+from .cli_options import add_import_options, import_options
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="npu-run",
+        description="Run a model (.onnx or .mlir) with npuc's reference interpreter.",
+    )
+    parser.add_argument("model", help="model file: .onnx or .mlir")
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=FILE.npy",
+        help="input tensor from a .npy file (repeatable); missing inputs get seeded random data",
+    )
+    parser.add_argument("-o", "--output", metavar="OUT.npz", help="save the outputs, keyed by tensor name")
+    parser.add_argument(
+        "-p",
+        "--passes",
+        default="",
+        metavar="PIPELINE",
+        help="pass pipeline to apply before running (npu-opt -p syntax; 'default' for the standard one)",
+    )
+    parser.add_argument("--print-ir", action="store_true", help="print the IR that is executed")
+    parser.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
+    add_import_options(parser)
+    return parser
+
+
+def load_input(spec: str) -> tuple[str, np.ndarray]:
+    name, sep, file = spec.partition("=")
+    if not sep or not name or not file:
+        raise NpucError(f"bad --input '{spec}': expected NAME=FILE.npy")
+    try:
+        array = np.load(file, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise NpucError(f"cannot read a numpy array: {e}", file) from None
+    if isinstance(array, np.lib.npyio.NpzFile):
+        if len(array.files) != 1:
+            raise NpucError(f"an .npz input must hold exactly one array, found {len(array.files)}", file)
+        array = array[array.files[0]]
+    return name, array
+
+
+def summarise(name: str, array: np.ndarray) -> str:
+    stats = ""
+    if array.size:
+        values = array.astype(np.float64)
+        stats = f"  min {values.min():.6g}  max {values.max():.6g}  mean {values.mean():.6g}"
+    return f"{name}: shape {tuple(array.shape)} {array.dtype}{stats}"
+
+
+def save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
+    """Write atomically: a failure leaves no partial file behind."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent or ".", suffix=".npz.tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def run(argv: list[str] | None = None) -> int:
+    from ..api import apply_pipeline, load_model, random_inputs
+    from ..printing import print_module
+    from ..registry import DEFAULT_PIPELINE
+    from ..runtime.nn_interpreter import run_module
+
+    args = build_parser().parse_args(argv)
+    feeds = dict(load_input(spec) for spec in args.input)
+    if args.output and not Path(args.output).resolve().parent.is_dir():
+        raise NpucError(f"output directory does not exist: {Path(args.output).parent}")
+    module = load_model(args.model, **import_options(args))
+    if args.passes:
+        apply_pipeline(module, DEFAULT_PIPELINE if args.passes == "default" else args.passes)
+    if args.print_ir:
+        print(print_module(module))
+    generated = random_inputs(module, skip=feeds.keys(), seed=args.seed)
+    for name, array in generated.items():
+        print(f"note: no --input for '{name}': using seeded random data {tuple(array.shape)} {array.dtype}")
+    outputs = run_module(module, {**feeds, **generated})
+    for name, array in outputs.items():
+        print(summarise(name, array))
+    if args.output:
+        save_npz(args.output, outputs)
+        print(f"saved {len(outputs)} output(s) to {args.output}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    with reported_errors("npu-run"):
+        sys.exit(run(argv))
+
+
+if __name__ == "__main__":
+    main()
