@@ -1,0 +1,29 @@
+"""Runs npuc's command-line tools as a user would, in a subprocess (importable from any test)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "tiny_cnn.onnx"
+
+RELU_MLIR = """\
+func.func @main(%x: tensor<1x4xf32> {nn.name = "x"}) -> (tensor<1x4xf32> {nn.name = "y"}) {
+  %0 = nn.relu %x : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  func.return %0 : tensor<1x4xf32>
+}
+"""
+
+
+def run_tool(tool: str, *args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    module = {"npu-opt": "npuc.tools.npu_opt", "npu-run": "npuc.tools.npu_run"}[tool]
+    return subprocess.run(
+        [sys.executable, "-m", module, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+    )
