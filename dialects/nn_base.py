@@ -3,39 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    I64,
-    BoolAttr,
     DenseArrayBase,
-    DenseIntOrFPElementsAttr,
-    Float32Type,
     FloatAttr,
     IntegerAttr,
-    IntegerType,
     StringAttr,
     TensorType,
     f32,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
     opt_prop_def,
-    prop_def,
-    result_def,
     traits_def,
-    var_operand_def,
-    var_result_def,
 )
-from xdsl.parser import Parser
-from xdsl.printer import Printer
-from xdsl.traits import ConstantLike, Pure
+from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from .nn_shapes import Shape, ShapeError
@@ -88,7 +73,9 @@ class NNOperation(IRDLOperation):
 
     def verify_(self) -> None:
         try:
-            inferred = type(self).infer_shapes([shape_of(o) for o in self.operands], self.properties)
+            inferred = type(self).infer_shapes(
+                [shape_of(o) for o in self.operands], self.properties
+            )
         except ShapeError as e:
             raise VerifyException(f"'{self.name}': {e}") from e
         if inferred is None:
@@ -119,11 +106,15 @@ class ActivationFusable(NNOperation):
         super().verify_()
         kind = self.activation.data if self.activation is not None else None
         if kind is not None and kind not in ACTIVATIONS:
-            raise VerifyException(f"'{self.name}': activation must be one of {', '.join(ACTIVATIONS)}")
+            raise VerifyException(
+                f"'{self.name}': activation must be one of {', '.join(ACTIVATIONS)}"
+            )
         if kind != "clip" and (self.activation_min or self.activation_max):
             raise VerifyException(f"'{self.name}': activation_min/max need activation = \"clip\"")
         if (kind == "leaky_relu") != (self.activation_alpha is not None):
-            raise VerifyException(f"'{self.name}': activation_alpha goes with activation = \"leaky_relu\"")
+            raise VerifyException(
+                f"'{self.name}': activation_alpha goes with activation = \"leaky_relu\""
+            )
         lo, hi = self.activation_min, self.activation_max
         if lo is not None and hi is not None and lo.value.data > hi.value.data:
             raise VerifyException(f"'{self.name}': activation_min must not exceed activation_max")
@@ -149,5 +140,3 @@ def build(
             raise ValueError(f"{op_type.name} needs explicit result types")
         result_types = [TensorType(element_type, s) for s in inferred]
     return op_type.create(operands=values, properties=props, result_types=list(result_types))
-
-

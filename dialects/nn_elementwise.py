@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import I64, DenseIntOrFPElementsAttr, IntegerAttr, StringAttr, TensorType
 from xdsl.ir import Attribute
-from xdsl.irdl import irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def, traits_def
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
@@ -254,7 +261,7 @@ class GeluOp(UnaryOperation):
     def verify_(self) -> None:
         super().verify_()
         if self.approximate.data not in ("none", "tanh"):
-            raise VerifyException("'nn.gelu': approximate must be \"none\" or \"tanh\"")
+            raise VerifyException('\'nn.gelu\': approximate must be "none" or "tanh"')
 
 
 @irdl_op_definition
@@ -292,7 +299,11 @@ class ClipOp(UnaryOperation):
 
     def verify_(self) -> None:
         super().verify_()
-        if self.min is not None and self.max is not None and self.min.value.data > self.max.value.data:
+        if (
+            self.min is not None
+            and self.max is not None
+            and self.min.value.data > self.max.value.data
+        ):
             raise VerifyException("'nn.clip': min must not exceed max")
 
 

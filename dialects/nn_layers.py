@@ -296,7 +296,7 @@ class InstanceNormOp(NNOperation):
 
 @irdl_op_definition
 class LayerNormOp(NNOperation):
-    """Normalise over dims [axis, rank), then scale and optionally shift (broadcast from the right)."""
+    """Normalise over dims [axis, rank), then scale and optionally shift (right-aligned)."""
 
     name = "nn.layer_norm"
     input = operand_def(F32Tensor)
@@ -391,7 +391,7 @@ class ReduceProdOp(ReduceOperation):
 
 
 class ArgReduceOperation(NNOperation):
-    """Index (i64) of the extreme value along `axis`; ties pick the first unless select_last_index."""
+    """Index (i64) of the extreme along `axis`; ties pick the first unless select_last_index."""
 
     input = operand_def(F32Tensor)
     output = result_def(I64Tensor)
@@ -556,7 +556,7 @@ class PadOp(NNOperation):
     def infer_shapes(cls, operand_shapes, props):
         mode = props.get("mode")
         if isinstance(mode, StringAttr) and mode.data not in PAD_MODES:
-            raise ShapeError(f"mode must be one of {', '.join(PAD_MODES)}, got \"{mode.data}\"")
+            raise ShapeError(f'mode must be one of {", ".join(PAD_MODES)}, got "{mode.data}"')
         return [shapes.pad(operand_shapes[0], prop_ints(props, "pads"))]
 
 
@@ -606,7 +606,7 @@ class ResizeOp(NNOperation):
 
 @irdl_op_definition
 class GatherOp(NNOperation):
-    """Take slices of the input along `axis` at the given i64 indices (negative counts from the end)."""
+    """Slices of the input along `axis` at i64 indices (negative counts from the end)."""
 
     name = "nn.gather"
     input = operand_def(F32Tensor)

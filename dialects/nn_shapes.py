@@ -27,7 +27,9 @@ def broadcast(*shapes: Sequence[int]) -> Shape:
             if result[i] == 1:
                 result[i] = dim
             else:
-                raise ShapeError(f"shapes {', '.join(map(str, map(tuple, shapes)))} do not broadcast")
+                raise ShapeError(
+                    f"shapes {', '.join(map(str, map(tuple, shapes)))} do not broadcast"
+                )
     return tuple(result)
 
 
@@ -38,7 +40,13 @@ def normalize_axis(axis: int, rank: int) -> int:
 
 
 def pooled_size(
-    size: int, kernel: int, stride: int, pad_begin: int, pad_end: int, dilation: int, ceil_mode: bool
+    size: int,
+    kernel: int,
+    stride: int,
+    pad_begin: int,
+    pad_end: int,
+    dilation: int,
+    ceil_mode: bool,
 ) -> int:
     """Output length of a sliding window, with ONNX's ceil-mode rule.
 
@@ -48,7 +56,9 @@ def pooled_size(
     span = dilation * (kernel - 1) + 1
     numerator = size + pad_begin + pad_end - span
     if numerator < 0:
-        raise ShapeError(f"window of extent {span} does not fit an input of length {size} with padding")
+        raise ShapeError(
+            f"window of extent {span} does not fit an input of length {size} with padding"
+        )
     if ceil_mode:
         out = -(-numerator // stride) + 1
         if (out - 1) * stride >= size + pad_begin:
@@ -57,9 +67,7 @@ def pooled_size(
     return numerator // stride + 1
 
 
-def conv2d(
-    x: Shape, w: Shape, strides: Shape, pads: Shape, dilations: Shape, groups: int
-) -> Shape:
+def conv2d(x: Shape, w: Shape, strides: Shape, pads: Shape, dilations: Shape, groups: int) -> Shape:
     if len(x) != 4 or len(w) != 4:
         raise ShapeError(f"conv2d needs rank-4 input and weight, got {x} and {w}")
     if groups < 1 or x[1] != w[1] * groups:
@@ -190,7 +198,9 @@ def pad(x: Shape, pads: Sequence[int]) -> Shape:
 
 def depth_to_space(x: Shape, block: int) -> Shape:
     if len(x) != 4 or block < 1 or x[1] % (block * block):
-        raise ShapeError(f"depth_to_space: channels {x[1:2]} not divisible by block^2={block * block}")
+        raise ShapeError(
+            f"depth_to_space: channels {x[1:2]} not divisible by block^2={block * block}"
+        )
     return (x[0], x[1] // (block * block), x[2] * block, x[3] * block)
 
 

@@ -14,7 +14,9 @@ def build() -> onnx.ModelProto:
     rng = np.random.default_rng(2026)
 
     def weight(name: str, *shape: int, scale: float = 0.3) -> onnx.TensorProto:
-        return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+        return numpy_helper.from_array(
+            (rng.standard_normal(shape) * scale).astype(np.float32), name
+        )
 
     inits = [
         weight("conv1.w", 8, 3, 3, 3),
@@ -32,12 +34,19 @@ def build() -> onnx.ModelProto:
         numpy_helper.from_array(np.array(6.0, np.float32), "six"),
     ]
     nodes = [
-        helper.make_node("Conv", ["image", "conv1.w", "conv1.b"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
         helper.make_node(
-            "BatchNormalization", ["c1", "bn1.scale", "bn1.bias", "bn1.mean", "bn1.var"], ["b1"], name="bn1"
+            "Conv", ["image", "conv1.w", "conv1.b"], ["c1"], name="conv1", pads=[1, 1, 1, 1]
+        ),
+        helper.make_node(
+            "BatchNormalization",
+            ["c1", "bn1.scale", "bn1.bias", "bn1.mean", "bn1.var"],
+            ["b1"],
+            name="bn1",
         ),
         helper.make_node("Relu", ["b1"], ["r1"], name="relu1"),
-        helper.make_node("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node(
+            "MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]
+        ),
         helper.make_node("Conv", ["p1", "dw.w"], ["d1"], name="dwconv", group=8, pads=[1, 1, 1, 1]),
         helper.make_node("Clip", ["d1", "zero", "six"], ["d1r"], name="relu6"),
         helper.make_node("Conv", ["d1r", "pw.w"], ["p2"], name="pwconv"),
@@ -54,7 +63,9 @@ def build() -> onnx.ModelProto:
         [helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, 10])],
         inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="npuc-example")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="npuc-example"
+    )
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model

@@ -26,13 +26,17 @@ def make_context() -> Context:
     return ctx
 
 
-def parse_mlir(text: str | bytes, location: str = "<input>", ctx: Context | None = None) -> ModuleOp:
+def parse_mlir(
+    text: str | bytes, location: str = "<input>", ctx: Context | None = None
+) -> ModuleOp:
     """Parse and verify textual IR."""
     if isinstance(text, bytes):
         try:
             text = text.decode()
         except UnicodeDecodeError as e:
-            raise NpucError(f"not a UTF-8 text file ({e.reason} at byte {e.start})", location) from None
+            raise NpucError(
+                f"not a UTF-8 text file ({e.reason} at byte {e.start})", location
+            ) from None
     module = Parser(ctx or make_context(), text, location).parse_module()
     module.verify()
     return module
@@ -56,16 +60,22 @@ def load_model(
         return import_onnx(path, input_shapes=input_shapes, inputs=inputs, outputs=outputs)
     if suffix == ".mlir":
         if input_shapes or inputs or outputs:
-            raise NpucError("--input-shape/--inputs/--outputs apply to model imports, not .mlir", str(path))
+            raise NpucError(
+                "--input-shape/--inputs/--outputs apply to model imports, not .mlir", str(path)
+            )
         try:
             data = path.read_bytes()
         except OSError as e:
             raise NpucError(e.strerror or str(e), str(path)) from None
         return parse_mlir(data, str(path))
-    raise NpucError(f"unrecognised model format '{suffix or path.name}' (expected .onnx or .mlir)", str(path))
+    raise NpucError(
+        f"unrecognised model format '{suffix or path.name}' (expected .onnx or .mlir)", str(path)
+    )
 
 
-def apply_pipeline(module: ModuleOp, pipeline: str = DEFAULT_PIPELINE, ctx: Context | None = None) -> ModuleOp:
+def apply_pipeline(
+    module: ModuleOp, pipeline: str = DEFAULT_PIPELINE, ctx: Context | None = None
+) -> ModuleOp:
     """Run a pass pipeline (`npu-opt -p` syntax) on a module in place and verify the result."""
     if pipeline:
         try:

@@ -16,7 +16,9 @@ class NpucError(Exception):
         self.location = location
 
     def __str__(self) -> str:
-        return f"{self.location}: error: {self.message}" if self.location else f"error: {self.message}"
+        return (
+            f"{self.location}: error: {self.message}" if self.location else f"error: {self.message}"
+        )
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""Printing IR for people: large constants elided, like mlir-opt's --mlir-elide-elementsattrs-if-larger."""
+"""Printing IR for people, with large constants elided as mlir-opt does."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class _ElidingPrinter(Printer):
 
 
 def print_module(module: ModuleOp, elide_above: int | None = 16) -> str:
-    """Textual IR; dense constants with more than `elide_above` elements print as `dense_resource<__elided__>` (MLIR's elided form)."""
+    """Textual IR; constants over `elide_above` elements print as `dense_resource<__elided__>`."""
     stream = io.StringIO()
     printer = (
         Printer(stream=stream)

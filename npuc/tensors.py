@@ -63,7 +63,9 @@ def to_dense(array: np.ndarray, element_type: Attribute | None = None) -> DenseI
     """A dense attribute holding `array`'s bytes (little-endian, row-major)."""
     element_type = element_type or xdsl_type(array.dtype)
     data = np.ascontiguousarray(array, dtype=numpy_dtype(element_type).newbyteorder("<"))
-    return DenseIntOrFPElementsAttr(TensorType(element_type, array.shape), BytesAttr(data.tobytes()))
+    return DenseIntOrFPElementsAttr(
+        TensorType(element_type, array.shape), BytesAttr(data.tobytes())
+    )
 
 
 def from_dense(attr: DenseIntOrFPElementsAttr) -> np.ndarray:

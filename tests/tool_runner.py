@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "tiny_cnn.onnx"
 
@@ -18,7 +17,9 @@ func.func @main(%x: tensor<1x4xf32> {nn.name = "x"}) -> (tensor<1x4xf32> {nn.nam
 """
 
 
-def run_tool(tool: str, *args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_tool(
+    tool: str, *args: str | Path, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     module = {"npu-opt": "npuc.tools.npu_opt", "npu-run": "npuc.tools.npu_run"}[tool]
     return subprocess.run(
         [sys.executable, "-m", module, *map(str, args)],

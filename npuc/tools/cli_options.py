@@ -17,10 +17,16 @@ def add_import_options(parser: argparse.ArgumentParser) -> None:
         help="override or fix an input's shape, e.g. data:1,3,224,224 (repeatable)",
     )
     group.add_argument(
-        "--inputs", default=None, metavar="T1,T2", help="cut the graph: these tensors become the inputs"
+        "--inputs",
+        default=None,
+        metavar="T1,T2",
+        help="cut the graph: these tensors become the inputs",
     )
     group.add_argument(
-        "--outputs", default=None, metavar="T1,T2", help="cut the graph: these tensors become the outputs"
+        "--outputs",
+        default=None,
+        metavar="T1,T2",
+        help="cut the graph: these tensors become the outputs",
     )
 
 
@@ -42,4 +48,8 @@ def import_options(args: argparse.Namespace) -> dict:
     def names(text: str | None) -> list[str] | None:
         return [n for n in text.split(",") if n] if text else None
 
-    return {"input_shapes": shapes or None, "inputs": names(args.inputs), "outputs": names(args.outputs)}
+    return {
+        "input_shapes": shapes or None,
+        "inputs": names(args.inputs),
+        "outputs": names(args.outputs),
+    }

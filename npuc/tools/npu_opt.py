@@ -53,7 +53,9 @@ class NpuOptMain(xDSLOptMain):
     def _import_onnx(self, stream: IO[bytes]):
         from ..frontends.onnx import import_onnx
 
-        return import_onnx(stream.read(), location=self.get_input_name(), **import_options(self.args))
+        return import_onnx(
+            stream.read(), location=self.get_input_name(), **import_options(self.args)
+        )
 
     def prepare_output(self) -> IO[str]:
         self._held = _HeldOutput()

@@ -1,4 +1,4 @@
-"""`npu-run`: execute a model with npuc's reference interpreter and summarise or save its outputs."""
+"""`npu-run`: execute a model with the reference interpreter; summarise or save its outputs."""
 
 from __future__ import annotations
 
@@ -27,13 +27,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=FILE.npy",
         help="input tensor from a .npy file (repeatable); missing inputs get seeded random data",
     )
-    parser.add_argument("-o", "--output", metavar="OUT.npz", help="save the outputs, keyed by tensor name")
+    parser.add_argument(
+        "-o", "--output", metavar="OUT.npz", help="save the outputs, keyed by tensor name"
+    )
     parser.add_argument(
         "-p",
         "--passes",
         default="",
         metavar="PIPELINE",
-        help="pass pipeline to apply before running (npu-opt -p syntax; 'default' for the standard one)",
+        help="passes to apply before running (npu-opt -p syntax; 'default': the standard pipeline)",
     )
     parser.add_argument("--print-ir", action="store_true", help="print the IR that is executed")
     parser.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
@@ -51,7 +53,9 @@ def load_input(spec: str) -> tuple[str, np.ndarray]:
         raise NpucError(f"cannot read a numpy array: {e}", file) from None
     if isinstance(array, np.lib.npyio.NpzFile):
         if len(array.files) != 1:
-            raise NpucError(f"an .npz input must hold exactly one array, found {len(array.files)}", file)
+            raise NpucError(
+                f"an .npz input must hold exactly one array, found {len(array.files)}", file
+            )
         array = array[array.files[0]]
     return name, array
 
@@ -94,7 +98,10 @@ def run(argv: list[str] | None = None) -> int:
         print(print_module(module))
     generated = random_inputs(module, skip=feeds.keys(), seed=args.seed)
     for name, array in generated.items():
-        print(f"note: no --input for '{name}': using seeded random data {tuple(array.shape)} {array.dtype}")
+        print(
+            f"note: no --input for '{name}': using seeded random data "
+            f"{tuple(array.shape)} {array.dtype}"
+        )
     outputs = run_module(module, {**feeds, **generated})
     for name, array in outputs.items():
         print(summarise(name, array))

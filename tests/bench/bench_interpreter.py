@@ -1,4 +1,4 @@
-"""Figures for the `nn` level: import + default-pipeline time, and interpreter latency vs onnxruntime.
+"""Figures for the `nn` level: import + pipeline time; interpreter latency vs onnxruntime.
 
 Run: .venv/bin/python tests/bench/bench_interpreter.py [--repeat N]
 Both engines run in this process on the same inputs; the ratio is what matters.
@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
+from npuc.frontends.onnx import import_onnx
+from npuc.runtime.nn_interpreter import run_module
 
 from npuc.api import apply_pipeline, random_inputs
-from npuc.frontends.onnx import import_onnx
 from npuc.registry import DEFAULT_PIPELINE
-from npuc.runtime.nn_interpreter import run_module
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 
@@ -60,9 +60,11 @@ def main() -> None:
     t_npuc, ours = timed(lambda: run_module(module, feeds), args.repeat)
     t_ort, theirs = timed(lambda: session.run(None, feeds), args.repeat * 4)
     diff = float(np.max(np.abs(next(iter(ours.values())) - theirs[0])))
-    print(f"\n{name} latency (median): npuc reference interpreter {t_npuc * 1e3:.1f} ms, "
-          f"onnxruntime CPU {t_ort * 1e3:.1f} ms, ratio {t_npuc / t_ort:.2f}x (target <= 4x); "
-          f"max |diff| {diff:.2e}")
+    print(
+        f"\n{name} latency (median): npuc reference interpreter {t_npuc * 1e3:.1f} ms, "
+        f"onnxruntime CPU {t_ort * 1e3:.1f} ms, ratio {t_npuc / t_ort:.2f}x (target <= 4x); "
+        f"max |diff| {diff:.2e}"
+    )
 
 
 if __name__ == "__main__":

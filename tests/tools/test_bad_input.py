@@ -1,4 +1,4 @@
-"""Bad input gets a one-line-per-problem diagnostic with a location and exit code 1, never a traceback."""
+"""Bad input gets a diagnostic with a location and exit code 1, never a traceback."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ def assert_clean_failure(result, *fragments: str) -> None:
 
 def test_malformed_mlir_points_at_line_and_column(tmp_path: Path):
     bad = tmp_path / "bad.mlir"
-    bad.write_text("func.func @main(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {\n  %0 = nn.relu %x : \n}\n")
+    bad.write_text(
+        "func.func @main(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {\n  %0 = nn.relu %x : \n}\n"
+    )
     result = run_tool("npu-opt", bad)
     assert_clean_failure(result, "bad.mlir:")
 
@@ -41,7 +43,9 @@ def test_unknown_pass(relu_mlir: Path):
 
 
 def test_unknown_pass_option(relu_mlir: Path):
-    assert_clean_failure(run_tool("npu-opt", relu_mlir, "-p", "fold-constants{no_such_option=1}"), "no_such_option")
+    assert_clean_failure(
+        run_tool("npu-opt", relu_mlir, "-p", "fold-constants{no_such_option=1}"), "no_such_option"
+    )
 
 
 def test_unknown_command_line_flag(relu_mlir: Path):
@@ -61,7 +65,9 @@ def test_failed_run_writes_no_output_file(tmp_path: Path, relu_mlir: Path):
     assert not out.exists()
 
 
-@pytest.mark.parametrize("content", [b"", b"\x08\x07garbage\xff\xff\xff", b"not a protobuf at all" * 10])
+@pytest.mark.parametrize(
+    "content", [b"", b"\x08\x07garbage\xff\xff\xff", b"not a protobuf at all" * 10]
+)
 def test_garbage_onnx(tmp_path: Path, content: bytes):
     bad = tmp_path / "model.onnx"
     bad.write_bytes(content)
@@ -82,7 +88,9 @@ def test_malformed_input_shape_option(spec: str):
 
 
 def test_input_shape_for_unknown_input():
-    assert_clean_failure(run_tool("npu-opt", EXAMPLE, "--input-shape", "nosuch:1,3,16,16"), "nosuch")
+    assert_clean_failure(
+        run_tool("npu-opt", EXAMPLE, "--input-shape", "nosuch:1,3,16,16"), "nosuch"
+    )
 
 
 def test_wrong_input_shape_at_run_time(tmp_path: Path):
