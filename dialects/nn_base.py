@@ -72,6 +72,10 @@ class NNOperation(IRDLOperation):
         return None
 
     def verify_(self) -> None:
+        # Unprefixed names are inherent: an unknown one is a typo, not a discardable attribute.
+        unknown = sorted(k for k in self.attributes if "." not in k)
+        if unknown:
+            raise VerifyException(f"'{self.name}': unknown properties {', '.join(unknown)}")
         try:
             inferred = type(self).infer_shapes(
                 [shape_of(o) for o in self.operands], self.properties

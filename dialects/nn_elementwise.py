@@ -41,6 +41,7 @@ class ConstantOp(NNOperation):
         super().__init__(properties=props, result_types=[value.get_type()])
 
     def verify_(self) -> None:
+        super().verify_()
         if self.value.get_type() != self.output.type:
             raise VerifyException("'nn.constant': value type must equal the result type")
 
@@ -52,9 +53,10 @@ class ConstantOp(NNOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:
+        start = parser.pos
         value = parser.parse_attribute()
         if not isinstance(value, DenseIntOrFPElementsAttr):
-            parser.raise_error("nn.constant expects a dense elements attribute")
+            parser.raise_error("nn.constant expects a dense elements attribute", start, parser.pos)
         attrs = parser.parse_optional_attr_dict()
         name = attrs.get("name")
         return cls(value, name.data if isinstance(name, StringAttr) else None)

@@ -434,6 +434,7 @@ class ReshapeOp(NNOperation):
     output = result_def(F32Tensor)
 
     def verify_(self) -> None:
+        super().verify_()
         a, b = shape_of(self.input), shape_of(self.output)
         if _numel(a) != _numel(b):
             raise VerifyException(f"'nn.reshape': cannot reshape {a} into {b}")
@@ -448,6 +449,7 @@ class BroadcastOp(NNOperation):
     output = result_def(F32Tensor)
 
     def verify_(self) -> None:
+        super().verify_()
         a, b = shape_of(self.input), shape_of(self.output)
         try:
             ok = shapes.broadcast(a, b) == b
@@ -502,7 +504,10 @@ class SplitOp(NNOperation):
     axis = prop_def(IntegerAttr[I64])
 
     def verify_(self) -> None:
+        super().verify_()
         x = shape_of(self.input)
+        if not self.outputs:
+            raise VerifyException("'nn.split': needs at least one result")
         try:
             axis = shapes.normalize_axis(self.axis.value.data, len(x))
             joined = shapes.concat([shape_of(r) for r in self.outputs], axis)
@@ -591,6 +596,7 @@ class ResizeOp(NNOperation):
     exclude_outside = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
 
     def verify_(self) -> None:
+        super().verify_()
         x, y = shape_of(self.input), shape_of(self.output)
         checks = [
             (self.mode.data in RESIZE_MODES, f"mode must be one of {', '.join(RESIZE_MODES)}"),

@@ -90,10 +90,18 @@ def conv_transpose2d(
 ) -> Shape:
     if len(x) != 4 or len(w) != 4:
         raise ShapeError(f"conv_transpose2d needs rank-4 input and weight, got {x} and {w}")
-    if groups < 1 or x[1] != w[0]:
+    if groups < 1:
+        raise ShapeError(f"groups must be >= 1, got {groups}")
+    if x[1] != w[0]:
         raise ShapeError(f"input channels {x[1]} != weight input channels {w[0]}")
+    if x[1] % groups:
+        raise ShapeError(f"input channels {x[1]} are not divisible by groups {groups}")
     spatial = []
     for i in range(2):
+        if output_padding[i] >= max(strides[i], dilations[i]):
+            raise ShapeError(
+                f"output_padding {output_padding[i]} must be smaller than the stride or dilation"
+            )
         out = (
             strides[i] * (x[2 + i] - 1)
             + output_padding[i]
@@ -196,16 +204,23 @@ def pad(x: Shape, pads: Sequence[int]) -> Shape:
     return out
 
 
+def _check_block(x: Shape, block: int) -> None:
+    if len(x) != 4:
+        raise ShapeError(f"expects a rank-4 NCHW input, got {x}")
+    if block < 1:
+        raise ShapeError(f"block_size must be >= 1, got {block}")
+
+
 def depth_to_space(x: Shape, block: int) -> Shape:
-    if len(x) != 4 or block < 1 or x[1] % (block * block):
-        raise ShapeError(
-            f"depth_to_space: channels {x[1:2]} not divisible by block^2={block * block}"
-        )
+    _check_block(x, block)
+    if x[1] % (block * block):
+        raise ShapeError(f"channels {x[1]} are not divisible by block_size^2 = {block * block}")
     return (x[0], x[1] // (block * block), x[2] * block, x[3] * block)
 
 
 def space_to_depth(x: Shape, block: int) -> Shape:
-    if len(x) != 4 or block < 1 or x[2] % block or x[3] % block:
+    _check_block(x, block)
+    if x[2] % block or x[3] % block:
         raise ShapeError(f"space_to_depth: spatial dims {x[2:]} not divisible by block {block}")
     return (x[0], x[1] * block * block, x[2] // block, x[3] // block)
 

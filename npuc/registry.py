@@ -38,5 +38,6 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 }
 
 DEFAULT_PIPELINE = (
-    "canonicalize,eliminate-identity,fold-constants,fold-batchnorm,fuse-activation,cse,dce"
+    "canonicalize,eliminate-identity,fold-constants,fold-batchnorm,fuse-activation,"
+    "canonicalize,cse,dce"
 )

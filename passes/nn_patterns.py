@@ -1,0 +1,299 @@
+"""Rewrite patterns on `nn` ops shared by the float-level passes.
+
+Each pattern is defined once; `canonicalize` and `eliminate-identity` pick the
+subsets they need (`IDENTITY_PATTERNS`, `COMPOSITION_PATTERNS`). A pattern
+that removes an op replaces its result with an existing value, so the name of
+the op that produced that value survives; a pattern that replaces an op with
+a new one gives the new op the replaced op's `name`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from xdsl.dialects.builtin import FloatAttr, StringAttr, f32
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from npuc.dialects.nn import (
+    AddOp,
+    BroadcastOp,
+    ClipOp,
+    ConcatOp,
+    ConstantOp,
+    DivOp,
+    MulOp,
+    PadOp,
+    ReshapeOp,
+    SliceOp,
+    SplitOp,
+    SubOp,
+    TransposeOp,
+    ints,
+    shape_of,
+)
+from npuc.dialects.nn_base import ActivationFusable
+from npuc.tensors import from_dense
+
+# --------------------------------------------------------------------------- helpers
+
+
+def constant_value(value: SSAValue) -> np.ndarray | None:
+    """The array held by `value` if an `nn.constant` defines it."""
+    owner = value.owner
+    return from_dense(owner.value) if isinstance(owner, ConstantOp) else None
+
+
+def is_splat(value: SSAValue, scalar: float) -> bool:
+    """Whether `value` is a constant whose every element equals `scalar`."""
+    array = constant_value(value)
+    return array is not None and bool(np.all(array == scalar))
+
+
+def replace_with_value(rewriter: PatternRewriter, op: Operation, value: SSAValue) -> None:
+    """Forward `op`'s single result to `value` and erase `op`."""
+    rewriter.replace_all_uses_with(op.results[0], value)
+    rewriter.erase(op)
+
+
+def with_name(props: dict[str, Attribute], op: Operation) -> dict[str, Attribute]:
+    """`props` plus `op`'s `name` property, if it has one."""
+    name = op.properties.get("name")
+    return {**props, "name": name} if isinstance(name, StringAttr) else props
+
+
+def bound(attr: FloatAttr | None, default: float) -> float:
+    return default if attr is None else float(attr.value.data)
+
+
+def clip_bounds(op: ClipOp) -> tuple[float, float]:
+    """(min, max) of a clip, with absent bounds as -inf / +inf."""
+    return bound(op.min, -math.inf), bound(op.max, math.inf)
+
+
+def compose_clips(inner: tuple[float, float], outer: tuple[float, float]) -> tuple[float, float]:
+    """Bounds of clip(clip(x, *inner), *outer) as one clip, also when the ranges are disjoint."""
+    lo, hi = outer
+    return min(max(inner[0], lo), hi), min(max(inner[1], lo), hi)
+
+
+def bound_props(lo: float, hi: float, min_key: str, max_key: str) -> dict[str, Attribute]:
+    """Clip bound properties for (lo, hi); infinite bounds are left out."""
+    props: dict[str, Attribute] = {}
+    if lo != -math.inf:
+        props[min_key] = FloatAttr(lo, f32)
+    if hi != math.inf:
+        props[max_key] = FloatAttr(hi, f32)
+    return props
+
+
+def compose_perms(inner: tuple[int, ...], outer: tuple[int, ...]) -> tuple[int, ...]:
+    """Perm of transpose(transpose(x, inner), outer) as one transpose."""
+    return tuple(inner[p] for p in outer)
+
+
+def is_identity_perm(perm: tuple[int, ...]) -> bool:
+    return perm == tuple(range(len(perm)))
+
+
+# --------------------------------------------------------------------------- identities
+
+
+class RemoveIdentityReshape(RewritePattern):
+    """reshape(x) to x's own shape -> x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ReshapeOp, rewriter: PatternRewriter) -> None:
+        if op.input.type == op.output.type:
+            replace_with_value(rewriter, op, op.input)
+
+
+class RemoveReshapeRoundTrip(RewritePattern):
+    """reshape(reshape(x)) back to x's shape -> x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ReshapeOp, rewriter: PatternRewriter) -> None:
+        inner = op.input.owner
+        if isinstance(inner, ReshapeOp) and inner.input.type == op.output.type:
+            replace_with_value(rewriter, op, inner.input)
+
+
+class RemoveIdentityTranspose(RewritePattern):
+    """transpose(x, perm = [0, 1, ..., n-1]) -> x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: TransposeOp, rewriter: PatternRewriter) -> None:
+        if is_identity_perm(op.perm.get_values()):
+            replace_with_value(rewriter, op, op.input)
+
+
+class RemoveInverseTransposes(RewritePattern):
+    """transpose(transpose(x, p), q) with q undoing p -> x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: TransposeOp, rewriter: PatternRewriter) -> None:
+        inner = op.input.owner
+        if isinstance(inner, TransposeOp) and is_identity_perm(
+            compose_perms(inner.perm.get_values(), op.perm.get_values())
+        ):
+            replace_with_value(rewriter, op, inner.input)
+
+
+class RemoveFullSlice(RewritePattern):
+    """slice(x) that keeps every element in order -> x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: SliceOp, rewriter: PatternRewriter) -> None:
+        dims = shape_of(op.input)
+        if dims != shape_of(op.output):
+            return
+        starts, steps = op.starts.get_values(), op.steps.get_values()
+        # A dimension of size <= 1 kept whole reads the same element for any step.
+        if all(d <= 1 or (s == 0 and k == 1) for d, s, k in zip(dims, starts, steps, strict=True)):
+            replace_with_value(rewriter, op, op.input)
+
+
+class RemoveZeroPad(RewritePattern):
+    """pad(x) with every pad 0 (any mode) -> x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: PadOp, rewriter: PatternRewriter) -> None:
+        if not any(op.pads.get_values()):
+            replace_with_value(rewriter, op, op.input)
+
+
+class RemoveUnboundedClip(RewritePattern):
+    """clip(x) without bounds, or with bounds -inf and +inf -> x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ClipOp, rewriter: PatternRewriter) -> None:
+        if clip_bounds(op) == (-math.inf, math.inf):
+            replace_with_value(rewriter, op, op.input)
+
+
+class RemoveIdentityBroadcast(RewritePattern):
+    """broadcast(x) to x's own shape -> x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: BroadcastOp, rewriter: PatternRewriter) -> None:
+        if op.input.type == op.output.type:
+            replace_with_value(rewriter, op, op.input)
+
+
+class RemoveSingleConcat(RewritePattern):
+    """concat(x) of one operand -> x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ConcatOp, rewriter: PatternRewriter) -> None:
+        if len(op.inputs) == 1:
+            replace_with_value(rewriter, op, op.inputs[0])
+
+
+class RemoveSingleSplit(RewritePattern):
+    """split(x) into one piece -> x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: SplitOp, rewriter: PatternRewriter) -> None:
+        if len(op.outputs) == 1:
+            replace_with_value(rewriter, op, op.input)
+
+
+# --------------------------------------------------------------------------- compositions
+
+
+class ComposeReshapes(RewritePattern):
+    """reshape(reshape(x)) -> reshape(x)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ReshapeOp, rewriter: PatternRewriter) -> None:
+        inner = op.input.owner
+        if not isinstance(inner, ReshapeOp):
+            return
+        new = ReshapeOp.create(
+            operands=[inner.input], result_types=[op.output.type], properties=with_name({}, op)
+        )
+        rewriter.replace(op, new)
+
+
+class ComposeTransposes(RewritePattern):
+    """transpose(transpose(x, p), q) -> transpose(x, p o q), or x when p o q is the identity."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: TransposeOp, rewriter: PatternRewriter) -> None:
+        inner = op.input.owner
+        if not isinstance(inner, TransposeOp):
+            return
+        perm = compose_perms(inner.perm.get_values(), op.perm.get_values())
+        if is_identity_perm(perm):
+            replace_with_value(rewriter, op, inner.input)
+            return
+        new = TransposeOp.create(
+            operands=[inner.input],
+            result_types=[op.output.type],
+            properties=with_name({"perm": ints(perm)}, op),
+        )
+        rewriter.replace(op, new)
+
+
+class ComposeClips(RewritePattern):
+    """clip(clip(x, a, b), c, d) -> clip(x, min(max(a, c), d), min(max(b, c), d))."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ClipOp, rewriter: PatternRewriter) -> None:
+        inner = op.input.owner
+        if not isinstance(inner, ClipOp):
+            return
+        lo, hi = compose_clips(clip_bounds(inner), clip_bounds(op))
+        new = ClipOp.create(
+            operands=[inner.input],
+            result_types=[op.output.type],
+            properties=with_name(bound_props(lo, hi, "min", "max"), op),
+        )
+        rewriter.replace(op, new)
+
+
+class RemoveNeutralOperand(RewritePattern):
+    """x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1 -> x.
+
+    The neutral operand must be a constant splat and must not broadcast x to a
+    larger shape; an add/sub/mul with a fused activation stays. (x + 0 turns
+    -0.0 into +0.0, which compares equal.)
+    """
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self, op: AddOp | SubOp | MulOp | DivOp, rewriter: PatternRewriter
+    ) -> None:
+        if isinstance(op, ActivationFusable) and op.activation is not None:
+            return
+        neutral = 1.0 if isinstance(op, MulOp | DivOp) else 0.0
+        commutative = isinstance(op, AddOp | MulOp)
+        pairs = [(op.lhs, op.rhs)] + ([(op.rhs, op.lhs)] if commutative else [])
+        for keep, drop in pairs:
+            if keep.type == op.output.type and is_splat(drop, neutral):
+                replace_with_value(rewriter, op, keep)
+                return
+
+
+IDENTITY_PATTERNS: tuple[type[RewritePattern], ...] = (
+    RemoveIdentityReshape,
+    RemoveReshapeRoundTrip,
+    RemoveIdentityTranspose,
+    RemoveInverseTransposes,
+    RemoveFullSlice,
+    RemoveZeroPad,
+    RemoveUnboundedClip,
+    RemoveIdentityBroadcast,
+    RemoveSingleConcat,
+    RemoveSingleSplit,
+)
+"""Patterns that delete an op whose result equals its input."""
+
+COMPOSITION_PATTERNS: tuple[type[RewritePattern], ...] = (
+    ComposeReshapes,
+    ComposeTransposes,
+    ComposeClips,
+    RemoveNeutralOperand,
+)
+"""Patterns that merge chains or drop neutral arithmetic (canonicalize only)."""
