@@ -1,0 +1,56 @@
+"""Sliding-window helpers shared by convolution and pooling (NCHW, zero-copy views)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def window_extent(kernel: int, dilation: int) -> int:
+    return dilation * (kernel - 1) + 1
+
+
+def pad_hw(
+    x: np.ndarray, pads: Sequence[int], value: float = 0.0, extra: Sequence[int] = (0, 0)
+) -> np.ndarray:
+    """x padded by pads = [top, left, bottom, right] plus `extra` rows/cols at the end."""
+    top, left, bottom, right = pads
+    bottom += extra[0]
+    right += extra[1]
+    if not (top or left or bottom or right):
+        return x
+    out = np.full(
+        (*x.shape[:2], x.shape[2] + top + bottom, x.shape[3] + left + right), value, dtype=x.dtype
+    )
+    out[:, :, top : top + x.shape[2], left : left + x.shape[3]] = x
+    return out
+
+
+def tap(
+    xp: np.ndarray,
+    i: int,
+    j: int,
+    out_hw: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int] = (1, 1),
+) -> np.ndarray:
+    """View of the input pixels that kernel tap (i, j) sees, one per output position."""
+    (oh, ow), (sh, sw), (dh, dw) = out_hw, strides, dilations
+    r0, c0 = i * dh, j * dw
+    return xp[:, :, r0 : r0 + sh * (oh - 1) + 1 : sh, c0 : c0 + sw * (ow - 1) + 1 : sw]
+
+
+def windows(
+    xp: np.ndarray,
+    kernel: Sequence[int],
+    out_hw: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int] = (1, 1),
+) -> np.ndarray:
+    """Zero-copy view [N, C, kH, kW, OH, OW] of every window of a padded NCHW input."""
+    (kh, kw), (oh, ow), (sh, sw), (dh, dw) = kernel, out_hw, strides, dilations
+    span = (window_extent(kh, dh), window_extent(kw, dw))
+    view = np.lib.stride_tricks.sliding_window_view(xp, span, axis=(2, 3))
+    view = view[:, :, : sh * (oh - 1) + 1 : sh, : sw * (ow - 1) + 1 : sw, ::dh, ::dw]
+    return view.transpose(0, 1, 4, 5, 2, 3)

@@ -1,0 +1,504 @@
+"""Reference interpreter for the `nn` dialect: whole-tensor numpy kernels in float32.
+
+`KERNELS` maps each op class to a function `(op, args) -> results`; plugins add
+their own with `@register_kernel(OpClass)`. `evaluate_op` runs one op (used by
+constant folding), `run_function`/`run_module` run a whole graph, freeing each
+intermediate once its last user has run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, Literal, TypeAlias, TypeVar, overload
+
+import numpy as np
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from npuc import graph_io
+from npuc.diagnostics import NpucError
+from npuc.dialects import nn
+from npuc.dialects.nn_base import ActivationFusable, shape_of
+from npuc.tensors import from_dense, numpy_dtype
+
+from .kernels import conv, linear, movement, norm, pool, reduce, resize
+from .kernels import elementwise as ew
+
+Kernel: TypeAlias = Callable[[Operation, list[np.ndarray]], list[np.ndarray]]
+Keep: TypeAlias = Literal["all"] | Collection[str]
+K = TypeVar("K", bound=Kernel)
+
+KERNELS: dict[type[Operation], Kernel] = {}
+
+
+def register_kernel(op_type: type[Operation]) -> Callable[[K], K]:
+    """Decorator registering a kernel for `op_type`; a later registration replaces earlier ones."""
+
+    def decorate(kernel: K) -> K:
+        KERNELS[op_type] = kernel
+        return kernel
+
+    return decorate
+
+
+def kernel_for(op_type: type[Operation]) -> Kernel | None:
+    """The kernel of `op_type` or of its nearest registered base class."""
+    for cls in op_type.__mro__:
+        if cls in KERNELS:
+            return KERNELS[cls]
+    return None
+
+
+def evaluate_op(op: Operation, args: list[np.ndarray]) -> list[np.ndarray]:
+    """Results of `op` on concrete operand arrays, including any fused activation.
+
+    Raises NotImplementedError for an op without a kernel. Results may be
+    read-only views of the arguments (e.g. reshape, transpose).
+    """
+    kernel = kernel_for(type(op))
+    if kernel is None:
+        raise NotImplementedError(f"no reference kernel for '{op.name}'")
+    with np.errstate(all="ignore"):  # IEEE results (inf, NaN) are the intended semantics
+        results = [np.asarray(r) for r in kernel(op, args)]
+        if isinstance(op, ActivationFusable) and op.activation is not None:
+            y = results[0]
+            if not y.flags.writeable or any(np.may_share_memory(y, a) for a in args):
+                y = y.copy()
+            results[0] = ew.apply_activation(
+                y, op.activation.data, _float(op.activation_min), _float(op.activation_max),
+                _float(op.activation_alpha),
+            )  # fmt: skip
+    return results
+
+
+# --------------------------------------------------------------------------- property helpers
+
+
+def _float(attr: Attribute | None) -> float | None:
+    return float(attr.value.data) if isinstance(attr, FloatAttr) else None
+
+
+def _ints(attr: DenseArrayBase) -> tuple[int, ...]:
+    return tuple(int(v) for v in attr.get_values())
+
+
+def _bool(attr: Attribute | None) -> bool:
+    return isinstance(attr, IntegerAttr) and bool(attr.value.data)
+
+
+def constant_array(value: Attribute) -> np.ndarray:
+    """The array a constant attribute holds: floats as float32, integers as int64."""
+    if isinstance(value, DenseIntOrFPElementsAttr):
+        array = from_dense(value)
+    elif isinstance(value, FloatAttr):
+        array = np.asarray(value.value.data)
+    elif isinstance(value, IntegerAttr):
+        array = np.asarray(value.value.data, dtype=np.int64)
+    else:
+        raise NotImplementedError(f"constant of kind {type(value).__name__} is not supported")
+    if array.dtype.kind == "f" and array.dtype != np.float32:
+        return array.astype(np.float32)
+    if array.dtype.kind in "iu" and array.dtype != np.int64:
+        return array.astype(np.int64)
+    return array
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+def _v(attr: Attribute) -> Any:
+    """The Python value of an IntegerAttr, FloatAttr or StringAttr property."""
+    return attr.data if isinstance(attr, StringAttr) else attr.value.data  # type: ignore[attr-defined]
+
+
+def _opt(args: list[np.ndarray], index: int) -> np.ndarray | None:
+    """An optional trailing operand (bias)."""
+    return args[index] if len(args) > index else None
+
+
+def _window(op: Any, dilations: bool = True) -> dict[str, Any]:
+    """Keyword arguments of a windowed op (conv, pool) taken from its properties."""
+    kwargs: dict[str, Any] = {"strides": _ints(op.strides), "pads": _ints(op.pads)}
+    if dilations:
+        kwargs["dilations"] = _ints(op.dilations)
+    return kwargs
+
+
+def _conv2d(op: nn.Conv2dOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    return [conv.conv2d(a[0], a[1], _opt(a, 2), groups=_v(op.groups), **_window(op))]
+
+
+def _conv_transpose2d(op: nn.ConvTranspose2dOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    y = conv.conv_transpose2d(
+        a[0], a[1], _opt(a, 2), output_padding=_ints(op.output_padding), groups=_v(op.groups),
+        **_window(op),
+    )  # fmt: skip
+    return [y]
+
+
+def _max_pool2d(op: nn.MaxPool2dOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    y = pool.max_pool2d(a[0], _ints(op.kernel), ceil_mode=_bool(op.ceil_mode), **_window(op))
+    return [y]
+
+
+def _avg_pool2d(op: nn.AvgPool2dOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    y = pool.avg_pool2d(
+        a[0], _ints(op.kernel), ceil_mode=_bool(op.ceil_mode),
+        count_include_pad=_bool(op.count_include_pad), **_window(op, dilations=False),
+    )  # fmt: skip
+    return [y]
+
+
+def _resize(op: nn.ResizeOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    scales = [float(s) for s in op.scales.get_values()]
+    y = resize.resize(
+        a[0], shape_of(op.output), scales, op.mode.data, op.coordinate_mode.data,
+        op.nearest_mode.data, _v(op.cubic_coeff_a), _bool(op.exclude_outside),
+    )  # fmt: skip
+    return [y]
+
+
+def _split(op: nn.SplitOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    axis = _v(op.axis) % a[0].ndim
+    return movement.split(a[0], [shape_of(r)[axis] for r in op.outputs], axis)
+
+
+def _reduce(kind: str) -> Kernel:
+    return lambda op, a: [reduce.reduce(a[0], kind, _ints(op.axes), _bool(op.keepdims))]
+
+
+def _arg_reduce(kind: str) -> Kernel:
+    return lambda op, a: [
+        reduce.arg_reduce(a[0], kind, _v(op.axis), _bool(op.keepdims), _bool(op.select_last_index))
+    ]
+
+
+def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Kernel:
+    return lambda op, a: [fn(a[0])]
+
+
+def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Kernel:
+    return lambda op, a: [fn(a[0], a[1])]
+
+
+KERNELS.update(
+    {
+        nn.ConstantOp: lambda op, a: [constant_array(op.value)],
+        arith.ConstantOp: lambda op, a: [constant_array(op.value)],
+        nn.ReluOp: _unary(ew.relu),
+        nn.SigmoidOp: _unary(ew.sigmoid),
+        nn.TanhOp: _unary(np.tanh),
+        nn.ExpOp: _unary(np.exp),
+        nn.LogOp: _unary(np.log),
+        nn.SqrtOp: _unary(np.sqrt),
+        nn.ErfOp: _unary(ew.erf),
+        nn.AbsOp: _unary(np.abs),
+        nn.NegOp: _unary(np.negative),
+        nn.ReciprocalOp: _unary(ew.reciprocal),
+        nn.FloorOp: _unary(np.floor),
+        nn.CeilOp: _unary(np.ceil),
+        nn.SoftplusOp: _unary(ew.softplus),
+        nn.HardSwishOp: _unary(ew.hard_swish),
+        nn.AddOp: _binary(np.add),
+        nn.SubOp: _binary(np.subtract),
+        nn.MulOp: _binary(np.multiply),
+        nn.DivOp: _binary(np.divide),
+        nn.PowOp: _binary(np.power),
+        nn.MaximumOp: _binary(np.maximum),
+        nn.MinimumOp: _binary(np.minimum),
+        nn.PReluOp: _binary(ew.prelu),
+        nn.GeluOp: lambda op, a: [ew.gelu(a[0], op.approximate.data)],
+        nn.LeakyReluOp: lambda op, a: [ew.leaky_relu(a[0], _v(op.alpha))],
+        nn.EluOp: lambda op, a: [ew.elu(a[0], _v(op.alpha))],
+        nn.HardSigmoidOp: lambda op, a: [ew.hard_sigmoid(a[0], _v(op.alpha), _v(op.beta))],
+        nn.ClipOp: lambda op, a: [ew.clip(a[0], _float(op.min), _float(op.max))],
+        nn.SoftmaxOp: lambda op, a: [ew.softmax(a[0], _v(op.axis))],
+        nn.LogSoftmaxOp: lambda op, a: [ew.log_softmax(a[0], _v(op.axis))],
+        nn.Conv2dOp: _conv2d,
+        nn.ConvTranspose2dOp: _conv_transpose2d,
+        nn.FullyConnectedOp: lambda op, a: [linear.fully_connected(a[0], a[1], _opt(a, 2))],
+        nn.MatMulOp: lambda op, a: [linear.matmul(a[0], a[1])],
+        nn.MaxPool2dOp: _max_pool2d,
+        nn.AvgPool2dOp: _avg_pool2d,
+        nn.GlobalAvgPoolOp: _unary(pool.global_avg_pool),
+        nn.GlobalMaxPoolOp: _unary(pool.global_max_pool),
+        nn.BatchNormOp: lambda op, a: [norm.batch_norm(*a[:5], _v(op.epsilon))],
+        nn.InstanceNormOp: lambda op, a: [norm.instance_norm(*a[:3], _v(op.epsilon))],
+        nn.LayerNormOp: lambda op, a: [
+            norm.layer_norm(a[0], a[1], _opt(a, 2), _v(op.axis), _v(op.epsilon))
+        ],
+        nn.LrnOp: lambda op, a: [
+            norm.lrn(a[0], _v(op.size), _v(op.alpha), _v(op.beta), _v(op.bias))
+        ],
+        nn.ReduceMeanOp: _reduce("mean"),
+        nn.ReduceSumOp: _reduce("sum"),
+        nn.ReduceMaxOp: _reduce("max"),
+        nn.ReduceMinOp: _reduce("min"),
+        nn.ReduceProdOp: _reduce("prod"),
+        nn.ArgMaxOp: _arg_reduce("max"),
+        nn.ArgMinOp: _arg_reduce("min"),
+        nn.ReshapeOp: lambda op, a: [movement.reshape(a[0], shape_of(op.output))],
+        nn.BroadcastOp: lambda op, a: [movement.broadcast(a[0], shape_of(op.output))],
+        nn.TransposeOp: lambda op, a: [movement.transpose(a[0], _ints(op.perm))],
+        nn.ConcatOp: lambda op, a: [movement.concat(a, _v(op.axis))],
+        nn.SplitOp: _split,
+        nn.SliceOp: lambda op, a: [
+            movement.slice_(a[0], _ints(op.starts), _ints(op.ends), _ints(op.steps))
+        ],
+        nn.PadOp: lambda op, a: [movement.pad(a[0], _ints(op.pads), op.mode.data, _v(op.value))],
+        nn.ResizeOp: _resize,
+        nn.GatherOp: lambda op, a: [movement.gather(a[0], a[1], _v(op.axis) % a[0].ndim)],
+        nn.DepthToSpaceOp: lambda op, a: [
+            movement.depth_to_space(a[0], _v(op.block_size), op.mode.data)
+        ],
+        nn.SpaceToDepthOp: lambda op, a: [movement.space_to_depth(a[0], _v(op.block_size))],
+    }
+)
+
+
+# --------------------------------------------------------------------------- graph execution
+
+_CONSTANTS = (nn.ConstantOp, arith.ConstantOp)
+
+
+def value_names(func: FuncOp) -> dict[SSAValue, str]:
+    """Each value's `%name` as xDSL's printer spells it in `func` (name hint, else a number)."""
+    names: dict[SSAValue, str] = {}
+    used: dict[str, int] = {}
+    counter = 0
+    block = func.body.block
+    values = [*block.args, *(r for op in block.ops for r in op.results)]
+    for value in values:
+        if value.name_hint:
+            k = used.get(value.name_hint, 0)
+            used[value.name_hint] = k + 1
+            names[value] = f"%{value.name_hint}" + (f"_{k}" if k else "")
+        else:
+            names[value] = f"%{counter}"
+            counter += 1
+    return names
+
+
+def _layer_name(op: Operation) -> str | None:
+    attr = op.properties.get("name")
+    return getattr(attr, "data", None) if attr is not None else None
+
+
+class FunctionRunner:
+    """Runs one function on many inputs; liveness and op keys are computed once."""
+
+    def __init__(self, func: FuncOp):
+        self.func = func
+        block = func.body.block
+        self.ops = [op for op in block.ops if not isinstance(op, ReturnOp)]
+        returns = [op for op in block.ops if isinstance(op, ReturnOp)]
+        if len(returns) != 1 or block.last_op is not returns[0]:
+            raise NpucError(f"function @{func.sym_name.data} must end with one func.return")
+        self.results = list(returns[0].operands)
+        last_use: dict[SSAValue, int] = {}
+        for i, op in enumerate(self.ops):
+            for v in op.operands:
+                last_use[v] = i
+        self.dead_after: list[list[SSAValue]] = [[] for _ in self.ops]
+        returned = set(self.results)
+        for i, op in enumerate(self.ops):
+            for r in op.results:
+                if r not in returned:
+                    self.dead_after[last_use.get(r, i)].append(r)
+        for arg in block.args:
+            if arg in last_use and arg not in returned:
+                self.dead_after[last_use[arg]].append(arg)
+        self.keys = self._op_keys()
+        self._constants: dict[Operation, list[np.ndarray]] = {}
+
+    def _op_keys(self) -> dict[SSAValue, str]:
+        """Intermediate-tensor key of each op result: its `name` property, else its `%N`."""
+        ssa = value_names(self.func)
+        total: dict[str, int] = {}
+        for op in self.ops:
+            if (name := _layer_name(op)) is not None:
+                total[name] = total.get(name, 0) + 1
+        seen: dict[str, int] = {}
+        keys: dict[SSAValue, str] = {}
+        for op in self.ops:
+            name = _layer_name(op)
+            if name is None:
+                keys.update((r, ssa[r]) for r in op.results)
+                continue
+            k = seen.get(name, 0)
+            seen[name] = k + 1
+            # Several ops may carry one source node's name; the last one produces its output.
+            base = name if k == total[name] - 1 else f"{name}#{k}"
+            if len(op.results) == 1:
+                keys[op.results[0]] = base
+            else:
+                keys.update((r, f"{base}:{i}") for i, r in enumerate(op.results))
+        return keys
+
+    def _kept(self, keep: Keep | None) -> set[SSAValue]:
+        if keep is None:
+            return set()
+        candidates = [op for op in self.ops if not isinstance(op, _CONSTANTS)]
+        if keep == "all":
+            return {r for op in candidates for r in op.results}
+        wanted = {keep} if isinstance(keep, str) else set(keep)
+        chosen: set[SSAValue] = set()
+        found: set[str] = set()
+        for op in self.ops:
+            for r in op.results:
+                hit = wanted & {self.keys[r], _layer_name(op)}
+                if hit:
+                    chosen.add(r)
+                    found |= hit
+        if wanted - found:
+            missing = ", ".join(sorted(wanted - found))
+            raise NpucError(f"no layer named {missing} in @{self.func.sym_name.data}")
+        return chosen
+
+    def check_inputs(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Inputs as arrays, after checking count, shapes and dtypes against the signature."""
+        names = graph_io.input_names(self.func)
+        if len(inputs) != len(names):
+            raise NpucError(f"the model takes {len(names)} input(s), got {len(inputs)}")
+        arrays = []
+        for name, value, arg in zip(names, inputs, self.func.body.block.args, strict=True):
+            array = np.asarray(value)
+            ty = arg.type
+            if isinstance(ty, TensorType):
+                want = tuple(ty.get_shape())
+                if array.shape != want:
+                    raise NpucError(
+                        f"input '{name}' has shape {array.shape} but the model expects {want}"
+                    )
+                dtype = numpy_dtype(ty.get_element_type())
+                if array.dtype != dtype:
+                    raise NpucError(
+                        f"input '{name}' has dtype {array.dtype} but the model expects {dtype}"
+                    )
+            arrays.append(array)
+        return arrays
+
+    def _constant(self, op: Operation) -> list[np.ndarray]:
+        """A constant's value, converted once and read-only so no kernel can change it."""
+        if op not in self._constants:
+            results = evaluate_op(op, [])
+            for array in results:
+                array.flags.writeable = False
+            self._constants[op] = results
+        return self._constants[op]
+
+    def run(
+        self, inputs: Sequence[np.ndarray], keep: Keep | None = None
+    ) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+        """Outputs (fresh contiguous arrays) and the kept intermediates keyed by layer name."""
+        kept = self._kept(keep)
+        arrays = self.check_inputs(inputs)
+        env: dict[SSAValue, np.ndarray] = dict(zip(self.func.body.block.args, arrays, strict=True))
+        intermediates: dict[str, np.ndarray] = {}
+        for op, dead in zip(self.ops, self.dead_after, strict=True):
+            self._step(op, env, kept, intermediates)
+            for v in dead:
+                env.pop(v, None)
+        return [_owned(env[v], arrays) for v in self.results], intermediates
+
+    def _step(
+        self,
+        op: Operation,
+        env: dict[SSAValue, np.ndarray],
+        kept: set[SSAValue],
+        intermediates: dict[str, np.ndarray],
+    ) -> None:
+        """Run one op, storing its results (a separate frame, so no local outlives its use)."""
+        try:
+            if isinstance(op, _CONSTANTS):
+                results = self._constant(op)
+            else:
+                results = evaluate_op(op, [env[v] for v in op.operands])
+        except NotImplementedError as e:
+            raise NpucError(f"{e} ({_describe(op)})") from e
+        except (ValueError, IndexError) as e:
+            raise NpucError(f"{_describe(op)} failed: {e}") from e
+        for r, array in zip(op.results, results, strict=True):
+            env[r] = array
+            if r in kept:
+                intermediates[self.keys[r]] = array
+
+
+def _owned(array: np.ndarray, inputs: Sequence[np.ndarray]) -> np.ndarray:
+    """A contiguous, writeable output that shares no memory with an input or a constant."""
+    if (
+        array.flags.c_contiguous
+        and array.flags.writeable
+        and not any(np.may_share_memory(array, x) for x in inputs)
+    ):
+        return array
+    return np.array(array, order="C", copy=True)
+
+
+def _describe(op: Operation) -> str:
+    name = _layer_name(op)
+    return f"layer '{name}' ({op.name})" if name else f"'{op.name}'"
+
+
+@overload
+def run_function(
+    func: FuncOp, inputs: Sequence[np.ndarray], *, keep: None = None
+) -> list[np.ndarray]: ...
+@overload
+def run_function(
+    func: FuncOp, inputs: Sequence[np.ndarray], *, keep: Keep
+) -> tuple[list[np.ndarray], dict[str, np.ndarray]]: ...
+def run_function(
+    func: FuncOp, inputs: Sequence[np.ndarray], *, keep: Keep | None = None
+) -> list[np.ndarray] | tuple[list[np.ndarray], dict[str, np.ndarray]]:
+    """Run `func` on positional inputs; with `keep`, also return intermediates.
+
+    keep="all" keeps every non-constant op's result; a set of names keeps the
+    ops whose key or `name` property is listed. Keys are the op's `name`
+    (`name:i` for multi-result ops, `name#k` for earlier ops sharing a name)
+    or the printed SSA name such as `%7`.
+    """
+    outputs, intermediates = FunctionRunner(func).run(inputs, keep)
+    return outputs if keep is None else (outputs, intermediates)
+
+
+@overload
+def run_module(
+    module: ModuleOp, inputs: Mapping[str, np.ndarray], *, keep: None = None
+) -> dict[str, np.ndarray]: ...
+@overload
+def run_module(
+    module: ModuleOp, inputs: Mapping[str, np.ndarray], *, keep: Keep
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]: ...
+def run_module(
+    module: ModuleOp, inputs: Mapping[str, np.ndarray], *, keep: Keep | None = None
+) -> dict[str, np.ndarray] | tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Run the entry function on named inputs; returns outputs by name (and intermediates)."""
+    try:
+        func = graph_io.entry_function(module)
+    except ValueError as e:
+        raise NpucError(str(e)) from e
+    names = graph_io.input_names(func)
+    missing = [n for n in names if n not in inputs]
+    extra = sorted(set(inputs) - set(names))
+    if missing or extra:
+        problems = []
+        if missing:
+            problems.append("missing input(s) " + ", ".join(f"'{n}'" for n in missing))
+        if extra:
+            problems.append("unknown input(s) " + ", ".join(f"'{n}'" for n in extra))
+        expected = ", ".join(f"'{n}'" for n in names)
+        raise NpucError(f"{'; '.join(problems)}; the model's inputs are {expected}")
+    outputs, intermediates = FunctionRunner(func).run([inputs[n] for n in names], keep)
+    named = dict(zip(graph_io.output_names(func), outputs, strict=True))
+    return named if keep is None else (named, intermediates)
