@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
-from npuc.frontends.onnx import import_onnx
-from npuc.runtime.nn_interpreter import run_module
 
 from npuc.api import apply_pipeline, random_inputs
+from npuc.frontends.onnx import import_onnx
 from npuc.registry import DEFAULT_PIPELINE
+from npuc.runtime.nn_interpreter import run_module
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 

@@ -33,9 +33,14 @@ def test_unknown_op_is_reported(tmp_path: Path):
 
 def test_verifier_error_names_the_op(tmp_path: Path):
     bad = tmp_path / "shape.mlir"
-    bad.write_text(RELU_MLIR.replace("-> tensor<1x4xf32>\n  func", "-> tensor<1x5xf32>\n  func"))
+    bad.write_text(
+        "func.func @main(%x: tensor<1x4xf32>) -> tensor<1x5xf32> {\n"
+        "  %0 = nn.relu %x : (tensor<1x4xf32>) -> tensor<1x5xf32>\n"
+        "  func.return %0 : tensor<1x5xf32>\n"
+        "}\n"
+    )
     result = run_tool("npu-opt", bad)
-    assert_clean_failure(result, "nn.relu", "result shape must be 1x4")
+    assert_clean_failure(result, "nn.relu", "result shape must be 1x4", "in: %")
 
 
 def test_unknown_pass(relu_mlir: Path):

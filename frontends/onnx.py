@@ -1,0 +1,493 @@
+"""ONNX importer: an ONNX model (opsets 7-21) becomes a `func.func @main` of `nn` ops.
+
+Older models are first upgraded to opset 7 with onnx.version_converter; opsets
+22-25 only widen element types of the converted ops and are read as opset 21.
+
+Shape sub-graphs (Shape, Gather, Concat, ... on constants) are evaluated at
+import time, so the result is statically shaped. Unsupported nodes are
+collected and reported together in one diagnostic.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import version_converter
+from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, Region
+from xdsl.utils.exceptions import VerifyException
+
+from npuc.diagnostics import NpucError
+from npuc.graph_io import ENTRY, name_attrs
+
+from . import onnx_elementwise, onnx_layers, onnx_resize, onnx_tensor_ops
+from .onnx_fold import FOLDERS
+from .onnx_graph import Converter, GraphImporter, issues_error, schedule, shape_of
+
+MIN_OPSET, MAX_OPSET = 7, 21
+# Later opsets only widen the element types of the ops npuc converts.
+READABLE_OPSET = 25
+
+CONVERTERS: dict[str, Converter] = {
+    **onnx_elementwise.CONVERTERS,
+    **onnx_layers.CONVERTERS,
+    **onnx_tensor_ops.CONVERTERS,
+    **onnx_resize.CONVERTERS,
+}
+
+__all__ = ["import_onnx", "parse_input_shape", "supported_ops"]
+
+ModelSource = str | os.PathLike | bytes | bytearray | memoryview | onnx.ModelProto
+
+
+def supported_ops() -> list[str]:
+    """ONNX op types the importer understands (some only on constant inputs)."""
+    return sorted(set(CONVERTERS) | set(FOLDERS))
+
+
+def parse_input_shape(spec: str) -> tuple[str, list[int]]:
+    """`name:1,3,224,224` -> ("name", [1, 3, 224, 224]); the name may itself contain ':'."""
+    name, sep, dims = spec.rpartition(":")
+    usage = f"bad input shape '{spec}': expected NAME:D1,D2,... with positive integer dimensions"
+    if not sep or not name or not dims.strip():
+        raise NpucError(usage)
+    try:
+        shape = [int(d) for d in dims.replace("x", ",").split(",")]
+    except ValueError:
+        raise NpucError(usage) from None
+    if any(d <= 0 for d in shape):
+        raise NpucError(usage)
+    return name, shape
+
+
+def import_onnx(
+    model: ModelSource,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    inputs: Sequence[str] | None = None,
+    outputs: Sequence[str] | None = None,
+    location: str | None = None,
+) -> ModuleOp:
+    """Import an ONNX model (path, bytes or ModelProto) as a module of `nn` ops.
+
+    `input_shapes` fixes input shapes (dynamic dimensions); `inputs`/`outputs`
+    cut a sub-graph by tensor names. `location` names the model in diagnostics
+    and anchors external data when the model is given as bytes or a proto.
+    """
+    proto, location, base_dir = _load(model, location)
+    opset = _default_opset(proto, location)
+    if opset < MIN_OPSET:
+        proto, opset = _upgrade(proto, opset, location), MIN_OPSET
+    return _Import(proto, opset, location, base_dir).run(input_shapes, inputs, outputs)
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+def _load(model: ModelSource, location: str | None) -> tuple[onnx.ModelProto, str, str | None]:
+    if isinstance(model, onnx.ModelProto):
+        base = os.path.dirname(os.path.abspath(location)) if location else None
+        proto, location = model, location or "<onnx model>"
+    elif isinstance(model, bytes | bytearray | memoryview):
+        base = os.path.dirname(os.path.abspath(location)) if location else None
+        location = location or "<onnx bytes>"
+        proto = _parse(bytes(model), location)
+    else:
+        path = os.fspath(model)
+        location = location or path
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise NpucError(f"cannot read ONNX model: {e.strerror or e}", location) from None
+        base = os.path.dirname(os.path.abspath(path))
+        proto = _parse(data, location)
+    _check_proto(proto, location)
+    return proto, location, base
+
+
+def _parse(data: bytes, location: str) -> onnx.ModelProto:
+    if not data:
+        raise NpucError("not an ONNX model: the file is empty", location)
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as e:
+        raise NpucError(
+            f"not an ONNX model (corrupt or truncated protobuf: {e})", location
+        ) from None
+    return proto
+
+
+def _check_proto(proto: onnx.ModelProto, location: str) -> None:
+    if not proto.HasField("graph") or proto.ir_version <= 0:
+        raise NpucError("not an ONNX model (no graph or IR version)", location)
+    if not proto.graph.output:
+        raise NpucError("invalid ONNX model: the graph has no outputs", location)
+
+
+def _default_opset(proto: onnx.ModelProto, location: str) -> int:
+    versions = [o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")]
+    if not versions:
+        if proto.ir_version < 3:
+            raise NpucError(
+                "ONNX IR version < 3 is not supported (opset 7 or newer needed)", location
+            )
+        raise NpucError("invalid ONNX model: it imports no default-domain opset", location)
+    version = versions[0]
+    if version > READABLE_OPSET:
+        raise NpucError(
+            f"opset {version} is newer than the supported opsets {MIN_OPSET}-{MAX_OPSET}",
+            location,
+        )
+    return version
+
+
+def _upgrade(proto: onnx.ModelProto, opset: int, location: str) -> onnx.ModelProto:
+    """Models older than opset 7 (legacy broadcast attributes) go through onnx's converter."""
+    try:
+        return version_converter.convert_version(proto, MIN_OPSET)
+    except Exception as e:  # the converter raises plain RuntimeErrors and C++ errors
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise NpucError(
+            f"opset {opset} is older than the supported opsets {MIN_OPSET}-{MAX_OPSET}, and "
+            f"onnx.version_converter could not upgrade it: {first}",
+            location,
+        ) from None
+
+
+# ---------------------------------------------------------------------------- shapes
+
+
+def _tensor_type(vi: onnx.ValueInfoProto) -> tuple[list[int | None], int] | None:
+    """(dims with None for unknown, elem_type) of a tensor value info, or None if untyped."""
+    if not vi.type.HasField("tensor_type"):
+        return None
+    tt = vi.type.tensor_type
+    if not tt.HasField("shape"):
+        return None
+    dims = [
+        d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None for d in tt.shape.dim
+    ]
+    return dims, tt.elem_type
+
+
+def _dtype(elem_type: int) -> np.dtype | None:
+    try:
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _type_name(elem_type: int) -> str:
+    try:
+        return onnx.TensorProto.DataType.Name(elem_type).lower()
+    except ValueError:
+        return f"type {elem_type}"
+
+
+class _ShapeOracle:
+    """ONNX shape inference on a data-free copy of the model, run on first use."""
+
+    def __init__(self, proto: onnx.ModelProto, fixed: Mapping[str, Sequence[int]]):
+        self._proto = proto
+        self._fixed = fixed
+        self._info: dict[str, tuple[tuple[int | None, ...], np.dtype | None]] | None = None
+
+    def __call__(self, name: str) -> tuple[tuple[int | None, ...], np.dtype] | None:
+        if self._info is None:
+            self._info = self._infer()
+        found = self._info.get(name)
+        if found is None or found[1] is None:
+            return None
+        return found  # type: ignore[return-value]
+
+    def _infer(self) -> dict[str, tuple[tuple[int | None, ...], np.dtype | None]]:
+        src = self._proto
+        light = onnx.ModelProto()
+        light.ir_version = src.ir_version
+        light.opset_import.extend(src.opset_import)
+        graph = light.graph
+        graph.node.extend(src.graph.node)
+        graph.output.extend(src.graph.output)
+        graph.value_info.extend(src.graph.value_info)
+        initialized = set()
+        for t in src.graph.initializer:
+            initialized.add(t.name)
+            if t.data_type == onnx.TensorProto.INT64 and np.prod(t.dims) <= 64:
+                graph.initializer.append(t)
+            else:
+                graph.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, t.dims))
+        for vi in src.graph.input:
+            if vi.name in initialized:
+                continue
+            if vi.name in self._fixed and vi.type.HasField("tensor_type"):
+                elem = vi.type.tensor_type.elem_type
+                vi = onnx.helper.make_tensor_value_info(vi.name, elem, list(self._fixed[vi.name]))
+            graph.input.append(vi)
+        try:
+            inferred = onnx.shape_inference.infer_shapes(light, strict_mode=False, data_prop=True)
+        except Exception:  # shape inference is a best-effort aid
+            return {}
+        info = {}
+        for vi in [*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input]:
+            typed = _tensor_type(vi)
+            if typed is not None:
+                info[vi.name] = (tuple(typed[0]), _dtype(typed[1]))
+        return info
+
+
+# ---------------------------------------------------------------------------- import
+
+
+class _Import:
+    def __init__(self, proto: onnx.ModelProto, opset: int, location: str, base_dir: str | None):
+        self.proto = proto
+        self.graph = proto.graph
+        self.opset = opset
+        self.location = location
+        self.base_dir = base_dir
+        self.initializers = {t.name: t for t in self.graph.initializer}
+        self.graph_inputs = {
+            vi.name: vi for vi in self.graph.input if vi.name not in self.initializers
+        }
+        self.node_outputs = [o for node in self.graph.node for o in node.output if o]
+
+    def error(self, message: str) -> NpucError:
+        return NpucError(message, self.location)
+
+    def run(
+        self,
+        input_shapes: Mapping[str, Sequence[int]] | None,
+        inputs: Sequence[str] | None,
+        outputs: Sequence[str] | None,
+    ) -> ModuleOp:
+        in_names = list(inputs) if inputs is not None else list(self.graph_inputs)
+        out_names = list(outputs) if outputs is not None else [vi.name for vi in self.graph.output]
+        self._check_names(in_names, out_names, inputs is not None, outputs is not None)
+        overrides = self._overrides(input_shapes or {}, in_names)
+        fixed = {}
+        for name in self.graph_inputs:
+            shape = self._graph_input_shape(name, overrides, strict=False)
+            if shape is not None:
+                fixed[name] = shape
+        oracle = _ShapeOracle(self.proto, fixed)
+        arg_shapes = [self._argument_shape(n, overrides, fixed, oracle) for n in in_names]
+
+        block = Block(arg_types=[TensorType(f32, s) for s in arg_shapes])
+        available = set(in_names) | set(self.initializers)
+        nodes = schedule(self.graph, out_names, available, set(self.graph_inputs), self.location)
+        used = {t for _, node in nodes for t in node.input if t} | set(out_names)
+        importer = self._importer(block, used, oracle)
+        importer.values.update(zip(in_names, block.args, strict=True))
+        importer.run(nodes)
+        if importer.issues:
+            raise issues_error(importer.issues, self.location)
+        results = [importer.result(name) for name in out_names]
+        block.add_op(ReturnOp(*results))
+        func = FuncOp(
+            ENTRY,
+            ([a.type for a in block.args], [r.type for r in results]),
+            Region(block),
+            arg_attrs=name_attrs(in_names),
+            res_attrs=name_attrs(out_names),
+        )
+        module = ModuleOp([func])
+        try:
+            module.verify()
+        except VerifyException as e:
+            raise self.error(f"the imported module does not verify (an importer bug): {e}") from e
+        return module
+
+    def _importer(self, block: Block, used: set[str], oracle: _ShapeOracle) -> GraphImporter:
+        return GraphImporter(
+            opset=self.opset,
+            block=block,
+            initializers=self.initializers,
+            converters=CONVERTERS,
+            folders=FOLDERS,
+            used=used,
+            base_dir=self.base_dir,
+            location=self.location,
+            value_info=oracle,
+        )
+
+    # ------------------------------------------------------------------ names and shapes
+
+    def _check_names(
+        self, in_names: list[str], out_names: list[str], cut_in: bool, cut_out: bool
+    ) -> None:
+        known = [*self.graph_inputs, *self.initializers, *self.node_outputs]
+        known_set = set(known)
+        for kind, names, cut in (("input", in_names, cut_in), ("output", out_names, cut_out)):
+            if cut and not names:
+                raise self.error(f"the list of {kind}s to cut at is empty")
+            unknown = [n for n in names if n not in known_set]
+            if unknown:
+                raise self.error(self._unknown_names(kind, unknown, known))
+            if len(set(names)) != len(names):
+                raise self.error(f"{kind} names are repeated: {names}")
+
+    def _unknown_names(self, kind: str, unknown: list[str], known: list[str]) -> str:
+        lines = [
+            f"unknown {kind} tensor name{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}"
+        ]
+        close = sorted({m for n in unknown for m in difflib.get_close_matches(n, known, 3, 0.6)})
+        if close:
+            lines.append(f"did you mean: {', '.join(close)}?")
+        shown = known[:40]
+        more = f" ... ({len(known) - 40} more)" if len(known) > 40 else ""
+        lines.append(f"valid tensor names: {', '.join(shown)}{more}")
+        return "\n".join(lines)
+
+    def _overrides(
+        self, input_shapes: Mapping[str, Sequence[int]], in_names: list[str]
+    ) -> dict[str, list[int]]:
+        valid = list(dict.fromkeys([*in_names, *self.graph_inputs]))
+        result = {}
+        for name, shape in input_shapes.items():
+            if name not in valid:
+                raise self.error(
+                    f"--input-shape names unknown input '{name}'; inputs are: {', '.join(valid)}"
+                )
+            dims = [int(d) for d in shape]
+            if any(d <= 0 for d in dims):
+                raise self.error(f"input shape {dims} for '{name}' must have positive dimensions")
+            declared = self._declared(name)
+            if declared is not None and len(declared[0]) != len(dims):
+                raise self.error(
+                    f"input shape {dims} for '{name}' has rank {len(dims)}, but the model "
+                    f"declares rank {len(declared[0])} ({_dims_text(declared[0])})"
+                )
+            result[name] = dims
+        return result
+
+    def _declared(self, name: str) -> tuple[list[int | None], int] | None:
+        vi = self.graph_inputs.get(name)
+        if vi is None:
+            vi = next((v for v in self.graph.value_info if v.name == name), None)
+        if vi is None:
+            tensor = self.initializers.get(name)
+            return (list(tensor.dims), tensor.data_type) if tensor is not None else None
+        return _tensor_type(vi)
+
+    def _graph_input_shape(
+        self, name: str, overrides: Mapping[str, list[int]], strict: bool
+    ) -> list[int] | None:
+        if name in overrides:
+            return list(overrides[name])
+        declared = self._declared(name)
+        if declared is None:
+            vi = self.graph_inputs.get(name)
+            kind = vi.type.WhichOneof("value") if vi is not None else None
+            if strict and kind not in (None, "tensor_type"):
+                raise self.error(
+                    f"graph input '{name}' is not a tensor (its type is "
+                    f"{kind.removesuffix('_type')}); npuc takes tensor inputs"
+                )
+            if strict:
+                raise self.error(
+                    f"graph input '{name}' has no tensor shape; give one with --input-shape"
+                )
+            return None
+        dims = list(declared[0])
+        if 0 in dims:
+            if not strict:
+                return None
+            raise self.error(f"input '{name}' has a zero-size dimension ({_dims_text(dims)})")
+        if dims and dims[0] is None:
+            dims[0] = 1
+        if any(d is None for d in dims):
+            if not strict:
+                return None
+            vi = self.graph_inputs[name].type.tensor_type.shape.dim
+            labels = [d.dim_param or "?" if not d.dim_value else str(d.dim_value) for d in vi]
+            raise self.error(
+                f"input '{name}' has dynamic dimensions ({'x'.join(labels)}); give its shape "
+                f"with --input-shape {name}:{','.join(str(d or 1) for d in dims)}"
+            )
+        return dims  # type: ignore[return-value]
+
+    def _argument_shape(
+        self,
+        name: str,
+        overrides: Mapping[str, list[int]],
+        fixed: Mapping[str, Sequence[int]],
+        oracle: _ShapeOracle,
+    ) -> list[int]:
+        if name in self.graph_inputs:
+            elem = self._declared(name)
+            if elem is not None:
+                self._check_float(name, elem[1])
+            shape = self._graph_input_shape(name, overrides, strict=True)
+            assert shape is not None
+            return shape
+        if name in overrides:
+            shape = list(overrides[name])
+        else:
+            shape = self._inferred_shape(name, fixed, oracle)
+        info = oracle(name)
+        declared = self._declared(name)
+        elem = declared[1] if declared is not None else None
+        if elem is None and info is not None:
+            self._check_float_dtype(name, info[1])
+        elif elem is not None:
+            self._check_float(name, elem)
+        return shape
+
+    def _check_float(self, name: str, elem_type: int) -> None:
+        if elem_type != onnx.TensorProto.FLOAT:
+            raise self.error(
+                f"input '{name}' has element type {_type_name(elem_type)}; npuc's nn dialect "
+                "takes float32 inputs"
+            )
+
+    def _check_float_dtype(self, name: str, dtype: np.dtype) -> None:
+        if dtype != np.float32:
+            raise self.error(
+                f"input '{name}' has element type {dtype}; npuc's nn dialect takes float32 inputs"
+            )
+
+    def _inferred_shape(
+        self, name: str, fixed: Mapping[str, Sequence[int]], oracle: _ShapeOracle
+    ) -> list[int]:
+        info = oracle(name)
+        if info is not None and all(d is not None for d in info[0]):
+            return [int(d) for d in info[0]]  # type: ignore[arg-type]
+        shape = self._probe(name, fixed)
+        if shape is None:
+            raise self.error(
+                f"cannot determine the shape of input '{name}'; give it with --input-shape"
+            )
+        return shape
+
+    def _probe(self, name: str, fixed: Mapping[str, Sequence[int]]) -> list[int] | None:
+        """The shape of a cut input, by importing the part of the graph that computes it."""
+        args = list(fixed)
+        block = Block(arg_types=[TensorType(f32, fixed[n]) for n in args])
+        try:
+            nodes = schedule(
+                self.graph, [name], set(args) | set(self.initializers), set(args), None
+            )
+        except NpucError:
+            return None
+        importer = self._importer(block, {name}, _ShapeOracle(self.proto, fixed))
+        importer.values.update(zip(args, block.args, strict=True))
+        try:
+            importer.run(nodes)
+            value = importer.values.get(name)
+        except NpucError:
+            return None
+        if importer.issues or value is None:
+            return None
+        return list(value.shape) if isinstance(value, np.ndarray) else list(shape_of(value))
+
+
+def _dims_text(dims: Sequence[int | None]) -> str:
+    return "x".join("?" if d is None else str(d) for d in dims) or "scalar"
