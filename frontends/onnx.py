@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import version_converter
+from onnx import numpy_helper, version_converter
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region
@@ -73,14 +73,19 @@ def import_onnx(
     inputs: Sequence[str] | None = None,
     outputs: Sequence[str] | None = None,
     location: str | None = None,
+    constants: Mapping[str, np.ndarray] | None = None,
 ) -> ModuleOp:
     """Import an ONNX model (path, bytes or ModelProto) as a module of `nn` ops.
 
     `input_shapes` fixes input shapes (dynamic dimensions); `inputs`/`outputs`
-    cut a sub-graph by tensor names. `location` names the model in diagnostics
-    and anchors external data when the model is given as bytes or a proto.
+    cut a sub-graph by tensor names. `constants` freezes graph inputs to given
+    values (e.g. shape parameters), so they fold like initializers. `location`
+    names the model in diagnostics and anchors external data when the model is
+    given as bytes or a proto.
     """
     proto, location, base_dir = _load(model, location)
+    if constants:
+        proto = _freeze_inputs(proto, constants, location)
     opset = _default_opset(proto, location)
     if opset < MIN_OPSET:
         proto, opset = _upgrade(proto, opset, location), MIN_OPSET
@@ -88,6 +93,31 @@ def import_onnx(
 
 
 # ---------------------------------------------------------------------------- loading
+
+
+def _freeze_inputs(
+    proto: onnx.ModelProto, constants: Mapping[str, np.ndarray], location: str
+) -> onnx.ModelProto:
+    """A copy of the model whose named graph inputs are initializers holding the given values."""
+    graph_inputs = [i.name for i in proto.graph.input]
+    unknown = sorted(set(constants) - set(graph_inputs))
+    if unknown:
+        raise NpucError(
+            f"cannot freeze {', '.join(unknown)}: not graph inputs "
+            f"(inputs are: {', '.join(graph_inputs)})",
+            location,
+        )
+    frozen = onnx.ModelProto()
+    frozen.CopyFrom(proto)
+    kept = [i for i in frozen.graph.input if i.name not in constants]
+    del frozen.graph.input[:]
+    frozen.graph.input.extend(kept)
+    stale = [t for t in frozen.graph.initializer if t.name in constants]
+    for tensor in stale:
+        frozen.graph.initializer.remove(tensor)
+    for name, value in constants.items():
+        frozen.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
+    return frozen
 
 
 def _load(model: ModelSource, location: str | None) -> tuple[onnx.ModelProto, str, str | None]:

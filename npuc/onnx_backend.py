@@ -2,6 +2,12 @@
 
 This lets ONNX's own backend test suite (`onnx.backend.test.BackendTest`) run
 against npuc, and gives users the familiar `prepare(model).run(inputs)` API.
+
+npuc compiles statically shaped programs, so graph inputs that act as
+compile-time parameters (integer inputs such as Reshape's `shape` or Slice's
+`starts`, and float parameter slots such as Resize's `scales` or Clip's bounds)
+are frozen to the values given to `run()`: the model is compiled on first use
+with those values and recompiled when they change.
 """
 
 from __future__ import annotations
@@ -15,18 +21,89 @@ from onnx.backend.base import Backend, BackendRep
 from xdsl.dialects.builtin import ModuleOp
 
 from .api import apply_pipeline
-from .graph_io import entry_function, input_names, output_names
+from .graph_io import entry_function, output_names
 from .registry import DEFAULT_PIPELINE
+
+# Input positions that are compile-time parameters, not data: op type -> positions.
+_REDUCE = {1}
+PARAMETER_SLOTS: dict[str, set[int]] = {
+    "Reshape": {1},
+    "Slice": {1, 2, 3, 4},
+    "Pad": {1, 2, 3},
+    "Split": {1},
+    "Squeeze": {1},
+    "Unsqueeze": {1},
+    "Tile": {1},
+    "Expand": {1},
+    "Resize": {1, 2, 3},
+    "Upsample": {1},
+    "ConstantOfShape": {0},
+    "Clip": {1, 2},
+    "Gather": {1},
+    **{
+        op: _REDUCE
+        for op in [
+            "ReduceMean",
+            "ReduceSum",
+            "ReduceMax",
+            "ReduceMin",
+            "ReduceProd",
+            "ReduceL1",
+            "ReduceL2",
+            "ReduceSumSquare",
+            "ReduceLogSum",
+            "ReduceLogSumExp",
+        ]
+    },
+}
+
+
+def parameter_inputs(model: onnx.ModelProto) -> set[str]:
+    """Graph inputs that only feed parameter slots, so the compiler must know them.
+
+    Data inputs are never frozen, whatever their type: a test of integer data
+    must exercise the interpreter, not constant folding at import.
+    """
+    initialized = {t.name for t in model.graph.initializer}
+    candidates = {i.name for i in model.graph.input if i.name not in initialized}
+    params: set[str] = set()
+    data: set[str] = set()
+    for node in model.graph.node:
+        slots = PARAMETER_SLOTS.get(node.op_type, set())
+        for position, name in enumerate(node.input):
+            if name in candidates:
+                (params if position in slots else data).add(name)
+    graph_outputs = {o.name for o in model.graph.output}
+    return params - data - graph_outputs
 
 
 class NpucBackendRep(BackendRep):
-    """A model imported into `nn` and optimised, ready to run."""
+    """A model ready to run: compiled now, or on first run if it has parameter inputs."""
 
-    def __init__(self, module: ModuleOp):
-        self.module = module
-        func = entry_function(module)
-        self.input_names = input_names(func)
-        self.output_names = output_names(func)
+    def __init__(self, model: onnx.ModelProto, pipeline: str):
+        self.model = model
+        self.pipeline = pipeline
+        initialized = {t.name for t in model.graph.initializer}
+        self.input_names = [i.name for i in model.graph.input if i.name not in initialized]
+        self.parameters = parameter_inputs(model)
+        self._compiled: dict[bytes, ModuleOp] = {}
+        if not self.parameters:
+            self._compiled[b""] = self._compile({})
+
+    def _compile(self, constants: dict[str, np.ndarray]) -> ModuleOp:
+        from .frontends.onnx import import_onnx
+
+        module = import_onnx(self.model, constants=constants)
+        return apply_pipeline(module, self.pipeline)
+
+    def module_for(self, feeds: dict[str, np.ndarray]) -> ModuleOp:
+        constants = {name: np.asarray(feeds.pop(name)) for name in sorted(self.parameters)}
+        key = b"".join(
+            f"{n}:{v.dtype}:{v.shape}:".encode() + v.tobytes() for n, v in constants.items()
+        )
+        if key not in self._compiled:
+            self._compiled[key] = self._compile(constants)
+        return self._compiled[key]
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
         from .runtime.nn_interpreter import run_module
@@ -36,8 +113,9 @@ class NpucBackendRep(BackendRep):
         else:
             arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
             feeds = dict(zip(self.input_names, arrays, strict=True))
-        results = run_module(self.module, feeds)
-        return tuple(results[name] for name in self.output_names)
+        module = self.module_for(feeds)
+        results = run_module(module, feeds)
+        return tuple(results[name] for name in output_names(entry_function(module)))
 
 
 class NpucBackend(Backend):
@@ -47,11 +125,7 @@ class NpucBackend(Backend):
 
     @classmethod
     def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> NpucBackendRep:
-        from .frontends.onnx import import_onnx
-
-        module = import_onnx(model)
-        apply_pipeline(module, kwargs.get("pipeline", cls.pipeline))
-        return NpucBackendRep(module)
+        return NpucBackendRep(model, kwargs.get("pipeline", cls.pipeline))
 
     @classmethod
     def run_model(
