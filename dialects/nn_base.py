@@ -113,7 +113,7 @@ class ActivationFusable(NNOperation):
             raise VerifyException(
                 f"'{self.name}': activation must be one of {', '.join(ACTIVATIONS)}"
             )
-        if kind != "clip" and (self.activation_min or self.activation_max):
+        if kind != "clip" and (self.activation_min is not None or self.activation_max is not None):
             raise VerifyException(f"'{self.name}': activation_min/max need activation = \"clip\"")
         if (kind == "leaky_relu") != (self.activation_alpha is not None):
             raise VerifyException(

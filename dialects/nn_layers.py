@@ -318,7 +318,10 @@ class LayerNormOp(NNOperation):
 
 @irdl_op_definition
 class LrnOp(NNOperation):
-    """Local response normalisation across `size` neighbouring channels."""
+    """Local response normalisation across `size` (odd) neighbouring channels.
+
+    y = x / (bias + alpha / size * sum of x^2 over channels c - (size-1)/2 .. c + (size-1)/2)^beta
+    """
 
     name = "nn.lrn"
     input = operand_def(F32Tensor)
@@ -330,8 +333,9 @@ class LrnOp(NNOperation):
 
     @classmethod
     def infer_shapes(cls, operand_shapes, props):
-        if prop_int(props, "size", 1) < 1:
-            raise ShapeError("size must be >= 1")
+        size = prop_int(props, "size", 1)
+        if size < 1 or size % 2 == 0:
+            raise ShapeError(f"size must be a positive odd number, got {size}")
         if len(operand_shapes[0]) < 3:
             raise ShapeError(f"expects an input of rank >= 3, got {operand_shapes[0]}")
         return [operand_shapes[0]]
@@ -521,7 +525,8 @@ class SplitOp(NNOperation):
 class SliceOp(NNOperation):
     """Strided slice with one normalised (start, end, step) per dimension.
 
-    Starts are in range; an end of -1 with a negative step means "through index 0".
+    Starts are in range and ends are clamped to [-1, dim]; an end of -1 always
+    means "before index 0" (so with a negative step the slice runs through index 0).
     """
 
     name = "nn.slice"
@@ -548,7 +553,11 @@ PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 @irdl_op_definition
 class PadOp(NNOperation):
-    """Pad (or, with negative values, crop) each dimension; pads = begins then ends."""
+    """Pad (or, with negative values, crop) each dimension; pads = begins then ends.
+
+    Cropping happens first; "reflect", "edge" and "wrap" read the cropped tensor.
+    "reflect" pads at most dim - 1 per side, as ONNX requires.
+    """
 
     name = "nn.pad"
     input = operand_def(F32Tensor)
@@ -562,7 +571,15 @@ class PadOp(NNOperation):
         mode = props.get("mode")
         if isinstance(mode, StringAttr) and mode.data not in PAD_MODES:
             raise ShapeError(f'mode must be one of {", ".join(PAD_MODES)}, got "{mode.data}"')
-        return [shapes.pad(operand_shapes[0], prop_ints(props, "pads"))]
+        x, pads = operand_shapes[0], prop_ints(props, "pads")
+        out = shapes.pad(x, pads)
+        if isinstance(mode, StringAttr) and mode.data == "reflect":
+            rank = len(x)
+            for i, d in enumerate(x):
+                cropped = d + min(pads[i], 0) + min(pads[i + rank], 0)
+                if max(pads[i], pads[i + rank]) > cropped - 1:
+                    raise ShapeError(f"reflect padding of dim {i} must be at most {cropped - 1}")
+        return [out]
 
 
 RESIZE_MODES = ("nearest", "linear", "cubic")

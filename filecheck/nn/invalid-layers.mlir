@@ -366,7 +366,7 @@ func.func @lrn_size(%x: tensor<1x3x2x2xf32>) {
   %0 = nn.lrn %x {size = 0 : i64, alpha = 1.0e-04 : f32, beta = 0.75 : f32, bias = 1.0 : f32} : (tensor<1x3x2x2xf32>) -> tensor<1x3x2x2xf32>
   func.return
 }
-// CHECK:      'nn.lrn': size must be >= 1
+// CHECK:      'nn.lrn': size must be a positive odd number, got 0
 
 // -----
 
@@ -488,3 +488,11 @@ func.func @conv_transpose_output_padding(%x: tensor<1x4x2x2xf32>, %w: tensor<4x3
   func.return
 }
 // CHECK:      'nn.conv_transpose2d': output_padding 2 must be smaller than the stride or dilation
+
+// -----
+
+func.func @lrn_even_size(%x: tensor<1x3x2x2xf32>) {
+  %0 = nn.lrn %x {size = 2 : i64, alpha = 1.0e-04 : f32, beta = 0.75 : f32, bias = 1.0 : f32} : (tensor<1x3x2x2xf32>) -> tensor<1x3x2x2xf32>
+  func.return
+}
+// CHECK:      'nn.lrn': size must be a positive odd number, got 2

@@ -368,3 +368,11 @@ func.func @constant_unknown_property() {
   func.return
 }
 // CHECK:      'nn.constant': unknown properties valeu
+
+// -----
+
+func.func @pad_reflect_too_far(%x: tensor<2x3xf32>) {
+  %0 = nn.pad %x {pads = array<i64: 0, 3, 0, 0>, mode = "reflect"} : (tensor<2x3xf32>) -> tensor<2x6xf32>
+  func.return
+}
+// CHECK:      'nn.pad': reflect padding of dim 1 must be at most 2

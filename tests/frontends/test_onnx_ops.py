@@ -169,14 +169,14 @@ def test_pad_input_forms(ox):
     )
     assert ox.prop_values(op, "pads") == [0, 0, 1, 0, 0, 2]
     assert op.properties["value"].value.data == -1.5
-    inits = [ox.init("pads", i64(1, 3)), ox.init("axes", i64(-1))]
+    inits = [ox.init("pads", i64(1, 2)), ox.init("axes", i64(-1))]
     op = only_op(
         ox,
         one_node(
             ox, "Pad", ["x", "pads", "", "axes"], [1, 2, 3], inits=inits, opset=18, mode="reflect"
         ),
     )
-    assert ox.prop_values(op, "pads") == [0, 0, 1, 0, 0, 3]
+    assert ox.prop_values(op, "pads") == [0, 0, 1, 0, 0, 2]
     assert op.properties["mode"].data == "reflect"
 
 
