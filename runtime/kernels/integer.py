@@ -1,0 +1,137 @@
+"""npuc's integer arithmetic, specified once (docs/quantization.md) and shared by every level.
+
+All functions are exact: they work on int64 arrays and never round through
+floating point. Requantization multiplies by M = m0 * 2^-shift, where m0 is an
+integer of `bits` bits (normalised to [2^(bits-1), 2^bits)) and shift may be
+negative (a left shift, only for M >= 2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+ROUNDING_MODES = ("half_away_from_zero", "half_to_even", "tflite")
+I64 = np.int64
+
+
+def quantize_multiplier(real: float, bits: int = 31) -> tuple[int, int]:
+    """(m0, shift) with m0 * 2^-shift the closest such value to `real`, m0 in [2^(bits-1), 2^bits).
+
+    A zero multiplier gives (0, 0).
+    """
+    if real < 0 or not math.isfinite(real):
+        raise ValueError(f"a requantization multiplier must be finite and >= 0, got {real}")
+    if real == 0:
+        return 0, 0
+    fraction, exponent = math.frexp(real)  # real = fraction * 2^exponent, fraction in [0.5, 1)
+    m0 = round(fraction * (1 << bits))
+    shift = bits - exponent
+    if m0 == 1 << bits:
+        m0 //= 2
+        shift -= 1
+    return m0, shift
+
+
+def quantize_multipliers(reals: np.ndarray, bits: int = 31) -> tuple[np.ndarray, np.ndarray]:
+    """Vector form of `quantize_multiplier` (one entry per channel)."""
+    pairs = [quantize_multiplier(float(r), bits) for r in np.ravel(reals)]
+    return np.array([p[0] for p in pairs], I64), np.array([p[1] for p in pairs], I64)
+
+
+def rounding_shift(x: np.ndarray, shift: np.ndarray | int, rounding: str) -> np.ndarray:
+    """x / 2^shift rounded to an integer (shift >= 0), exactly, for int64 x."""
+    x = np.asarray(x, I64)
+    shift = np.asarray(shift, I64)
+    if np.any(shift < 0):
+        raise ValueError("rounding_shift needs shift >= 0")
+    if rounding == "half_away_from_zero":
+        half = np.where(shift > 0, np.left_shift(I64(1), np.maximum(shift - 1, 0)), 0)
+        magnitude = np.right_shift(np.abs(x) + half, shift)
+        return np.where(x < 0, -magnitude, magnitude)
+    if rounding == "half_to_even":
+        floor = np.right_shift(x, shift)  # arithmetic shift: floor division
+        remainder = x - np.left_shift(floor, shift)
+        half = np.where(shift > 0, np.left_shift(I64(1), np.maximum(shift - 1, 0)), 0)
+        round_up = (remainder > half) | ((remainder == half) & (shift > 0) & (floor % 2 == 1))
+        return floor + round_up
+    raise ValueError(f"rounding must be one of {', '.join(ROUNDING_MODES[:2])}, got {rounding!r}")
+
+
+def requantize(
+    acc: np.ndarray,
+    multiplier: np.ndarray | int,
+    shift: np.ndarray | int,
+    rounding: str = "half_away_from_zero",
+) -> np.ndarray:
+    """round(acc * multiplier * 2^-shift) for int32-range acc and multiplier, exactly.
+
+    `rounding="tflite"` reproduces TFLite's MultiplyByQuantizedMultiplier
+    (a rounding doubling high multiply, then a rounding right shift: two roundings).
+    """
+    acc = np.asarray(acc, I64)
+    multiplier = np.asarray(multiplier, I64)
+    shift = np.asarray(shift, I64)
+    if rounding == "tflite":
+        return _tflite_multiply(acc, multiplier, shift)
+    left = np.maximum(-shift, 0)
+    product = np.left_shift(acc, left) * multiplier
+    return rounding_shift(product, np.maximum(shift, 0), rounding)
+
+
+def _tflite_multiply(x: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """TFLite's MultiplyByQuantizedMultiplier with a Q31 multiplier; TFLite's shift = 31 - shift."""
+    tfl_shift = 31 - shift
+    left = np.maximum(tfl_shift, 0)
+    right = np.maximum(-tfl_shift, 0)
+    x = np.clip(np.left_shift(x, left), -(2**31), 2**31 - 1)
+    ab = x * multiplier
+    nudge = np.where(ab >= 0, I64(1 << 30), I64(1 - (1 << 30)))
+    # C's integer division truncates toward zero.
+    total = ab + nudge
+    high = np.where(total >= 0, total >> 31, -((-total) >> 31))
+    overflow = (x == -(2**31)) & (multiplier == -(2**31))
+    high = np.where(overflow, I64(2**31 - 1), high)
+    mask = np.left_shift(I64(1), right) - 1
+    remainder = high & mask
+    threshold = (mask >> 1) + (high < 0)
+    return (high >> right) + (remainder > threshold)
+
+
+def saturate(x: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    return np.clip(x, lo, hi)
+
+
+def quantize(
+    x: np.ndarray,
+    scale: np.ndarray | float,
+    zero_point: np.ndarray | int,
+    lo: int,
+    hi: int,
+    rounding: str = "half_away_from_zero",
+) -> np.ndarray:
+    """Reals to integers: saturate(round(x / scale) + zero_point), rounding in float64."""
+    scaled = np.asarray(x, np.float64) / np.asarray(scale, np.float64)
+    if rounding == "half_to_even":
+        rounded = np.rint(scaled)
+    elif rounding == "half_away_from_zero":
+        rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
+    else:
+        raise ValueError(
+            f"quantize rounding must be half_away_from_zero or half_to_even, got {rounding!r}"
+        )
+    return saturate(rounded.astype(I64) + np.asarray(zero_point, I64), lo, hi)
+
+
+def dequantize(
+    q: np.ndarray, scale: np.ndarray | float, zero_point: np.ndarray | int
+) -> np.ndarray:
+    """Integers to reals (float32): scale * (q - zero_point)."""
+    centred = np.asarray(q, I64) - np.asarray(zero_point, I64)
+    return (centred * np.asarray(scale, np.float64)).astype(np.float32)
+
+
+def lut_lookup(q: np.ndarray, table: np.ndarray, qmin: int) -> np.ndarray:
+    """table[q - qmin]: a LUT of 2^bits entries indexed by the input's storage value."""
+    return np.asarray(table)[np.asarray(q, I64) - qmin]

@@ -1,0 +1,133 @@
+"""Requantization, rounding, saturation and LUT indexing against exact rational arithmetic."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from npuc.runtime.kernels.integer import (
+    dequantize,
+    lut_lookup,
+    quantize,
+    quantize_multiplier,
+    requantize,
+    rounding_shift,
+)
+
+INT32 = st.integers(-(2**31) + 1, 2**31 - 1)
+MULTIPLIERS = st.floats(min_value=1e-9, max_value=1e3, allow_nan=False, allow_infinity=False)
+
+
+def round_fraction(value: Fraction, mode: str) -> int:
+    floor = math.floor(value)
+    rest = value - floor
+    if rest > Fraction(1, 2):
+        return floor + 1
+    if rest < Fraction(1, 2):
+        return floor
+    if mode == "half_to_even":
+        return floor + (floor % 2)
+    return floor + 1 if value > 0 else floor  # half away from zero
+
+
+@given(MULTIPLIERS)
+def test_quantize_multiplier_is_normalised_and_close(real):
+    m0, shift = quantize_multiplier(real)
+    assert 2**30 <= m0 < 2**31
+    approx = Fraction(m0, 1) / Fraction(2) ** shift if shift >= 0 else Fraction(m0 * 2**-shift)
+    # m0 is rounded to 31 bits: relative error at most 2^-31 (half an ulp of a 31-bit mantissa)
+    assert abs(approx - Fraction(real)) <= Fraction(real) * Fraction(1, 2**31)
+
+
+@given(st.integers(1, 62), st.integers(-(2**62), 2**62))
+def test_rounding_shift_matches_exact_division(shift, x):
+    for mode in ("half_away_from_zero", "half_to_even"):
+        got = int(rounding_shift(np.array([x], np.int64), shift, mode)[0])
+        assert got == round_fraction(Fraction(x, 2**shift), mode), mode
+
+
+@settings(max_examples=300)
+@given(INT32, MULTIPLIERS, st.sampled_from(["half_away_from_zero", "half_to_even"]))
+def test_requantize_is_exact_single_rounding(acc, real, mode):
+    m0, shift = quantize_multiplier(real)
+    exact = (
+        Fraction(acc) * m0 / Fraction(2) ** shift if shift >= 0 else Fraction(acc * m0 * 2**-shift)
+    )
+    got = int(requantize(np.array([acc]), m0, shift, mode)[0])
+    assert got == round_fraction(exact, mode)
+
+
+def tflite_reference(x: int, qm: int, tfl_shift: int) -> int:
+    """TFLite's MultiplyByQuantizedMultiplier written from its C++ source, in plain Python ints."""
+    left, right = max(tfl_shift, 0), max(-tfl_shift, 0)
+    a = max(min(x * (1 << left), 2**31 - 1), -(2**31))
+    if a == qm == -(2**31):
+        high = 2**31 - 1
+    else:
+        ab = a * qm
+        nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
+        total = ab + nudge
+        high = (
+            int(total / (1 << 31))
+            if abs(total) < 2**52
+            else (abs(total) >> 31) * (1 if total >= 0 else -1)
+        )
+    mask = (1 << right) - 1
+    remainder = high & mask
+    threshold = (mask >> 1) + (1 if high < 0 else 0)
+    return (high >> right) + (1 if remainder > threshold else 0)
+
+
+@settings(max_examples=300)
+@given(st.integers(-(2**24), 2**24), st.floats(1e-6, 0.999))
+def test_tflite_rounding_matches_tflites_algorithm(acc, real):
+    m0, shift = quantize_multiplier(real)
+    got = int(requantize(np.array([acc]), m0, shift, "tflite")[0])
+    assert got == tflite_reference(acc, m0, 31 - shift)
+
+
+def test_tflite_double_rounding_differs_from_single_rounding_somewhere():
+    acc = np.arange(-5000, 5000)
+    m0, shift = quantize_multiplier(0.3333)
+    single = requantize(acc, m0, shift, "half_away_from_zero")
+    double = requantize(acc, m0, shift, "tflite")
+    assert np.max(np.abs(single - double)) <= 1
+    assert np.any(single != double)
+
+
+@given(
+    st.lists(st.floats(-1e4, 1e4, allow_nan=False), min_size=1, max_size=50),
+    st.floats(1e-3, 10),
+    st.integers(-128, 127),
+)
+def test_quantize_saturates_and_rounds(values, scale, zp):
+    x = np.array(values)
+    q = quantize(x, scale, zp, -128, 127)
+    assert q.min() >= -128 and q.max() <= 127
+    for value, got in zip(values, q, strict=True):
+        exact = round_fraction(Fraction(value) / Fraction(scale), "half_away_from_zero") + zp
+        assert got == min(max(exact, -128), 127)
+
+
+def test_per_channel_parameters_broadcast():
+    q = np.array([[[-3, 0, 5]], [[10, 20, 30]]], np.int64)  # shape (2, 1, 3), axis 0 is the channel
+    scale = np.array([0.5, 0.25]).reshape(2, 1, 1)
+    zp = np.array([1, -2]).reshape(2, 1, 1)
+    real = dequantize(q, scale, zp)
+    expected = np.array([[[-2.0, -0.5, 2.0]], [[3.0, 5.5, 8.0]]], np.float32)
+    np.testing.assert_array_equal(real, expected)
+    np.testing.assert_array_equal(quantize(real, scale, zp, -128, 127), q)
+
+
+@given(st.sampled_from([(-128, 127), (0, 255), (-8, 7)]))
+def test_lut_indexing_covers_the_storage_range(bounds):
+    lo, hi = bounds
+    table = np.arange(hi - lo + 1) * 3 - 7
+    q = np.arange(lo, hi + 1)
+    np.testing.assert_array_equal(lut_lookup(q, table, lo), table)
+    assert lut_lookup(np.array([lo]), table, lo)[0] == table[0]
+    assert lut_lookup(np.array([hi]), table, lo)[0] == table[-1]
