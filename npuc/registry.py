@@ -25,6 +25,7 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
     "func": _lazy("xdsl.dialects.func", "Func"),
     "arith": _lazy("xdsl.dialects.arith", "Arith"),
     "nn": _lazy("npuc.dialects.nn", "NN"),
+    "qnn": _lazy("npuc.dialects.qnn", "QNN"),
 }
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {

@@ -1,0 +1,431 @@
+"""Operations of the `qnn` dialect. Integer semantics: docs/quantization.md."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I64,
+    BoolAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    f32,
+)
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.utils.exceptions import VerifyException
+
+from . import nn
+from .nn_base import F32Tensor, I64Array, NNOperation, shape_of
+from .qnn_base import I32Tensor, QNNOperation, QTensor, Requantizing, qtype
+from .quant_types import UniformQuantizedType
+
+QUANTIZE_ROUNDING = ("half_away_from_zero", "half_to_even")
+
+# --------------------------------------------------------------------------- conversions
+
+
+@irdl_op_definition
+class ConstantOp(QNNOperation):
+    """A constant of quantized (or i32 bias) type; `value` holds the storage integers."""
+
+    name = "qnn.constant"
+    value = prop_def(DenseIntOrFPElementsAttr)
+    output = result_def(TensorType)
+    assembly_format = "attr-dict `:` type($output)"
+
+    def verify_(self) -> None:
+        super().verify_()
+        out = self.output.type
+        assert isinstance(out, TensorType)
+        stored = self.value.get_type()
+        if tuple(stored.get_shape()) != tuple(out.get_shape()):
+            raise VerifyException("'qnn.constant': value and result shapes differ")
+        element = out.element_type
+        storage = stored.get_element_type()
+        if isinstance(element, UniformQuantizedType):
+            if not isinstance(storage, IntegerType) or storage.width.data != max(
+                8, element.storage_bits.data
+            ):
+                raise VerifyException(
+                    f"'qnn.constant': value must hold {element.storage} storage integers"
+                )
+        elif element != storage:
+            raise VerifyException("'qnn.constant': value type must equal the result type")
+
+
+@irdl_op_definition
+class QuantizeOp(QNNOperation):
+    """f32 -> quantized: saturate(round(x / scale) + zero_point)."""
+
+    name = "qnn.quantize"
+    input = operand_def(F32Tensor)
+    output = result_def(QTensor)
+    rounding = opt_prop_def(StringAttr, StringAttr("half_away_from_zero"))
+
+    def verify_(self) -> None:
+        super().verify_()
+        if shape_of(self.input) != shape_of(self.output):
+            raise VerifyException("'qnn.quantize': input and result shapes differ")
+        if self.rounding.data not in QUANTIZE_ROUNDING:
+            raise VerifyException(
+                f"'qnn.quantize': rounding must be one of {', '.join(QUANTIZE_ROUNDING)}"
+            )
+
+
+@irdl_op_definition
+class DequantizeOp(QNNOperation):
+    """quantized -> f32: scale * (q - zero_point)."""
+
+    name = "qnn.dequantize"
+    input = operand_def(QTensor)
+    output = result_def(F32Tensor)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if shape_of(self.input) != shape_of(self.output):
+            raise VerifyException("'qnn.dequantize': input and result shapes differ")
+
+
+@irdl_op_definition
+class RequantizeOp(Requantizing):
+    """Change quantization (scale, zero point or storage): zp_out + M * (q - zp_in)."""
+
+    name = "qnn.requantize"
+    input = operand_def(QTensor)
+    output = result_def(QTensor)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if shape_of(self.input) != shape_of(self.output):
+            raise VerifyException("'qnn.requantize': input and result shapes differ")
+
+
+@irdl_op_definition
+class LutOp(QNNOperation):
+    """y = table[q - storage_min(input)]: a table with one entry per input storage value."""
+
+    name = "qnn.lut"
+    input = operand_def(QTensor)
+    output = result_def(QTensor)
+    table = prop_def(DenseIntOrFPElementsAttr)
+
+    def verify_(self) -> None:
+        super().verify_()
+        q_in, q_out = qtype(self.input), qtype(self.output)
+        entries = 1 << q_in.storage_bits.data
+        if tuple(self.table.get_shape()) != (entries,):
+            raise VerifyException(f"'qnn.lut': the table must have {entries} entries")
+        if shape_of(self.input) != shape_of(self.output):
+            raise VerifyException("'qnn.lut': input and result shapes differ")
+        from npuc.tensors import from_dense
+
+        values = from_dense(self.table)
+        if values.min() < q_out.qmin or values.max() > q_out.qmax:
+            raise VerifyException("'qnn.lut': table entries must lie in the output storage range")
+
+
+# --------------------------------------------------------------------------- compute
+
+
+class WeightedOperation(Requantizing):
+    """acc = sum (x - zp_x)(w - zp_w) + bias in i32; w may be per-channel on axis 0."""
+
+    def output_channels(self) -> int:
+        return shape_of(self.weight)[0]
+
+    def verify_(self) -> None:
+        super().verify_()
+        w = qtype(self.weight)
+        if w.per_axis and w.axis.data != 0:
+            raise VerifyException(f"'{self.name}': per-channel weights must be quantized on axis 0")
+        if qtype(self.input).per_axis or qtype(self.output).per_axis:
+            raise VerifyException(f"'{self.name}': activations must be quantized per tensor")
+
+
+@irdl_op_definition
+class Conv2dOp(WeightedOperation):
+    """Quantized 2-D convolution (NCHW, OIHW weights, i32 bias)."""
+
+    name = "qnn.conv2d"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.Conv2dOp
+    input = operand_def(QTensor)
+    weight = operand_def(QTensor)
+    bias = opt_operand_def(I32Tensor)
+    output = result_def(QTensor)
+    strides = prop_def(I64Array)
+    pads = prop_def(I64Array)
+    dilations = prop_def(I64Array)
+    groups = prop_def(IntegerAttr[I64])
+
+
+@irdl_op_definition
+class FullyConnectedOp(WeightedOperation):
+    """Quantized x @ weight^T + bias, x [N, K], weight [O, K], bias i32 [O]."""
+
+    name = "qnn.fully_connected"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.FullyConnectedOp
+    input = operand_def(QTensor)
+    weight = operand_def(QTensor)
+    bias = opt_operand_def(I32Tensor)
+    output = result_def(QTensor)
+
+
+@irdl_op_definition
+class MatMulOp(Requantizing):
+    """Quantized matmul of two per-tensor activations (numpy matmul shapes)."""
+
+    name = "qnn.matmul"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.MatMulOp
+    lhs = operand_def(QTensor)
+    rhs = operand_def(QTensor)
+    output = result_def(QTensor)
+
+
+@irdl_op_definition
+class AddOp(Requantizing):
+    """lhs + rhs with both rescaled to a common fixed-point scale first (TFLite's scheme).
+
+    a' = requantize((a - zp_a) << left_shift, lhs_multiplier, lhs_shift), b' likewise;
+    out = zp_out + requantize(a' + b', multiplier, shift).
+    """
+
+    name = "qnn.add"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.AddOp
+    lhs = operand_def(QTensor)
+    rhs = operand_def(QTensor)
+    output = result_def(QTensor)
+    left_shift = prop_def(IntegerAttr[I64])
+    lhs_multiplier = prop_def(IntegerAttr[I64])
+    lhs_shift = prop_def(IntegerAttr[I64])
+    rhs_multiplier = prop_def(IntegerAttr[I64])
+    rhs_shift = prop_def(IntegerAttr[I64])
+
+
+@irdl_op_definition
+class SubOp(Requantizing):
+    """lhs - rhs: qnn.add's scheme with the rescaled rhs negated."""
+
+    name = "qnn.sub"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.SubOp
+    lhs = operand_def(QTensor)
+    rhs = operand_def(QTensor)
+    output = result_def(QTensor)
+    left_shift = prop_def(IntegerAttr[I64])
+    lhs_multiplier = prop_def(IntegerAttr[I64])
+    lhs_shift = prop_def(IntegerAttr[I64])
+    rhs_multiplier = prop_def(IntegerAttr[I64])
+    rhs_shift = prop_def(IntegerAttr[I64])
+
+
+@irdl_op_definition
+class MulOp(Requantizing):
+    """out = zp_out + requantize((a - zp_a) * (b - zp_b), multiplier, shift)."""
+
+    name = "qnn.mul"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.MulOp
+    lhs = operand_def(QTensor)
+    rhs = operand_def(QTensor)
+    output = result_def(QTensor)
+
+
+@irdl_op_definition
+class AvgPool2dOp(Requantizing):
+    """Window mean: round_half_away(sum (q - zp_in) / count), then requantized to the output."""
+
+    name = "qnn.avg_pool2d"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.AvgPool2dOp
+    input = operand_def(QTensor)
+    output = result_def(QTensor)
+    kernel = prop_def(I64Array)
+    strides = prop_def(I64Array)
+    pads = prop_def(I64Array)
+    ceil_mode = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
+    count_include_pad = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
+
+
+@irdl_op_definition
+class GlobalAvgPoolOp(Requantizing):
+    """Mean over all spatial positions, like avg_pool2d with one window."""
+
+    name = "qnn.global_avg_pool"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.GlobalAvgPoolOp
+    input = operand_def(QTensor)
+    output = result_def(QTensor)
+
+
+# --------------------------------------------------------------------------- data movement
+
+
+class MovementOperation(QNNOperation):
+    """Moves stored integers without arithmetic: every result keeps the input's type."""
+
+    def verify_(self) -> None:
+        super().verify_()
+        self.same_type_as_input(*self.results, *self.operands[1:])
+
+
+@irdl_op_definition
+class MaxPool2dOp(MovementOperation):
+    """Max over windows of stored integers (order-preserving, so no rescaling)."""
+
+    name = "qnn.max_pool2d"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.MaxPool2dOp
+    input = operand_def(QTensor)
+    output = result_def(QTensor)
+    kernel = prop_def(I64Array)
+    strides = prop_def(I64Array)
+    pads = prop_def(I64Array)
+    dilations = prop_def(I64Array)
+    ceil_mode = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
+
+
+@irdl_op_definition
+class GlobalMaxPoolOp(MovementOperation):
+    """Max over all spatial positions."""
+
+    name = "qnn.global_max_pool"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.GlobalMaxPoolOp
+    input = operand_def(QTensor)
+    output = result_def(QTensor)
+
+
+@irdl_op_definition
+class ReshapeOp(MovementOperation):
+    """Same integers under the result's shape."""
+
+    name = "qnn.reshape"
+    input = operand_def(QTensor)
+    output = result_def(QTensor)
+
+    def verify_(self) -> None:
+        super().verify_()
+        a, b = shape_of(self.input), shape_of(self.output)
+        if _numel(a) != _numel(b):
+            raise VerifyException(f"'qnn.reshape': cannot reshape {a} into {b}")
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+@irdl_op_definition
+class TransposeOp(MovementOperation):
+    """Permute dimensions."""
+
+    name = "qnn.transpose"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.TransposeOp
+    input = operand_def(QTensor)
+    output = result_def(QTensor)
+    perm = prop_def(I64Array)
+
+
+@irdl_op_definition
+class ConcatOp(MovementOperation):
+    """Join along `axis`; all operands share the result's quantization."""
+
+    name = "qnn.concat"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.ConcatOp
+    inputs = var_operand_def(QTensor)
+    output = result_def(QTensor)
+    axis = prop_def(IntegerAttr[I64])
+
+
+@irdl_op_definition
+class SplitOp(MovementOperation):
+    """Cut along `axis` into pieces sized by the result types."""
+
+    name = "qnn.split"
+    input = operand_def(QTensor)
+    outputs = var_result_def(QTensor)
+    axis = prop_def(IntegerAttr[I64])
+
+    def verify_(self) -> None:
+        super().verify_()
+        from .nn_shapes import ShapeError, concat, normalize_axis
+
+        x = shape_of(self.input)
+        try:
+            joined = concat(
+                [shape_of(r) for r in self.outputs], normalize_axis(self.axis.value.data, len(x))
+            )
+        except ShapeError as e:
+            raise VerifyException(f"'qnn.split': {e}") from e
+        if joined != x:
+            raise VerifyException(f"'qnn.split': result pieces {joined} do not tile the input {x}")
+
+
+@irdl_op_definition
+class SliceOp(MovementOperation):
+    """Strided slice with nn.slice's normalised (start, end, step) per dimension."""
+
+    name = "qnn.slice"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.SliceOp
+    input = operand_def(QTensor)
+    output = result_def(QTensor)
+    starts = prop_def(I64Array)
+    ends = prop_def(I64Array)
+    steps = prop_def(I64Array)
+
+
+@irdl_op_definition
+class PadOp(MovementOperation):
+    """Pad with the stored value `value` (the zero point when padding with real 0)."""
+
+    name = "qnn.pad"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.PadOp
+    input = operand_def(QTensor)
+    output = result_def(QTensor)
+    pads = prop_def(I64Array)
+    mode = opt_prop_def(StringAttr, StringAttr("constant"))
+    value = opt_prop_def(IntegerAttr[I64])
+
+
+@irdl_op_definition
+class ResizeOp(MovementOperation):
+    """Nearest-neighbour resampling with nn.resize's coordinate semantics."""
+
+    name = "qnn.resize"
+    input = operand_def(QTensor)
+    output = result_def(QTensor)
+    scales = prop_def(DenseArrayBase.constr(f32))
+    coordinate_mode = opt_prop_def(StringAttr, StringAttr("half_pixel"))
+    nearest_mode = opt_prop_def(StringAttr, StringAttr("round_prefer_floor"))
+
+
+@irdl_op_definition
+class DepthToSpaceOp(MovementOperation):
+    """nn.depth_to_space on stored integers."""
+
+    name = "qnn.depth_to_space"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.DepthToSpaceOp
+    input = operand_def(QTensor)
+    output = result_def(QTensor)
+    block_size = prop_def(IntegerAttr[I64])
+    mode = opt_prop_def(StringAttr, StringAttr("DCR"))
+
+
+@irdl_op_definition
+class SpaceToDepthOp(MovementOperation):
+    """nn.space_to_depth on stored integers."""
+
+    name = "qnn.space_to_depth"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.SpaceToDepthOp
+    input = operand_def(QTensor)
+    output = result_def(QTensor)
+    block_size = prop_def(IntegerAttr[I64])
