@@ -60,7 +60,6 @@ QNN = Dialect(
         ConcatOp,
         SplitOp,
         SubOp,
-    SubOp,
         SliceOp,
         PadOp,
         ResizeOp,
