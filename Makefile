@@ -33,7 +33,7 @@ pytest: setup
 test: lint filecheck pytest
 
 bench: setup
-	$(BIN)/python tests/bench/bench_interpreter.py
+	PYTHONPATH=tests $(BIN)/python tests/bench/bench_interpreter.py
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

@@ -1,7 +1,8 @@
 """Figures for the `nn` level: import + pipeline time; interpreter latency vs onnxruntime.
 
 Run: .venv/bin/python tests/bench/bench_interpreter.py [--repeat N]
-Both engines run in this process on the same inputs; the ratio is what matters.
+Both engines run in this process on the same inputs and the same seeded random
+weights (the light graphs ship constant-filled ones); the ratio is what matters.
 """
 
 from __future__ import annotations
@@ -14,13 +15,12 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
+from onnx_models import LIGHT_DIR, with_random_weights
 
 from npuc.api import apply_pipeline, random_inputs
 from npuc.frontends.onnx import import_onnx
 from npuc.registry import DEFAULT_PIPELINE
 from npuc.runtime.nn_interpreter import run_module
-
-LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 
 
 def timed(fn, repeat: int) -> tuple[float, object]:
@@ -32,8 +32,8 @@ def timed(fn, repeat: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
-def compile_model(path: Path):
-    module = import_onnx(path)
+def compile_model(model: onnx.ModelProto | Path):
+    module = import_onnx(model)
     apply_pipeline(module, DEFAULT_PIPELINE)
     return module
 
@@ -44,17 +44,21 @@ def main() -> None:
     args = parser.parse_args()
 
     print(f"{'model':<22} {'import':>9} {'import+pipeline':>16}")
-    modules = {}
+    models = {}
     for name in ("light_resnet50", "light_densenet121"):
-        path = LIGHT / f"{name}.onnx"
-        t_import, _ = timed(lambda p=path: import_onnx(p), 3)
-        t_total, modules[name] = timed(lambda p=path: compile_model(p), 3)
+        models[name] = with_random_weights(onnx.load(LIGHT_DIR / f"{name}.onnx"), seed=0)
+        t_import, _ = timed(lambda m=models[name]: import_onnx(m), 3)
+        t_total, _ = timed(lambda m=models[name]: compile_model(m), 3)
         print(f"{name:<22} {t_import:>8.2f}s {t_total:>15.2f}s")
 
     name = "light_resnet50"
-    module = modules[name]
+    module = compile_model(models[name])
     feeds = random_inputs(module, seed=0)
-    session = ort.InferenceSession(str(LIGHT / f"{name}.onnx"), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(
+        models[name].SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
     run_module(module, feeds)
     session.run(None, feeds)
     t_npuc, ours = timed(lambda: run_module(module, feeds), args.repeat)

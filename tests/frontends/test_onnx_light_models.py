@@ -9,7 +9,7 @@ import os
 import numpy as np
 import onnx
 import pytest
-from onnx import numpy_helper
+from onnx_models import with_random_weights
 
 from npuc.frontends.onnx import import_onnx
 from npuc.runtime.nn_interpreter import run_module
@@ -58,28 +58,6 @@ def test_light_model_imports(ox, name):
         assert nn_counts[nn_name] == onnx_counts[op_type], op_type
     node_names = {node.name for node in model.graph.node}
     assert {ox.layer(op) for op in ox.nn_ops(module)} <= node_names
-
-
-def with_random_weights(model: onnx.ModelProto, seed: int) -> onnx.ModelProto:
-    """Replace the ConstantOfShape weights of a light model by random initializers."""
-    rng = np.random.default_rng(seed)
-    shapes = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    kept, weights = [], []
-    for node in model.graph.node:
-        if node.op_type != "ConstantOfShape" or node.input[0] not in shapes:
-            kept.append(node)
-            continue
-        shape = [int(d) for d in shapes[node.input[0]]]
-        if len(shape) >= 2:
-            value = rng.standard_normal(shape, dtype=np.float32)
-            value *= np.float32(1 / np.sqrt(np.prod(shape[1:])))
-        else:
-            value = rng.uniform(0.5, 1.5, shape).astype(np.float32)
-        weights.append(numpy_helper.from_array(value, node.output[0]))
-    del model.graph.node[:]
-    model.graph.node.extend(kept)
-    model.graph.initializer.extend(weights)
-    return model
 
 
 # AlexNet, ZFNet and VGG19 hold 60-140 M fully-connected weights: import-only.
