@@ -36,5 +36,10 @@ def with_random_weights(model: onnx.ModelProto, seed: int) -> onnx.ModelProto:
     unused = [t for t in model.graph.initializer if t.name not in used]
     for tensor in unused:
         model.graph.initializer.remove(tensor)
+    # Old graphs also list initializers as graph inputs.
+    dropped = {t.name for t in unused}
+    stale_inputs = [i for i in model.graph.input if i.name in dropped]
+    for value in stale_inputs:
+        model.graph.input.remove(value)
     model.graph.initializer.extend(weights)
     return model
