@@ -190,7 +190,8 @@ class MaxPool2dOp(NNOperation):
 
 @irdl_op_definition
 class AvgPool2dOp(ActivationFusable):
-    """Mean over kH x kW windows; `count_include_pad` counts explicit padding in the divisor."""
+    """Mean over (dilated) kH x kW windows; `count_include_pad` counts explicit padding in
+    the divisor. `dilations` is optional (default 1, 1)."""
 
     name = "nn.avg_pool2d"
     input = operand_def(F32Tensor)
@@ -198,6 +199,7 @@ class AvgPool2dOp(ActivationFusable):
     kernel = prop_def(I64Array)
     strides = prop_def(I64Array)
     pads = prop_def(I64Array)
+    dilations = opt_prop_def(I64Array)
     ceil_mode = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
     count_include_pad = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
 
@@ -209,7 +211,7 @@ class AvgPool2dOp(ActivationFusable):
                 _check_window(props, "kernel", 2, 1),
                 _check_window(props, "strides", 2, 1),
                 _check_window(props, "pads", 4, 0),
-                (1, 1),
+                _check_window(props, "dilations", 2, 1),
                 prop_bool(props, "ceil_mode"),
             )
         ]

@@ -1,7 +1,8 @@
 """ONNX importer: an ONNX model (opsets 7-21) becomes a `func.func @main` of `nn` ops.
 
-Older models are first upgraded to opset 7 with onnx.version_converter; opsets
-22-25 only widen element types of the converted ops and are read as opset 21.
+Older models are first upgraded to opset 7 with onnx.version_converter. Newer
+models are read node by node: an op whose version is newer than opset 21 is
+reported unsupported unless it keeps its opset-21 meaning (see onnx_opsets).
 
 Shape sub-graphs (Shape, Gather, Concat, ... on constants) are evaluated at
 import time, so the result is statically shaped. Unsupported nodes are
@@ -29,10 +30,7 @@ from npuc.graph_io import ENTRY, name_attrs
 from . import onnx_elementwise, onnx_layers, onnx_resize, onnx_tensor_ops
 from .onnx_fold import FOLDERS
 from .onnx_graph import Converter, GraphImporter, issues_error, schedule, shape_of
-
-MIN_OPSET, MAX_OPSET = 7, 21
-# Later opsets only widen the element types of the ops npuc converts.
-READABLE_OPSET = 25
+from .onnx_opsets import MAX_OPSET, MIN_OPSET, newest_opset
 
 CONVERTERS: dict[str, Converter] = {
     **onnx_elementwise.CONVERTERS,
@@ -109,9 +107,12 @@ def _freeze_inputs(
         )
     frozen = onnx.ModelProto()
     frozen.CopyFrom(proto)
-    kept = [i for i in frozen.graph.input if i.name not in constants]
-    del frozen.graph.input[:]
-    frozen.graph.input.extend(kept)
+    # Before IR version 4 every initializer must also be a graph input (the
+    # version converter rejects it otherwise); the importer reads both as a constant.
+    if proto.ir_version >= 4:
+        kept = [i for i in frozen.graph.input if i.name not in constants]
+        del frozen.graph.input[:]
+        frozen.graph.input.extend(kept)
     stale = [t for t in frozen.graph.initializer if t.name in constants]
     for tensor in stale:
         frozen.graph.initializer.remove(tensor)
@@ -171,9 +172,10 @@ def _default_opset(proto: onnx.ModelProto, location: str) -> int:
             )
         raise NpucError("invalid ONNX model: it imports no default-domain opset", location)
     version = versions[0]
-    if version > READABLE_OPSET:
+    if version > newest_opset():
         raise NpucError(
-            f"opset {version} is newer than the supported opsets {MIN_OPSET}-{MAX_OPSET}",
+            f"opset {version} is newer than the installed onnx package knows "
+            f"(opset <= {newest_opset()}); npuc supports opsets {MIN_OPSET}-{MAX_OPSET}",
             location,
         )
     return version

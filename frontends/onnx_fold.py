@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from onnx import helper
+from onnx import TensorProto, helper
 
 from .onnx_graph import Converter, NodeContext, Unsupported, as_dtype
 
@@ -135,7 +135,29 @@ def _cast_like(ctx: NodeContext) -> list[np.ndarray]:
     return [_cast_array(x, like.dtype)]
 
 
+# Cast to these follows ONNX's saturate/round_mode rules, which numpy's conversions
+# (NaN or inf on overflow, wrap-around for int4/int2) do not model.
+_NARROW_TYPES = [
+    "FLOAT8E4M3FN",
+    "FLOAT8E4M3FNUZ",
+    "FLOAT8E5M2",
+    "FLOAT8E5M2FNUZ",
+    "FLOAT8E8M0",
+    "FLOAT4E2M1",
+    "INT4",
+    "UINT4",
+    "INT2",
+    "UINT2",
+]
+_NARROW = {
+    np.dtype(helper.tensor_dtype_to_np_dtype(getattr(TensorProto, name))): name.lower()
+    for name in _NARROW_TYPES
+}
+
+
 def _cast_array(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if dtype in _NARROW:
+        raise Unsupported(f"cast to {_NARROW[dtype]} not supported")
     if dtype.kind in "iub" and x.dtype.kind == "f":
         x = np.trunc(x)
     if dtype.kind == "b":

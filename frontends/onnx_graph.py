@@ -32,6 +32,8 @@ from npuc.dialects.nn import ConstantOp, NNOperation, ReshapeOp, TransposeOp, bu
 from npuc.dialects.nn_shapes import Shape
 from npuc.tensors import numpy_dtype, to_dense, xdsl_type
 
+from .onnx_opsets import version_issue
+
 Value = SSAValue | np.ndarray
 Converter = Callable[["NodeContext"], Sequence["Value | None"]]
 ValueInfo = Callable[[str], "tuple[tuple[int | None, ...], np.dtype] | None"]
@@ -340,6 +342,11 @@ class GraphImporter:
         fold = self.folders.get(op_type)
         if convert is None and fold is None:
             self._issue(Issue(op_type, name, "op not supported"))
+            self._fail(node)
+            return
+        too_new = version_issue(op_type, self.opset)
+        if too_new is not None:
+            self._issue(Issue(op_type, name, too_new))
             self._fail(node)
             return
         present = [t for t in node.input if t]

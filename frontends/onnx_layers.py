@@ -235,8 +235,6 @@ def _pool(op_type: type[nn.NNOperation]) -> Converter:
         n = rank - 2
         kernel = _ints(ctx, "kernel_shape", [], n)
         win = window(ctx, ctx.shape(0)[2:], kernel)
-        if not is_max and any(d != 1 for d in win.dilations):
-            raise Unsupported("dilations not supported")
         ceil_mode = bool(ctx.attr("ceil_mode", 0))
         if str(ctx.attr("auto_pad", "NOTSET")).startswith("SAME"):
             ceil_mode = False
@@ -247,6 +245,8 @@ def _pool(op_type: type[nn.NNOperation]) -> Converter:
             props = win.props("kernel", "strides", "pads", "dilations")
         else:
             props = win.props("kernel", "strides", "pads")
+            if any(d != 1 for d in win.dilations):
+                props |= win.props("dilations")
             props["count_include_pad"] = BoolAttr.from_bool(bool(ctx.attr("count_include_pad", 0)))
         props["ceil_mode"] = BoolAttr.from_bool(ceil_mode)
         y = ctx.emit(op_type, [x], props)

@@ -59,22 +59,42 @@ PARAMETER_SLOTS: dict[str, set[int]] = {
 
 
 def parameter_inputs(model: onnx.ModelProto) -> set[str]:
-    """Graph inputs that only feed parameter slots, so the compiler must know them.
+    """Graph inputs whose values only decide parameter slots, so the compiler must know them.
 
-    Data inputs are never frozen, whatever their type: a test of integer data
-    must exercise the interpreter, not constant folding at import.
+    An input is a parameter when every path from it ends in a parameter slot,
+    directly (Reshape's `shape`) or through the arithmetic that computes one
+    (expanded CenterCropPad: Max/Sub/Div of a `shape` input, then Pad's pads
+    and Slice's starts). Data inputs, whose values reach a data slot or a graph
+    output, are never frozen, whatever their type: a test of integer data must
+    exercise the interpreter, not constant folding at import.
     """
-    initialized = {t.name for t in model.graph.initializer}
-    candidates = {i.name for i in model.graph.input if i.name not in initialized}
-    params: set[str] = set()
-    data: set[str] = set()
-    for node in model.graph.node:
-        slots = PARAMETER_SLOTS.get(node.op_type, set())
-        for position, name in enumerate(node.input):
-            if name in candidates:
-                (params if position in slots else data).add(name)
-    graph_outputs = {o.name for o in model.graph.output}
-    return params - data - graph_outputs
+    graph = model.graph
+    initialized = {t.name for t in graph.initializer}
+    candidates = {i.name for i in graph.input if i.name not in initialized}
+    to_data = {o.name for o in graph.output}
+    to_param: set[str] = set()
+    changed = True
+    while changed:  # one pass suffices for topologically sorted nodes
+        before = len(to_data) + len(to_param)
+        for node in reversed(graph.node):
+            slots = PARAMETER_SLOTS.get(node.op_type)
+            outputs = [o for o in node.output if o]
+            feeds_data = any(o in to_data for o in outputs)
+            feeds_param = any(o in to_param for o in outputs)
+            for position, name in enumerate(node.input):
+                if not name:
+                    continue
+                if slots is None:
+                    if feeds_data:
+                        to_data.add(name)
+                    if feeds_param:
+                        to_param.add(name)
+                elif position in slots:
+                    to_param.add(name)
+                else:
+                    to_data.add(name)
+        changed = len(to_data) + len(to_param) != before
+    return (candidates & to_param) - to_data
 
 
 class NpucBackendRep(BackendRep):

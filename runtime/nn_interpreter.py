@@ -152,9 +152,11 @@ def _max_pool2d(op: nn.MaxPool2dOp, a: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def _avg_pool2d(op: nn.AvgPool2dOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    dilations = _ints(op.dilations) if op.dilations is not None else (1, 1)
     y = pool.avg_pool2d(
         a[0], _ints(op.kernel), ceil_mode=_bool(op.ceil_mode),
-        count_include_pad=_bool(op.count_include_pad), **_window(op, dilations=False),
+        count_include_pad=_bool(op.count_include_pad), dilations=dilations,
+        **_window(op, dilations=False),
     )  # fmt: skip
     return [y]
 

@@ -274,6 +274,14 @@ func.func @avg_pool_pads_negative(%x: tensor<1x1x4x4xf32>) {
 
 // -----
 
+func.func @avg_pool_dilations_zero(%x: tensor<1x1x4x4xf32>) {
+  %0 = nn.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 0, 1>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32>
+  func.return
+}
+// CHECK:      'nn.avg_pool2d': dilations must be >= 1, got [0, 1]
+
+// -----
+
 func.func @avg_pool_ceil_mode_result_shape(%x: tensor<1x1x5x5xf32>) {
   %0 = nn.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, ceil_mode = true} : (tensor<1x1x5x5xf32>) -> tensor<1x1x2x2xf32>
   func.return

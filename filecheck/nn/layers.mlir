@@ -38,6 +38,7 @@ func.func @linear(%x: tensor<2x8xf32>, %w: tensor<4x8xf32>, %b: tensor<4xf32>, %
 // CHECK-NEXT:    %3 = nn.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, ceil_mode = true, activation = "clip", activation_max = 6.000000e+00 : f32} : (tensor<1x3x7x7xf32>) -> tensor<1x3x4x4xf32>
 // CHECK-NEXT:    %4 = nn.global_avg_pool %x : (tensor<1x3x7x7xf32>) -> tensor<1x3x1x1xf32>
 // CHECK-NEXT:    %5 = nn.global_max_pool %x : (tensor<1x3x7x7xf32>) -> tensor<1x3x1x1xf32>
+// CHECK-NEXT:    %6 = nn.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 2, 3>} : (tensor<1x3x7x7xf32>) -> tensor<1x3x5x4xf32>
 // CHECK-NEXT:    func.return
 func.func @pooling(%x: tensor<1x3x7x7xf32>) {
   %0 = nn.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x3x7x7xf32>) -> tensor<1x3x3x3xf32>
@@ -46,6 +47,7 @@ func.func @pooling(%x: tensor<1x3x7x7xf32>) {
   %3 = nn.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, ceil_mode = true, activation = "clip", activation_max = 6.0 : f32} : (tensor<1x3x7x7xf32>) -> tensor<1x3x4x4xf32>
   %4 = nn.global_avg_pool %x : (tensor<1x3x7x7xf32>) -> tensor<1x3x1x1xf32>
   %5 = nn.global_max_pool %x : (tensor<1x3x7x7xf32>) -> tensor<1x3x1x1xf32>
+  %6 = nn.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 2, 3>} : (tensor<1x3x7x7xf32>) -> tensor<1x3x5x4xf32>
   func.return
 }
 

@@ -59,12 +59,19 @@ def max_pool2d(
 
 
 def _divisor_1d(
-    size: int, out: int, kernel: int, stride: int, begin: int, end: int, include_pad: bool
+    size: int,
+    out: int,
+    kernel: int,
+    stride: int,
+    dilation: int,
+    begin: int,
+    end: int,
+    include_pad: bool,
 ) -> np.ndarray:
     """How many taps of each window fall inside the input (or its explicit padding)."""
     lo, hi = (0, size + begin + end) if include_pad else (begin, begin + size)
-    starts = np.arange(out) * stride
-    return np.clip(np.minimum(starts + kernel, hi) - np.maximum(starts, lo), 0, None)
+    taps = np.arange(out)[:, None] * stride + np.arange(kernel)[None, :] * dilation
+    return ((taps >= lo) & (taps < hi)).sum(axis=1)
 
 
 def avg_pool2d(
@@ -73,27 +80,29 @@ def avg_pool2d(
     *,
     strides: Sequence[int] = (1, 1),
     pads: Sequence[int] = (0, 0, 0, 0),
+    dilations: Sequence[int] = (1, 1),
     ceil_mode: bool = False,
     count_include_pad: bool = False,
 ) -> np.ndarray:
-    """Mean over each window.
+    """Mean over each (dilated) window.
 
-    The divisor counts input pixels, plus explicit padding when
-    count_include_pad; the extra cells a ceil-mode window hangs past the
+    The divisor counts the taps on input pixels, plus those on explicit
+    padding when count_include_pad; taps a ceil-mode window hangs past the
     padding are never counted.
     """
-    out_hw, extra = _geometry(x.shape, kernel, strides, pads, (1, 1), ceil_mode)
+    out_hw, extra = _geometry(x.shape, kernel, strides, pads, dilations, ceil_mode)
     xp = pad_hw(x, pads, 0.0, extra)
     y = np.zeros((*x.shape[:2], *out_hw), dtype=F32)
     for i in range(kernel[0]):
         for j in range(kernel[1]):
-            y += tap(xp, i, j, out_hw, strides)
+            y += tap(xp, i, j, out_hw, strides, dilations)
     counts = [
         _divisor_1d(
             x.shape[2 + a],
             out_hw[a],
             kernel[a],
             strides[a],
+            dilations[a],
             pads[a],
             pads[a + 2],
             count_include_pad,

@@ -485,14 +485,55 @@ def test_invalid_graphs(ox):
         import_onnx(no_outputs)
 
 
-@pytest.mark.parametrize(("opset", "accepted"), [(7, True), (21, True), (23, True), (26, False)])
-def test_opset_range(ox, opset, accepted):
+@pytest.mark.parametrize("opset", [7, 21, 23, onnx.defs.onnx_opset_version()])
+def test_any_opset_onnx_knows_is_read(ox, opset):
+    # Relu has not changed since opset 14, so a newer model stamp does not matter.
     model = ox.make_model([ox.node("Relu", ["x"], ["y"])], [("x", [2])], ["y"], opset=opset)
-    if accepted:
-        assert ox.op_names(import_onnx(model)) == ["nn.relu"]
-    else:
-        with pytest.raises(NpucError, match=rf"opset {opset} is newer than the supported opsets"):
-            import_onnx(model)
+    assert ox.op_names(import_onnx(model)) == ["nn.relu"]
+
+
+def test_opset_newer_than_onnx_knows_is_rejected(ox):
+    newest = onnx.defs.onnx_opset_version()
+    model = ox.make_model([ox.node("Relu", ["x"], ["y"])], [("x", [2])], ["y"], opset=newest + 1)
+    with pytest.raises(
+        NpucError, match=rf"opset {newest + 1} is newer than the installed onnx package knows"
+    ):
+        import_onnx(model)
+
+
+def test_op_versions_newer_than_21_are_judged_per_node(ox):
+    nodes = [
+        ox.node("SpaceToDepth", ["x"], ["s2d"], "s2d", blocksize=2),
+        ox.node("Mod", ["c", "c"], ["m"], "mod", fmod=1),
+        ox.node("DepthToSpace", ["x"], ["d2s"], "d2s", blocksize=2),
+        ox.node("Conv", ["x", "w"], ["conv"], "conv"),
+    ]
+    inits = [ox.init("c", [1.0, 2.0]), ox.init("w", np.ones((1, 4, 1, 1), np.float32))]
+    model = ox.make_model(nodes, [("x", [1, 4, 2, 2])], ["s2d", "m", "d2s", "conv"], inits, 28)
+    with pytest.raises(NpucError) as err:
+        import_onnx(model, location="new.onnx")
+    # SpaceToDepth-28 adds `mode` and Mod-28 redefines fmod=0 on floats; DepthToSpace-28
+    # (a function body only) and Conv-22 (bfloat16 only) keep their opset-21 meaning.
+    assert str(err.value) == (
+        "new.onnx: error: unsupported ONNX constructs (2 nodes):\n"
+        "  SpaceToDepth x1: s2d (SpaceToDepth-28 is newer than npuc supports (opset <= 21))\n"
+        "  Mod x1: mod (Mod-28 is newer than npuc supports (opset <= 21))"
+    )
+    module = import_onnx(model, outputs=["d2s", "conv"])
+    assert ox.op_names(module) == ["nn.depth_to_space", "nn.conv2d"]
+
+
+@pytest.mark.parametrize(
+    ("to", "opset"), [(onnx.TensorProto.FLOAT8E4M3FN, 21), (onnx.TensorProto.FLOAT8E8M0, 24)]
+)
+def test_casts_to_8_bit_floats_are_not_folded(ox, to, opset):
+    # ONNX saturates 1e6 to 448 in float8e4m3fn, numpy gives NaN; Cast-24 rounds to
+    # float8e8m0 as its round_mode says. npuc refuses rather than fold a different value.
+    nodes = [ox.node("Cast", ["c"], ["y"], "narrow", to=to)]
+    model = ox.make_model(nodes, [], ["y"], [ox.init("c", [1e6, 5.0])], opset=opset)
+    name = onnx.TensorProto.DataType.Name(to).lower()
+    with pytest.raises(NpucError, match=rf"Cast x1: narrow \(cast to {name} not supported\)"):
+        import_onnx(model)
 
 
 def test_models_before_opset_7_are_upgraded(ox):

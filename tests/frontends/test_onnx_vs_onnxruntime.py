@@ -569,7 +569,30 @@ def odds_and_ends(ox) -> onnx.ModelProto:
     return ox.make_model(nodes, [("x", [3, 4, 5])], ["y"], inits, opset=20)
 
 
+def dilated_average_pools(ox) -> onnx.ModelProto:
+    """AveragePool-19 dilations, 2-D with padding and ceil mode, and 1-D."""
+    nodes = [
+        ox.node(
+            "AveragePool",
+            ["x"],
+            ["p2"],
+            "dilated_2d",
+            kernel_shape=[2, 3],
+            dilations=[2, 2],
+            strides=[1, 2],
+            pads=[1, 0, 1, 2],
+            ceil_mode=1,
+            count_include_pad=1,
+        ),
+        ox.node("Reshape", ["p2", "rows"], ["r"], "to_1d"),
+        ox.node("AveragePool", ["r"], ["y"], "dilated_1d", kernel_shape=[3], dilations=[3]),
+    ]
+    inits = [ox.init("rows", i64(1, 3, -1))]
+    return ox.make_model(nodes, [("x", [1, 3, 9, 10])], ["y"], inits, opset=19)
+
+
 MODELS: dict[str, Callable[..., onnx.ModelProto]] = {
+    "dilated_average_pools_19": dilated_average_pools,
     "odds_and_ends": odds_and_ends,
     "layer_norm_statistics": layer_norm_statistics,
     "small_cnn": small_cnn,

@@ -70,15 +70,18 @@ def test_avg_pool2d_matches_onnxruntime(
         kernel_shape=list(kernel),
         strides=list(strides),
         pads=list(pads),
+        dilations=list(dilations),
         ceil_mode=int(ceil_mode),
         count_include_pad=int(count_include_pad),
     )
-    (expected,) = onnx_ort("AveragePool", [x], attrs)
+    # AveragePool takes dilations since opset 19.
+    (expected,) = onnx_ort("AveragePool", [x], attrs, opset=19)
     got = pool.avg_pool2d(
         x,
         kernel,
         strides=strides,
         pads=pads,
+        dilations=dilations,
         ceil_mode=ceil_mode,
         count_include_pad=count_include_pad,
     )
