@@ -1,0 +1,1 @@
+"""Quantization: calibration (data sets, statistics, range strategies) and its passes."""

@@ -1,0 +1,376 @@
+"""Quantization ranges from calibration statistics (activations) or constant arrays (weights).
+
+Every range returned satisfies lo <= 0 <= hi (a quantized range must hold an
+exact zero) and hi - lo >= MIN_SPAN: a tensor with no finite values or only
+zeros gets [0, MIN_SPAN] (asymmetric) or [-MIN_SPAN, MIN_SPAN] (symmetric).
+Symmetric ranges are (-t, t). Clip ranges found by a search (percentile, kl,
+mse, mean_std) never exceed the recorded extrema, so editing `min`/`max` in a
+statistics file bounds them too.
+
+Quantization grids assumed by the `mse` search: symmetric b-bit values use the
+restricted range +-(2^(b-1) - 1) steps of t / (2^(b-1) - 1); asymmetric ones use
+2^b - 1 steps of (hi - lo) / (2^b - 1).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from npuc.diagnostics import NpucError
+
+from .statistics import TensorStatistics
+
+MIN_SPAN = 1e-8
+# The kl strategy works on at most this many bins of |x| (TensorRT's histogram size).
+KL_BINS = 2048
+
+
+# Each strategy's options and their defaults.
+_ACTIVATION_OPTIONS: dict[str, dict[str, Any]] = {
+    "extrema": {},
+    "batch_mean": {},
+    "moving_average": {},
+    "mean_std": {"num_std": 3.0},
+    "percentile": {"percentile": 99.99},
+    "kl": {"stride": 1},
+    "mse": {},
+}
+_WEIGHT_OPTIONS: dict[str, dict[str, Any]] = {
+    "extrema": {},
+    "percentile": {"percentile": 99.99},
+    "mean_std": {"num_std": 3.0},
+    "mse": {"num_candidates": 100},
+}
+
+
+def _options(
+    strategy: str, table: dict[str, dict[str, Any]], given: dict[str, Any]
+) -> dict[str, Any]:
+    if strategy not in table:
+        raise NpucError(f"unknown range strategy '{strategy}' (expected one of {', '.join(table)})")
+    defaults = table[strategy]
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        accepted = ", ".join(defaults) or "none"
+        raise NpucError(
+            f"strategy '{strategy}' has no option {', '.join(unknown)} (options: {accepted})"
+        )
+    options = {**defaults, **given}
+    if "num_std" in options and not options["num_std"] > 0:
+        raise NpucError(f"num_std must be positive, got {options['num_std']}")
+    if "percentile" in options and not 50 < options["percentile"] <= 100:
+        raise NpucError(f"percentile must be in (50, 100], got {options['percentile']}")
+    for key in ("stride", "num_candidates"):
+        if key in options and (not isinstance(options[key], int) or options[key] < 1):
+            raise NpucError(f"{key} must be a positive integer, got {options[key]}")
+    return options
+
+
+ACTIVATION_STRATEGIES = tuple(_ACTIVATION_OPTIONS)
+WEIGHT_STRATEGIES = tuple(_WEIGHT_OPTIONS)
+
+
+def _check_bits(bits: int) -> None:
+    if not isinstance(bits, int) or not 2 <= bits <= 32:
+        raise NpucError(f"bits must be an integer in [2, 32], got {bits}")
+
+
+def _finish(lo: float, hi: float, symmetric: bool) -> tuple[float, float]:
+    """The final range: containing zero, symmetric if asked, at least MIN_SPAN wide."""
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    if symmetric:
+        t = max(-lo, hi, MIN_SPAN)
+        return -t, t
+    if hi - lo < MIN_SPAN:
+        hi = lo + MIN_SPAN
+    return lo, hi
+
+
+# ---------------------------------------------------------------------------- activations
+
+
+def activation_range(
+    stats: TensorStatistics,
+    strategy: str,
+    *,
+    bits: int = 8,
+    symmetric: bool = False,
+    **options: Any,
+) -> tuple[float, float]:
+    """The (lo, hi) range of an activation for `strategy`:
+
+    extrema: (min, max); batch_mean: the mean of per-batch minima and maxima;
+    moving_average: (ema_min, ema_max); mean_std: mean -+ num_std * std (default 3);
+    percentile: P(100 - p) and P(p) of x, or P(p) of |x| when symmetric (p default
+    99.99), from the histogram; kl: TensorRT's entropy calibration on the histogram
+    of |x| with 2^(bits-1) levels (2^bits for an asymmetric range of a tensor with
+    min >= 0, which gives (0, t)); option `stride` tries every stride-th threshold;
+    mse: the clip range minimising expected quantization plus clipping error under
+    the histogram.
+    """
+    opts = _options(strategy, _ACTIVATION_OPTIONS, options)
+    _check_bits(bits)
+    if stats.count == 0:
+        return _finish(0.0, 0.0, symmetric)
+    vmin, vmax = stats.min, stats.max
+    if strategy == "extrema":
+        lo, hi = vmin, vmax
+    elif strategy == "batch_mean":
+        if not stats.batch_ranges:
+            raise NpucError(f"tensor '{stats.name}' has no per-batch ranges recorded")
+        lo, hi = np.mean(np.asarray(stats.batch_ranges, np.float64), axis=0)
+    elif strategy == "moving_average":
+        if stats.ema_min is None or stats.ema_max is None:
+            raise NpucError(f"tensor '{stats.name}' has no moving-average range recorded")
+        lo, hi = stats.ema_min, stats.ema_max
+    elif strategy == "mean_std":
+        spread = opts["num_std"] * stats.std
+        lo, hi = max(stats.mean - spread, vmin), min(stats.mean + spread, vmax)
+        if symmetric:
+            t = min(abs(stats.mean) + spread, max(-vmin, vmax))
+            lo, hi = -t, t
+    else:
+        hist = stats.histogram
+        if hist.width is None or not hist.counts.any():
+            raise NpucError(f"tensor '{stats.name}' has no histogram recorded")
+        edges, counts = hist.edges(), hist.counts
+        amax = max(-vmin, vmax)
+        if strategy == "percentile":
+            p = opts["percentile"]
+            if symmetric:
+                abs_counts, width = hist.abs_counts()
+                t = _hist_percentile(abs_counts, width * np.arange(abs_counts.size + 1), p)
+                lo, hi = -min(t, amax), min(t, amax)
+            else:
+                lo = max(_hist_percentile(counts, edges, 100.0 - p), vmin)
+                hi = min(_hist_percentile(counts, edges, p), vmax)
+        elif strategy == "kl":
+            unsigned = not symmetric and vmin >= 0
+            abs_counts, width = hist.abs_counts()
+            levels = 2 ** (bits - 1 + int(unsigned))
+            t = min(_kl_threshold(abs_counts, width, levels, opts["stride"]), amax)
+            lo, hi = (-t, t) if symmetric else (max(-t, vmin), min(t, vmax))
+        else:
+            lo, hi = _mse_range(counts, edges, vmin, vmax, bits, symmetric)
+    return _finish(lo, hi, symmetric)
+
+
+def _hist_percentile(counts: np.ndarray, edges: np.ndarray, p: float) -> float:
+    """The p-th percentile, interpolating linearly inside the bin that holds it."""
+    cumulative = np.concatenate(([0], np.cumsum(counts, dtype=np.float64)))
+    rank = p / 100.0 * cumulative[-1]
+    j = int(np.searchsorted(cumulative, rank, side="left"))
+    j = min(max(j, 1), counts.size)
+    inside = counts[j - 1]
+    fraction = (rank - cumulative[j - 1]) / inside if inside else 0.0
+    return float(edges[j - 1] + fraction * (edges[j] - edges[j - 1]))
+
+
+def _smooth(p: np.ndarray, mask: np.ndarray, eps: float = 1e-4) -> np.ndarray:
+    """Move `eps` of mass into each empty bin of each row, taken evenly from non-empty ones."""
+    zeros = (p == 0) & mask
+    nonzero = (p > 0) & mask
+    n_zero = zeros.sum(axis=1, keepdims=True)
+    n_nonzero = np.maximum(nonzero.sum(axis=1, keepdims=True), 1)
+    return p + eps * zeros - (eps * n_zero / n_nonzero) * nonzero
+
+
+def _kl_threshold(counts: np.ndarray, width: float, levels: int, stride: int) -> float:
+    """TensorRT's entropy calibration on the |x| histogram `counts` (bins of `width`).
+
+    A histogram of more than KL_BINS bins (data far from zero) first merges groups
+    of consecutive bins down to at most KL_BINS. For each candidate i (levels <= i
+    <= bins, every `stride`-th, and the last): P is counts[:i] with every count
+    beyond folded into its last bin; Q quantizes counts[:i] into `levels` groups of
+    consecutive bins (bin j in group floor(j * levels / i)) and spreads each group's
+    total evenly over its non-empty bins. Both are smoothed (empty bins get 1e-4
+    counts) and normalised; the threshold is i * width for the i minimising
+    KL(P || Q). Like TensorRT's, it suits distributions concentrated near zero: data
+    far from zero can give a degenerate threshold.
+    """
+    if counts.size > KL_BINS:  # data far from zero: merge bins, as TensorRT has 2048
+        factor = -(-counts.size // KL_BINS)
+        counts = np.bincount(np.arange(counts.size) // factor, weights=counts).astype(np.int64)
+        width *= factor
+    size = counts.size
+    if size <= levels:
+        return size * width
+    candidates = np.arange(levels, size + 1, stride)
+    if candidates[-1] != size:
+        candidates = np.append(candidates, size)
+    c = counts.astype(np.float64)
+    beyond = c.sum() - np.cumsum(c)  # beyond[i - 1]: counts in bins >= i
+    j = np.arange(size)
+    best, best_kl = size, math.inf
+    for block in np.array_split(candidates, max(1, candidates.size * size // 2**20)):
+        i = block[:, None]
+        mask = j[None, :] < i
+        group = np.where(mask, (j[None, :] * levels) // i, 0)
+        flat = group + levels * np.arange(block.size)[:, None]
+        kept = np.where(mask, c[None, :], 0.0)
+        totals = np.bincount(flat.ravel(), kept.ravel(), minlength=block.size * levels)
+        filled = np.bincount(
+            flat.ravel(), (kept > 0).ravel().astype(np.float64), minlength=block.size * levels
+        )
+        q = np.where(kept > 0, totals[flat] / np.maximum(filled[flat], 1), 0.0)
+        p = kept.copy()
+        p[np.arange(block.size), block - 1] += beyond[block - 1]
+        p, q = _smooth(p, mask), _smooth(q, mask)
+        p /= p.sum(axis=1, keepdims=True)
+        q /= q.sum(axis=1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(mask & (p > 0), p * np.log(p / q), 0.0)
+        # Q is empty when every value lies beyond the threshold: no candidate at all.
+        kl = np.where((kept > 0).any(axis=1), terms.sum(axis=1), np.inf)
+        k = int(np.argmin(kl))
+        if kl[k] < best_kl:
+            best, best_kl = int(block[k]), float(kl[k])
+    return best * width
+
+
+def _tails(
+    counts: np.ndarray, lower: np.ndarray, width: float, thresholds: np.ndarray, above: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """(count, summed squared clipping error) of the values beyond each threshold, with the
+    values spread uniformly inside each bin [lower, lower + width)."""
+    t = thresholds[:, None]
+    if above:
+        near, far = np.maximum(lower - t, 0.0), np.maximum(lower + width - t, 0.0)
+    else:
+        near, far = np.maximum(t - lower - width, 0.0), np.maximum(t - lower, 0.0)
+    density = counts / width
+    count = ((far - near) * density).sum(axis=1)
+    error = ((far**3 - near**3) / 3.0 * density).sum(axis=1)
+    return count, error
+
+
+def _mse_range(
+    counts: np.ndarray, edges: np.ndarray, vmin: float, vmax: float, bits: int, symmetric: bool
+) -> tuple[float, float]:
+    """The clip range minimising clipping error + (values inside) * step^2 / 12, over
+    thresholds at every bin edge inside the data (plus zero and the extrema)."""
+    width = float(edges[1] - edges[0])
+    nonzero = counts > 0
+    c, lower = counts[nonzero].astype(np.float64), edges[:-1][nonzero]
+    total = c.sum()
+    if symmetric:
+        amax = max(-vmin, vmax)
+        t = np.unique(np.append(np.abs(edges[(np.abs(edges) < amax) & (edges != 0)]), amax))
+        above_n, above_e = _tails(c, lower, width, t, above=True)
+        below_n, below_e = _tails(c, lower, width, -t, above=False)
+        step = t / (2 ** (bits - 1) - 1)
+        loss = above_e + below_e + (total - above_n - below_n) * step**2 / 12.0
+        best = float(t[int(np.argmin(loss))])
+        return -best, best
+    his = np.unique(np.concatenate((edges[(edges > 0) & (edges < vmax)], [max(vmax, 0.0)])))
+    los = np.unique(np.concatenate((edges[(edges < 0) & (edges > vmin)], [min(vmin, 0.0)])))
+    above_n, above_e = _tails(c, lower, width, his, above=True)
+    below_n, below_e = _tails(c, lower, width, los, above=False)
+    step = (his[None, :] - los[:, None]) / (2**bits - 1)
+    inside = total - below_n[:, None] - above_n[None, :]
+    loss = below_e[:, None] + above_e[None, :] + inside * step**2 / 12.0
+    loss = np.where(step > 0, loss, np.inf)
+    a, b = np.unravel_index(int(np.argmin(loss)), loss.shape)
+    return float(los[a]), float(his[b])
+
+
+# -------------------------------------------------------------------------------- weights
+
+
+def weight_range(
+    array: np.ndarray,
+    strategy: str,
+    *,
+    axis: int | None = None,
+    bits: int = 8,
+    symmetric: bool = True,
+    **options: Any,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-tensor (axis None: 0-d arrays) or per-channel (along `axis`) ranges of a weight.
+
+    extrema: min/max; percentile: P(100 - p)/P(p) of x or P(p) of |x| when symmetric
+    (numpy's linear interpolation, p default 99.99); mean_std: mean -+ num_std * std
+    clamped to the extrema; mse: for clip ratios r = k / num_candidates
+    (k = 1..num_candidates, default 100) of the extrema, the ratio whose quantized
+    weights (round to nearest, saturate, integer zero point when asymmetric) have
+    the least squared error, per channel.
+    """
+    opts = _options(strategy, _WEIGHT_OPTIONS, options)
+    _check_bits(bits)
+    w = np.asarray(array, dtype=np.float64)
+    if not np.isfinite(w).all():
+        raise NpucError("cannot compute the range of a weight with non-finite values")
+    if axis is None:
+        rows = w.reshape(1, -1)
+    else:
+        if not -w.ndim <= axis < w.ndim:
+            raise NpucError(f"axis {axis} is out of range for a weight of rank {w.ndim}")
+        rows = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)
+    if rows.shape[1] == 0:
+        rows = np.zeros((rows.shape[0], 1))
+    vmin, vmax = rows.min(axis=1), rows.max(axis=1)
+    if strategy == "extrema":
+        lo, hi = vmin, vmax
+    elif strategy == "percentile":
+        p = opts["percentile"]
+        if symmetric:
+            hi = np.percentile(np.abs(rows), p, axis=1)
+            lo = -hi
+        else:
+            lo, hi = np.percentile(rows, [100.0 - p, p], axis=1)
+    elif strategy == "mean_std":
+        mean, spread = rows.mean(axis=1), opts["num_std"] * rows.std(axis=1)
+        lo, hi = np.maximum(mean - spread, vmin), np.minimum(mean + spread, vmax)
+        if symmetric:
+            hi = np.minimum(np.abs(mean) + spread, np.maximum(-vmin, vmax))
+            lo = -hi
+    else:
+        lo, hi = _weight_mse(rows, vmin, vmax, bits, symmetric, opts["num_candidates"])
+    lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
+    if symmetric:
+        hi = np.maximum(np.maximum(-lo, hi), MIN_SPAN)
+        lo = -hi
+    else:
+        hi = np.where(hi - lo < MIN_SPAN, lo + MIN_SPAN, hi)
+    if axis is None:
+        return np.asarray(lo[0], np.float64), np.asarray(hi[0], np.float64)
+    return lo.astype(np.float64), hi.astype(np.float64)
+
+
+def _fake_quantize(
+    x: np.ndarray, lo: np.ndarray, hi: np.ndarray, bits: int, symmetric: bool
+) -> np.ndarray:
+    """x quantized to `bits` in [lo, hi] and dequantized (lo, hi broadcast against x); the
+    grids are those of the module docstring, with an integer zero point when asymmetric."""
+    lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
+    if symmetric:
+        qmax = 2 ** (bits - 1) - 1
+        scale = np.maximum(np.maximum(-lo, hi), MIN_SPAN) / qmax
+        return np.clip(np.rint(x / scale), -qmax, qmax) * scale
+    levels = 2**bits - 1
+    scale = np.maximum(hi - lo, MIN_SPAN) / levels
+    zero = np.rint(-lo / scale)
+    return (np.clip(np.rint(x / scale) + zero, 0, levels) - zero) * scale
+
+
+def _weight_mse(
+    rows: np.ndarray, vmin: np.ndarray, vmax: np.ndarray, bits: int, symmetric: bool, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    lo0, hi0 = np.minimum(vmin, 0.0), np.maximum(vmax, 0.0)
+    if symmetric:
+        hi0 = np.maximum(-lo0, hi0)
+        lo0 = -hi0
+    best = np.full(rows.shape[0], np.inf)
+    best_ratio = np.ones(rows.shape[0])
+    for k in range(1, n + 1):
+        r = k / n
+        error = np.square(
+            _fake_quantize(rows, r * lo0[:, None], r * hi0[:, None], bits, symmetric) - rows
+        ).mean(axis=1)
+        better = error < best
+        best = np.where(better, error, best)
+        best_ratio = np.where(better, r, best_ratio)
+    return best_ratio * lo0, best_ratio * hi0
