@@ -46,11 +46,28 @@ class QNNOperation(NNOperation):
             ty = value.type
             if isinstance(ty, TensorType) and isinstance(ty.element_type, UniformQuantizedType):
                 q = ty.element_type
-                if q.per_axis and q.axis.data >= len(ty.get_shape()):
+                shape = ty.get_shape()
+                if q.per_axis and q.axis.data >= len(shape):
                     raise VerifyException(
                         f"'{self.name}': quantization axis {q.axis.data} is out of range "
-                        f"for a tensor of rank {len(ty.get_shape())}"
+                        f"for a tensor of rank {len(shape)}"
                     )
+                if q.per_axis and len(q.scales) != shape[q.axis.data]:
+                    raise VerifyException(
+                        f"'{self.name}': {len(q.scales)} scales do not match dimension "
+                        f"{q.axis.data} of size {shape[q.axis.data]}"
+                    )
+
+    def verify_per_tensor(self) -> None:
+        """Ops with one scalar multiplier need per-tensor activations."""
+        for value in (*self.operands, *self.results):
+            ty = value.type
+            if (
+                isinstance(ty, TensorType)
+                and isinstance(ty.element_type, UniformQuantizedType)
+                and ty.element_type.per_axis
+            ):
+                raise VerifyException(f"'{self.name}': operands must be quantized per tensor")
 
     def same_type_as_input(self, *values: SSAValue) -> None:
         """Ops that move data keep the quantization of their input."""
@@ -84,20 +101,20 @@ class Requantizing(QNNOperation):
         """How many per-channel multipliers the op accepts besides one."""
         return 1
 
+    def channel_axis(self) -> int:
+        """The result axis that per-channel multipliers index (1: NCHW channels, [N, O] columns)."""
+        return 1
+
     def verify_(self) -> None:
         super().verify_()
         multipliers, shifts = self.multiplier.get_values(), self.shift.get_values()
         if len(multipliers) != len(shifts):
             raise VerifyException(f"'{self.name}': multiplier and shift must have one length")
-        if len(multipliers) not in (1, self.output_channels()):
-            raise VerifyException(
-                f"'{self.name}': needs 1 or {self.output_channels()} multipliers, "
-                f"got {len(multipliers)}"
-            )
-        if any(not 0 <= m < 2**31 for m in multipliers):
-            raise VerifyException(f"'{self.name}': multipliers must be in [0, 2^31)")
-        if any(not -31 <= s <= 62 for s in shifts):
-            raise VerifyException(f"'{self.name}': shifts must be in [-31, 62]")
+        channels = self.output_channels()
+        if len(multipliers) not in (1, channels):
+            want = "1 multiplier" if channels == 1 else f"1 or {channels} multipliers"
+            raise VerifyException(f"'{self.name}': needs {want}, got {len(multipliers)}")
+        check_multipliers(self.name, multipliers, shifts)
         if self.rounding.data not in ROUNDING_MODES:
             raise VerifyException(
                 f"'{self.name}': rounding must be one of {', '.join(ROUNDING_MODES)}"
@@ -116,6 +133,21 @@ class Requantizing(QNNOperation):
         lo = self.clamp_min.value.data if self.clamp_min is not None else out.qmin
         hi = self.clamp_max.value.data if self.clamp_max is not None else out.qmax
         return lo, hi
+
+
+class PerTensorRequantizing(Requantizing):
+    """A requantizing op whose one multiplier needs per-tensor operands and result."""
+
+    def verify_(self) -> None:
+        super().verify_()
+        self.verify_per_tensor()
+
+
+def check_multipliers(op_name: str, multipliers: Sequence[int], shifts: Sequence[int]) -> None:
+    if any(not 0 <= m < 2**31 for m in multipliers):
+        raise VerifyException(f"'{op_name}': multipliers must be in [0, 2^31)")
+    if any(not -31 <= s <= 62 for s in shifts):
+        raise VerifyException(f"'{op_name}': shifts must be in [-31, 62]")
 
 
 def output_channels_of(value: SSAValue, axis: int = 1) -> int:

@@ -11,6 +11,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     IntegerAttr,
     IntegerType,
+    Signedness,
     StringAttr,
     TensorType,
     f32,
@@ -29,7 +30,16 @@ from xdsl.utils.exceptions import VerifyException
 
 from . import nn
 from .nn_base import F32Tensor, I64Array, NNOperation, shape_of
-from .qnn_base import I32Tensor, QNNOperation, QTensor, Requantizing, qtype
+from .nn_layers import COORDINATE_MODES, NEAREST_MODES
+from .qnn_base import (
+    I32Tensor,
+    PerTensorRequantizing,
+    QNNOperation,
+    QTensor,
+    Requantizing,
+    check_multipliers,
+    qtype,
+)
 from .quant_types import UniformQuantizedType
 
 QUANTIZE_ROUNDING = ("half_away_from_zero", "half_to_even")
@@ -56,11 +66,25 @@ class ConstantOp(QNNOperation):
         element = out.element_type
         storage = stored.get_element_type()
         if isinstance(element, UniformQuantizedType):
-            if not isinstance(storage, IntegerType) or storage.width.data != max(
-                8, element.storage_bits.data
+            wrong_sign = (
+                Signedness.SIGNED if not element.storage_signed.data else Signedness.UNSIGNED
+            )
+            if (
+                not isinstance(storage, IntegerType)
+                or storage.width.data != max(8, element.storage_bits.data)
+                or storage.signedness.data == wrong_sign
             ):
                 raise VerifyException(
                     f"'qnn.constant': value must hold {element.storage} storage integers"
+                )
+            from npuc.tensors import from_dense
+
+            # Signless storage is reinterpreted bit for bit (i8 bytes hold u8 values).
+            values = from_dense(self.value).view(element.storage_dtype())
+            if values.size and (values.min() < element.qmin or values.max() > element.qmax):
+                raise VerifyException(
+                    f"'qnn.constant': values must lie in the storage range "
+                    f"[{element.qmin}, {element.qmax}]"
                 )
         elif element != storage:
             raise VerifyException("'qnn.constant': value type must equal the result type")
@@ -107,10 +131,28 @@ class RequantizeOp(Requantizing):
     input = operand_def(QTensor)
     output = result_def(QTensor)
 
+    def _quantized_axis(self) -> int | None:
+        for q in (qtype(self.output), qtype(self.input)):
+            if q.per_axis:
+                return q.axis.data
+        return None
+
+    def output_channels(self) -> int:
+        axis = self._quantized_axis()
+        return 1 if axis is None else shape_of(self.output)[axis]
+
+    def channel_axis(self) -> int:
+        """Per-channel multipliers follow the axis of a per-axis result (else input) type."""
+        axis = self._quantized_axis()
+        return 0 if axis is None else axis
+
     def verify_(self) -> None:
-        super().verify_()
         if shape_of(self.input) != shape_of(self.output):
             raise VerifyException("'qnn.requantize': input and result shapes differ")
+        super().verify_()
+        q_in, q_out = qtype(self.input), qtype(self.output)
+        if q_in.per_axis and q_out.per_axis and q_in.axis != q_out.axis:
+            raise VerifyException("'qnn.requantize': input and result must share their axis")
 
 
 @irdl_op_definition
@@ -125,6 +167,10 @@ class LutOp(QNNOperation):
     def verify_(self) -> None:
         super().verify_()
         q_in, q_out = qtype(self.input), qtype(self.output)
+        if q_in.storage_bits.data > 16:
+            raise VerifyException("'qnn.lut': the input storage must have at most 16 bits")
+        if not isinstance(self.table.get_element_type(), IntegerType):
+            raise VerifyException("'qnn.lut': the table must hold integers")
         entries = 1 << q_in.storage_bits.data
         if tuple(self.table.get_shape()) != (entries,):
             raise VerifyException(f"'qnn.lut': the table must have {entries} entries")
@@ -184,7 +230,7 @@ class FullyConnectedOp(WeightedOperation):
 
 
 @irdl_op_definition
-class MatMulOp(Requantizing):
+class MatMulOp(PerTensorRequantizing):
     """Quantized matmul of two per-tensor activations (numpy matmul shapes)."""
 
     name = "qnn.matmul"
@@ -194,8 +240,31 @@ class MatMulOp(Requantizing):
     output = result_def(QTensor)
 
 
+class AlignedSumOperation(PerTensorRequantizing):
+    """Both operands rescaled to a common fixed-point scale before they are combined."""
+
+    lhs = operand_def(QTensor)
+    rhs = operand_def(QTensor)
+    output = result_def(QTensor)
+    left_shift = prop_def(IntegerAttr[I64])
+    lhs_multiplier = prop_def(IntegerAttr[I64])
+    lhs_shift = prop_def(IntegerAttr[I64])
+    rhs_multiplier = prop_def(IntegerAttr[I64])
+    rhs_shift = prop_def(IntegerAttr[I64])
+
+    def verify_(self) -> None:
+        super().verify_()
+        if not 0 <= self.left_shift.value.data <= 31:
+            raise VerifyException(f"'{self.name}': left_shift must be in [0, 31]")
+        check_multipliers(
+            self.name,
+            [self.lhs_multiplier.value.data, self.rhs_multiplier.value.data],
+            [self.lhs_shift.value.data, self.rhs_shift.value.data],
+        )
+
+
 @irdl_op_definition
-class AddOp(Requantizing):
+class AddOp(AlignedSumOperation):
     """lhs + rhs with both rescaled to a common fixed-point scale first (TFLite's scheme).
 
     a' = requantize((a - zp_a) << left_shift, lhs_multiplier, lhs_shift), b' likewise;
@@ -204,34 +273,18 @@ class AddOp(Requantizing):
 
     name = "qnn.add"
     SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.AddOp
-    lhs = operand_def(QTensor)
-    rhs = operand_def(QTensor)
-    output = result_def(QTensor)
-    left_shift = prop_def(IntegerAttr[I64])
-    lhs_multiplier = prop_def(IntegerAttr[I64])
-    lhs_shift = prop_def(IntegerAttr[I64])
-    rhs_multiplier = prop_def(IntegerAttr[I64])
-    rhs_shift = prop_def(IntegerAttr[I64])
 
 
 @irdl_op_definition
-class SubOp(Requantizing):
+class SubOp(AlignedSumOperation):
     """lhs - rhs: qnn.add's scheme with the rescaled rhs negated."""
 
     name = "qnn.sub"
     SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.SubOp
-    lhs = operand_def(QTensor)
-    rhs = operand_def(QTensor)
-    output = result_def(QTensor)
-    left_shift = prop_def(IntegerAttr[I64])
-    lhs_multiplier = prop_def(IntegerAttr[I64])
-    lhs_shift = prop_def(IntegerAttr[I64])
-    rhs_multiplier = prop_def(IntegerAttr[I64])
-    rhs_shift = prop_def(IntegerAttr[I64])
 
 
 @irdl_op_definition
-class MulOp(Requantizing):
+class MulOp(PerTensorRequantizing):
     """out = zp_out + requantize((a - zp_a) * (b - zp_b), multiplier, shift)."""
 
     name = "qnn.mul"
@@ -242,7 +295,7 @@ class MulOp(Requantizing):
 
 
 @irdl_op_definition
-class AvgPool2dOp(Requantizing):
+class AvgPool2dOp(PerTensorRequantizing):
     """Window mean: round_half_away(sum (q - zp_in) / count), then requantized to the output."""
 
     name = "qnn.avg_pool2d"
@@ -257,7 +310,7 @@ class AvgPool2dOp(Requantizing):
 
 
 @irdl_op_definition
-class GlobalAvgPoolOp(Requantizing):
+class GlobalAvgPoolOp(PerTensorRequantizing):
     """Mean over all spatial positions, like avg_pool2d with one window."""
 
     name = "qnn.global_avg_pool"
@@ -360,6 +413,8 @@ class SplitOp(MovementOperation):
         from .nn_shapes import ShapeError, concat, normalize_axis
 
         x = shape_of(self.input)
+        if not self.outputs:
+            raise VerifyException("'qnn.split': needs at least one result")
         try:
             joined = concat(
                 [shape_of(r) for r in self.outputs], normalize_axis(self.axis.value.data, len(x))
@@ -395,6 +450,15 @@ class PadOp(MovementOperation):
     mode = opt_prop_def(StringAttr, StringAttr("constant"))
     value = opt_prop_def(IntegerAttr[I64])
 
+    def verify_(self) -> None:
+        super().verify_()
+        q = qtype(self.input)
+        if self.value is not None and not q.qmin <= self.value.value.data <= q.qmax:
+            raise VerifyException(
+                f"'qnn.pad': value {self.value.value.data} is outside the storage range "
+                f"[{q.qmin}, {q.qmax}]"
+            )
+
 
 @irdl_op_definition
 class ResizeOp(MovementOperation):
@@ -406,6 +470,19 @@ class ResizeOp(MovementOperation):
     scales = prop_def(DenseArrayBase.constr(f32))
     coordinate_mode = opt_prop_def(StringAttr, StringAttr("half_pixel"))
     nearest_mode = opt_prop_def(StringAttr, StringAttr("round_prefer_floor"))
+
+    def verify_(self) -> None:
+        super().verify_()
+        x, y = shape_of(self.input), shape_of(self.output)
+        checks = [
+            (self.coordinate_mode.data in COORDINATE_MODES, "unknown coordinate_mode"),
+            (self.nearest_mode.data in NEAREST_MODES, "unknown nearest_mode"),
+            (len(x) == len(y) == len(self.scales), "input, result and scales must have one rank"),
+            (all(s > 0 for s in self.scales.get_values()), "scales must be positive"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise VerifyException(f"'qnn.resize': {message}")
 
 
 @irdl_op_definition

@@ -36,6 +36,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "eliminate-identity": _lazy("npuc.passes.eliminate_identity", "EliminateIdentityPass"),
     "cse": _lazy("npuc.passes.cse", "CSEPass"),
     "dce": _lazy("npuc.passes.dce", "DCEPass"),
+    "quantize": _lazy("npuc.passes.quantize", "QuantizePass"),
     "preprocess": _lazy("npuc.passes.preprocess", "PreprocessPass"),
 }
 

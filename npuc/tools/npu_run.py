@@ -25,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME=FILE.npy",
-        help="input tensor from a .npy file (repeatable); missing inputs get seeded random data",
+        help="input tensor from a .npy file (repeatable); missing inputs get seeded random data. "
+        "A quantized input takes floats (quantized with its type) or its storage integers",
     )
     parser.add_argument(
         "-o", "--output", metavar="OUT.npz", help="save the outputs, keyed by tensor name"
@@ -38,6 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="passes to apply before running (npu-opt -p syntax; 'default': the standard pipeline)",
     )
     parser.add_argument("--print-ir", action="store_true", help="print the IR that is executed")
+    parser.add_argument(
+        "--level",
+        choices=("nn", "qnn"),
+        help="require the model to be at this level or below (nn: float ops; qnn: also "
+        "quantized ops). Quantized outputs are reported dequantized as NAME and as stored "
+        "integers as NAME.q",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
     add_import_options(parser)
     return parser
@@ -82,10 +90,10 @@ def save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 
 
 def run(argv: list[str] | None = None) -> int:
-    from ..api import apply_pipeline, load_model, random_inputs
+    from ..api import apply_pipeline, load_model
     from ..printing import print_module
     from ..registry import DEFAULT_PIPELINE
-    from ..runtime.nn_interpreter import run_module
+    from ..runtime.qnn_kernels import check_level, dequantized_outputs, random_inputs, run_module
 
     args = build_parser().parse_args(argv)
     feeds = dict(load_input(spec) for spec in args.input)
@@ -94,6 +102,8 @@ def run(argv: list[str] | None = None) -> int:
     module = load_model(args.model, **import_options(args))
     if args.passes:
         apply_pipeline(module, DEFAULT_PIPELINE if args.passes == "default" else args.passes)
+    if args.level:
+        check_level(module, args.level)
     if args.print_ir:
         print(print_module(module))
     generated = random_inputs(module, skip=feeds.keys(), seed=args.seed)
@@ -102,7 +112,7 @@ def run(argv: list[str] | None = None) -> int:
             f"note: no --input for '{name}': using seeded random data "
             f"{tuple(array.shape)} {array.dtype}"
         )
-    outputs = run_module(module, {**feeds, **generated})
+    outputs = dequantized_outputs(module, run_module(module, {**feeds, **generated}))
     for name, array in outputs.items():
         print(summarise(name, array))
     if args.output:

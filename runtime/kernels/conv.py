@@ -1,4 +1,8 @@
-"""2-D convolution and transposed convolution (NCHW input, OIHW weights), float32."""
+"""2-D convolution and transposed convolution (NCHW input, OIHW weights), float32.
+
+`conv2d` computes in the operands' result dtype, so the integer kernels can run it
+on float64 (exact for small integers) or int64 operands.
+"""
 
 from __future__ import annotations
 
@@ -49,18 +53,19 @@ def conv2d(
     if cg * groups != c or o % groups:
         raise ValueError(f"conv2d: input {x.shape} and weight {w.shape} do not fit groups={groups}")
     oh, ow = conv_output_hw((h, wd), (kh, kw), strides, pads, dilations)
+    dtype = np.result_type(x, w)
     xp = pad_hw(x, pads)
     if cg == 1 and groups > 1:
         y = _depthwise(xp, w, groups, (oh, ow), strides, dilations)
     else:
         view = windows(xp, (kh, kw), (oh, ow), strides, dilations)
         wmat = w.reshape(groups, o // groups, cg * kh * kw)
-        band = max(1, max_cols_bytes // (n * c * kh * kw * ow * 4))
+        band = max(1, max_cols_bytes // (n * c * kh * kw * ow * dtype.itemsize))
         if band >= oh:
             # One copy into the [N, G, Cg*kH*kW, OH*OW] GEMM operand (a view when 1x1, unstrided).
             y = np.matmul(wmat, view.reshape(n, groups, cg * kh * kw, oh * ow))
         else:
-            y = np.empty((n, groups, o // groups, oh * ow), dtype=F32)
+            y = np.empty((n, groups, o // groups, oh * ow), dtype=dtype)
             for r0 in range(0, oh, band):
                 r1 = min(oh, r0 + band)
                 cols = view[..., r0:r1, :].reshape(n, groups, cg * kh * kw, (r1 - r0) * ow)
@@ -84,7 +89,7 @@ def _depthwise(
     o, _, kh, kw = w.shape
     mult = o // groups
     wk = w.reshape(groups, mult, kh, kw)
-    acc = np.zeros((n, groups, mult, *out_hw), dtype=F32)
+    acc = np.zeros((n, groups, mult, *out_hw), dtype=np.result_type(xp, w))
     tmp = np.empty_like(acc)
     for i in range(kh):
         for j in range(kw):

@@ -1,0 +1,634 @@
+"""Per-op nn -> qnn rewriting for the `quantize` pass.
+
+`classify` gives each op its kind (how it lowers, or why it stays float);
+the pass's `Plan` (passes/quantize.py) holds the kinds, tensor names and
+types. `Emitter` builds the new function body op by op: it tracks every
+original value's float form and quantized form and inserts the conversions
+(qnn.quantize, qnn.dequantize, qnn.requantize) lazily, once per value and
+type, right before the first user. `lower` dispatches to the per-op rules.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    IntegerAttr,
+    IntegerType,
+    Signedness,
+    StringAttr,
+    TensorType,
+    f32,
+    i32,
+)
+from xdsl.dialects.builtin import i64 as I64
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.traits import ConstantLike
+
+from npuc.dialects import nn, qnn
+from npuc.dialects.nn_base import ints, shape_of
+from npuc.dialects.qnn import UniformQuantizedType, qtype
+from npuc.runtime.kernels import elementwise as ew
+from npuc.runtime.kernels.integer import dequantize, quantize, quantize_multipliers
+from npuc.runtime.nn_interpreter import evaluate_op
+from npuc.tensors import from_dense, to_dense
+
+from .layer_config import LayerReport, LayerSetting, TensorParams
+from .schemes import fractional_length, quantize_array, round_half_away
+
+if TYPE_CHECKING:
+    from npuc.passes.quantize import Plan
+
+WEIGHTED: dict[type[Operation], type[Operation]] = {
+    nn.Conv2dOp: qnn.Conv2dOp,
+    nn.FullyConnectedOp: qnn.FullyConnectedOp,
+}
+ARITHMETIC: dict[type[Operation], type[Operation]] = {
+    nn.AddOp: qnn.AddOp,
+    nn.SubOp: qnn.SubOp,
+    nn.MulOp: qnn.MulOp,
+    nn.MatMulOp: qnn.MatMulOp,
+}
+POOLS: dict[type[Operation], type[Operation]] = {
+    nn.AvgPool2dOp: qnn.AvgPool2dOp,
+    nn.GlobalAvgPoolOp: qnn.GlobalAvgPoolOp,
+}
+MOVEMENT: dict[type[Operation], type[Operation]] = {
+    nn.MaxPool2dOp: qnn.MaxPool2dOp,
+    nn.GlobalMaxPoolOp: qnn.GlobalMaxPoolOp,
+    nn.ReshapeOp: qnn.ReshapeOp,
+    nn.TransposeOp: qnn.TransposeOp,
+    nn.SplitOp: qnn.SplitOp,
+    nn.SliceOp: qnn.SliceOp,
+    nn.PadOp: qnn.PadOp,
+    nn.ResizeOp: qnn.ResizeOp,
+    nn.DepthToSpaceOp: qnn.DepthToSpaceOp,
+    nn.SpaceToDepthOp: qnn.SpaceToDepthOp,
+}
+CLAMPS = (nn.ReluOp, nn.ClipOp)
+LUTS = (
+    nn.SigmoidOp, nn.TanhOp, nn.HardSwishOp, nn.ExpOp, nn.GeluOp, nn.EluOp, nn.SoftplusOp,
+    nn.LeakyReluOp, nn.HardSigmoidOp, nn.ErfOp, nn.LogOp, nn.SqrtOp, nn.AbsOp, nn.NegOp,
+    nn.ReciprocalOp, nn.FloorOp, nn.CeilOp,
+)  # fmt: skip
+# Producers whose output type is free: they can emit a folded clamp or a concat's type.
+FREE_OUTPUT = ("weighted", "arithmetic", "pool", "lut", "clamp")
+
+ADD_LEFT_SHIFT = {8: 20, 16: 15}
+
+
+def is_constant(value: SSAValue) -> bool:
+    owner = value.owner
+    return isinstance(owner, Operation) and owner.has_trait(ConstantLike)
+
+
+def constant_data(value: SSAValue) -> np.ndarray | None:
+    """The float data of an `nn.constant`, else None."""
+    owner = value.owner
+    if isinstance(owner, nn.ConstantOp):
+        data = from_dense(owner.value)
+        return data if data.dtype.kind == "f" else None
+    return None
+
+
+def is_f32_tensor(value: SSAValue) -> bool:
+    ty = value.type
+    return isinstance(ty, TensorType) and ty.element_type == f32
+
+
+def layer_name_of(op: Operation) -> str | None:
+    attr = op.properties.get("name")
+    return attr.data if isinstance(attr, StringAttr) else None
+
+
+def fused_activation(op: Operation) -> tuple[str | None, float, float, float]:
+    """(kind, lo, hi, alpha) of an op's fused activation, absent bounds as -inf/inf."""
+    kind = getattr(op, "activation", None)
+    if kind is None:
+        return None, -math.inf, math.inf, 0.0
+
+    def value(attr: Any, default: float) -> float:
+        return default if attr is None else float(attr.value.data)
+
+    return (
+        kind.data,
+        value(op.activation_min, -math.inf),
+        value(op.activation_max, math.inf),
+        value(op.activation_alpha, 0.0),
+    )
+
+
+def clamp_bounds_of(op: Operation) -> tuple[float, float]:
+    """Real bounds of a standalone nn.relu / nn.clip."""
+    if isinstance(op, nn.ReluOp):
+        return 0.0, math.inf
+    assert isinstance(op, nn.ClipOp)
+    lo = -math.inf if op.min is None else float(op.min.value.data)
+    hi = math.inf if op.max is None else float(op.max.value.data)
+    return lo, hi
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+@dataclass(eq=False)
+class Layer:
+    """One op of the function and how it lowers."""
+
+    op: Operation
+    name: str
+    kind: str  # weighted, arithmetic, pool, movement, concat, clamp, lut, float
+    setting: LayerSetting  # fully resolved
+    reason: str | None = None  # why a layer stays float
+    follower: Layer | None = None  # a relu/clip folded into this layer's clamp
+    folded_into: Layer | None = None
+
+    @property
+    def bits(self) -> int:
+        assert self.setting.bits is not None
+        return self.setting.bits
+
+    @property
+    def output(self) -> SSAValue:
+        """The value this layer's (first) result stands for, after a folded follower."""
+        return self.follower.op.results[0] if self.follower else self.op.results[0]
+
+
+def classify(op: Operation, setting: LayerSetting) -> tuple[str, str | None]:
+    """(kind, reason-if-float) for an op under its setting."""
+    if setting.mode == "float":
+        return "float", "configured float"
+    if not op.results or not all(is_f32_tensor(v) for v in (*op.operands, *op.results)):
+        return "float", "has non-f32 operands or results"
+    kind, alpha = fused_activation(op)[0], fused_activation(op)[3]
+    if kind == "leaky_relu" and (alpha <= 0 or setting.bits != 8):
+        return "float", "fused leaky_relu needs an 8-bit LUT and a positive alpha"
+    if type(op) in WEIGHTED:
+        bias = op.operands[2] if len(op.operands) > 2 else None
+        if bias is not None and constant_data(bias) is None:
+            return "float", "bias is not a constant"
+        return "weighted", None
+    if type(op) in ARITHMETIC:
+        return "arithmetic", None
+    if type(op) in POOLS:
+        dilations = getattr(op, "dilations", None)
+        if dilations is not None and any(d != 1 for d in dilations.get_values()):
+            return "float", "dilated average pooling has no integer lowering"
+        return "pool", None
+    if isinstance(op, nn.ResizeOp) and op.mode.data != "nearest":
+        return "float", f"resize mode '{op.mode.data}' has no integer lowering"
+    if type(op) in MOVEMENT:
+        return "movement", None
+    if isinstance(op, nn.ConcatOp):
+        return "concat", None
+    if isinstance(op, CLAMPS):
+        return "clamp", None
+    if isinstance(op, LUTS):
+        if setting.bits != 8:
+            return "float", "look-up tables need 8-bit inputs"
+        return "lut", None
+    return "float", f"no integer lowering for {op.name}"
+
+
+# --------------------------------------------------------------------------- emission
+
+
+def storage_element(q: UniformQuantizedType) -> Attribute:
+    """The integer element type that stores `q`'s values in a dense attribute."""
+    width = max(8, q.storage_bits.data)
+    signed = bool(q.storage_signed.data)
+    return IntegerType(width, Signedness.SIGNLESS if signed else Signedness.UNSIGNED)
+
+
+def tensor_of(value: SSAValue, element: Attribute) -> TensorType:
+    return TensorType(element, shape_of(value))
+
+
+class Emitter:
+    """Builds the quantized body; maps each original value to its float and quantized forms."""
+
+    def __init__(self, plan: Plan, block: Block):
+        self.plan = plan
+        self.block = block
+        self.float_form: dict[SSAValue, SSAValue] = {}
+        self.quant_form: dict[SSAValue, SSAValue] = {}
+        self.conversions: dict[tuple[SSAValue, Attribute], SSAValue] = {}
+        self.warnings = plan.report.warnings
+
+    def add(self, op: Operation) -> Operation:
+        self.block.add_op(op)
+        return op
+
+    def set_quant(self, original: SSAValue, new: SSAValue) -> None:
+        self.quant_form[original] = new
+        new.name_hint = original.name_hint
+
+    def params(self, original: SSAValue, q: UniformQuantizedType) -> TensorParams:
+        """How the report shows `original` stored in type `q`."""
+        name = self.plan.keys.get(original, "?")
+        if q.per_axis:
+            return TensorParams(
+                name, q.storage, list(q.scale_values()), list(q.zero_point_values())
+            )
+        fl = fractional_length(q.scale) if self.plan.scheme.pow2 else None
+        return TensorParams(name, q.storage, q.scale, q.zero_point, fl)
+
+    def as_float(self, value: SSAValue) -> SSAValue:
+        if value in self.float_form:
+            return self.float_form[value]
+        if value not in self.quant_form:
+            owner = value.owner
+            assert isinstance(owner, Operation) and is_constant(value), f"unmapped {value}"
+            clone = self.add(owner.clone())
+            result = clone.results[owner.results.index(value)]
+        else:
+            q = self.quant_form[value]
+            result = self.add(
+                qnn.DequantizeOp.create(operands=[q], result_types=[tensor_of(value, f32)])
+            ).results[0]
+        self.float_form[value] = result
+        return result
+
+    def as_type(self, value: SSAValue, q: UniformQuantizedType) -> SSAValue:
+        """`value` in type `q`: its own quantized form, or a cached conversion."""
+        own = self.quant_form.get(value)
+        if own is not None and qtype(own) == q:
+            return own
+        if (value, q) in self.conversions:
+            return self.conversions[value, q]
+        data = constant_data(value)
+        ty = tensor_of(value, q)
+        if data is not None:
+            name = layer_name_of(value.owner)  # type: ignore[arg-type]
+            result = self.constant(quantize_array(data, q, None), ty, name)
+        elif own is not None:
+            real = qtype(own).scale / q.scale
+            op = qnn.RequantizeOp.create(
+                operands=[own], result_types=[ty], properties=self.requant_props([real])
+            )
+            result = self.add(op).results[0]
+        else:
+            op = qnn.QuantizeOp.create(operands=[self.as_float(value)], result_types=[ty])
+            result = self.add(op).results[0]
+        self.conversions[value, q] = result
+        return result
+
+    def as_bits(self, value: SSAValue, bits: int) -> SSAValue:
+        """`value` quantized at `bits`: its own form if the width matches, else converted."""
+        own = self.quant_form.get(value)
+        if own is not None and qtype(own).storage_bits.data == bits:
+            return own
+        return self.as_type(value, self.plan.act_type(value, bits))
+
+    def constant(self, array: np.ndarray, ty: TensorType, name: str | None) -> SSAValue:
+        element = ty.element_type
+        storage = storage_element(element) if isinstance(element, UniformQuantizedType) else i32
+        props: dict[str, Attribute] = {"value": to_dense(array, storage)}
+        if name:
+            props["name"] = StringAttr(name)
+        return self.add(qnn.ConstantOp.create(properties=props, result_types=[ty])).results[0]
+
+    def weight(self, value: SSAValue, layer: Layer, axis: int | None) -> SSAValue:
+        """A weight operand: a constant quantized with the weight scheme, else an activation."""
+        data = constant_data(value)
+        if data is None:
+            return self.as_bits(value, layer.bits)
+        ts = self.plan.weight_scheme(layer)
+        lo, hi = self.plan.weight_ranges(
+            data, layer.setting.weight_strategy, axis=axis, bits=ts.bits, symmetric=ts.symmetric
+        )
+        q = ts.qtype(lo, hi, axis)
+        if (value, q) not in self.conversions:
+            name = layer_name_of(value.owner)  # type: ignore[arg-type]
+            stored = quantize_array(data, q, axis)
+            self.conversions[value, q] = self.constant(stored, tensor_of(value, q), name)
+        return self.conversions[value, q]
+
+    def requant_props(
+        self,
+        reals: list[float] | np.ndarray,
+        out: UniformQuantizedType | None = None,
+        bounds: tuple[float, float] | None = None,
+    ) -> dict[str, Attribute]:
+        """multiplier/shift/rounding (and clamp in `out`'s units) for real multipliers."""
+        m0, shift = quantize_multipliers(np.asarray(reals, np.float64))
+        tiny = shift > 62  # the product rounds to 0 for every i32 accumulator
+        m0, shift = np.where(tiny, 0, m0), np.where(tiny, 0, shift)
+        if np.any(shift < -31):
+            self.warnings.append("a requantization multiplier >= 2^31 was clamped")
+            m0, shift = np.where(shift < -31, 2**31 - 1, m0), np.maximum(shift, -31)
+        props: dict[str, Attribute] = {
+            "multiplier": ints([int(m) for m in m0]),
+            "shift": ints([int(s) for s in shift]),
+            "rounding": StringAttr(self.plan.rounding),
+        }
+        if bounds is not None and out is not None:
+            lo, hi = bounds
+            for key, bound in (("clamp_min", lo), ("clamp_max", hi)):
+                if math.isfinite(bound):
+                    stored = out.zero_point + int(round_half_away(bound / out.scale))
+                    props[key] = IntegerAttr(min(max(stored, out.qmin), out.qmax), I64)
+        return props
+
+    def out_type(self, layer: Layer) -> UniformQuantizedType:
+        return self.plan.act_type(layer.output, layer.bits)
+
+    def lut(self, layer: Layer, x: SSAValue, fn: Callable[[np.ndarray], np.ndarray]) -> SSAValue:
+        """qnn.lut from `x` to the layer's output type: entries quantize(fn(dequantize(q)))."""
+        q_in, q_out = qtype(x), self.out_type(layer)
+        codes = q_in.qmin + np.arange(1 << q_in.storage_bits.data, dtype=np.int64)
+        with np.errstate(all="ignore"):
+            y = np.asarray(fn(dequantize(codes, q_in.scale, q_in.zero_point)), np.float64)
+        big = float(max(abs(q_out.qmin), abs(q_out.qmax)) + 1) * q_out.scale
+        y = np.nan_to_num(y, nan=0.0, posinf=big, neginf=-big)  # NaN stands for real 0
+        table = quantize(y, q_out.scale, q_out.zero_point, q_out.qmin, q_out.qmax)
+        props: dict[str, Attribute] = {"table": to_dense(table, storage_element(q_out))}
+        if (name := layer_name_of(layer.op)) is not None:
+            props["name"] = StringAttr(name)
+        op = qnn.LutOp.create(
+            operands=[x], result_types=[tensor_of(layer.output, q_out)], properties=props
+        )
+        return self.add(op).results[0]
+
+
+# --------------------------------------------------------------------------- per-op lowering
+
+
+def copied_props(op: Operation, target: type[Operation]) -> dict[str, Attribute]:
+    """The nn op's properties that the qnn op also defines (name included)."""
+    wanted = target.get_irdl_definition().properties
+    return {k: v for k, v in op.properties.items() if k in wanted}
+
+
+def activation_bounds(layer: Layer) -> tuple[float, float] | None:
+    """The real clamp of a layer: its fused clip composed with a folded relu/clip."""
+    kind, lo, hi, _ = fused_activation(layer.op)
+    if kind != "clip":
+        lo, hi = -math.inf, math.inf
+    if layer.follower is not None:
+        outer_lo, outer_hi = clamp_bounds_of(layer.follower.op)
+        lo, hi = min(max(lo, outer_lo), outer_hi), min(max(hi, outer_lo), outer_hi)
+    elif kind != "clip":
+        return None
+    return lo, hi
+
+
+def pre_activation_type(em: Emitter, layer: Layer) -> UniformQuantizedType:
+    """The type before a fused leaky_relu: leaky(x) >= lo means x >= lo / alpha."""
+    alpha = fused_activation(layer.op)[3]
+    found = em.plan.value_range(layer.output, layer.bits)
+    if found is None:
+        em.plan.missing.append(em.plan.keys.get(layer.output, "?"))
+        found = (-1.0, 1.0)
+    return em.plan.scheme.activation(layer.bits).qtype(min(found[0] / alpha, 0.0), found[1])
+
+
+def finish(em: Emitter, layer: Layer, op: Operation, report: LayerReport) -> None:
+    """Add a requantizing op, apply a fused leaky_relu as a LUT, record its output."""
+    em.add(op)
+    result = op.results[0]
+    kind, _, _, alpha = fused_activation(layer.op)
+    if kind == "leaky_relu":
+        result = em.lut(layer, result, lambda x: ew.leaky_relu(x.astype(np.float32), alpha))
+        report.lowering += " + qnn.lut"
+    em.set_quant(layer.output, result)
+    report.outputs = [em.params(layer.output, qtype(result))]
+    em.plan.report.layers[layer.name] = report
+
+
+def new_report(em: Emitter, layer: Layer, lowering: str, inputs: list[SSAValue]) -> LayerReport:
+    return LayerReport(
+        name=layer.name,
+        op=layer.op.name,
+        lowering=lowering,
+        bits=layer.bits,
+        mode=layer.setting.mode or "int",
+        strategy=layer.setting.strategy or em.plan.input_strategy,
+        inputs=[
+            em.params(orig, qtype(v))
+            for orig, v in zip(layer.op.operands, inputs, strict=False)
+            if isinstance(v.type, TensorType)
+            and isinstance(v.type.element_type, UniformQuantizedType)
+        ],
+    )
+
+
+def output_type_for(em: Emitter, layer: Layer) -> UniformQuantizedType:
+    if fused_activation(layer.op)[0] == "leaky_relu":
+        return pre_activation_type(em, layer)
+    return em.out_type(layer)
+
+
+def lower_weighted(em: Emitter, layer: Layer) -> None:
+    op, plan = layer.op, em.plan
+    target = WEIGHTED[type(op)]
+    x = em.as_bits(op.operands[0], layer.bits)
+    axis = 0 if plan.scheme.per_channel else None
+    w = em.weight(op.operands[1], layer, axis)
+    qx, qw = qtype(x), qtype(w)
+    sw = np.array(qw.scale_values(), np.float64)
+    operands = [x, w]
+    report = new_report(em, layer, target.name, [x, w])
+    report.weight_bits = layer.setting.weight_bits
+    report.weight_strategy = layer.setting.weight_strategy
+    report.weight = {
+        "granularity": "per-channel" if qw.per_axis else "per-tensor",
+        "storage": qw.storage,
+        "symmetric": all(z == 0 for z in qw.zero_point_values()),
+        "narrow": qw.qmin == -qw.qmax,
+    }
+    stored_bias: np.ndarray | int = 0
+    if len(op.operands) > 2:
+        bias = np.asarray(constant_data(op.operands[2]), np.float64)
+        bias_scale = qx.scale * np.broadcast_to(sw, bias.shape)
+        stored = round_half_away(bias / bias_scale)
+        limit = 2 ** (plan.bias_bits - 1)
+        report.bias_saturated = int(np.count_nonzero((stored < -limit) | (stored > limit - 1)))
+        stored_bias = np.clip(stored, -limit, limit - 1).astype(np.int32)
+        name = layer_name_of(op.operands[2].owner)  # type: ignore[arg-type]
+        operands.append(em.constant(stored_bias, tensor_of(op.operands[2], i32), name))
+    check_accumulator(em, layer, x, w, stored_bias)
+    q_out = output_type_for(em, layer)
+    props = copied_props(op, target)
+    props |= em.requant_props(qx.scale * sw / q_out.scale, q_out, activation_bounds(layer))
+    new = target.create(
+        operands=operands, properties=props, result_types=[tensor_of(op.results[0], q_out)]
+    )
+    finish(em, layer, new, report)
+
+
+def check_accumulator(
+    em: Emitter, layer: Layer, x: SSAValue, w: SSAValue, bias: np.ndarray | int
+) -> None:
+    """Warn when the worst-case accumulator of a constant-weight layer exceeds int32.
+
+    The reference kernels accumulate in int64; hardware accumulates in int32.
+    """
+    if not isinstance(w.owner, qnn.ConstantOp):
+        return
+    qx, qw = qtype(x), qtype(w)
+    stored = np.asarray(from_dense(w.owner.value)).view(qw.storage_dtype()).astype(np.int64)
+    zps = np.array(qw.zero_point_values(), np.int64)
+    rows = stored.reshape(stored.shape[0], -1) - (zps[:, None] if qw.per_axis else zps)
+    x_max = max(qx.zero_point - qx.qmin, qx.qmax - qx.zero_point)
+    bound = x_max * np.abs(rows).sum(axis=1) + np.abs(np.asarray(bias, np.int64))
+    if int(bound.max()) > 2**31 - 1:
+        em.warnings.append(
+            f"layer '{layer.name}': the worst-case accumulator {int(bound.max())} exceeds int32"
+        )
+
+
+def lower_arithmetic(em: Emitter, layer: Layer) -> None:
+    op, bits = layer.op, layer.bits
+    target = ARITHMETIC[type(op)]
+    if isinstance(op, nn.MatMulOp):
+        a, b = (em.weight(v, layer, None) for v in op.operands)
+    else:
+        a, b = (em.as_bits(v, bits) for v in op.operands)
+    sa, sb = qtype(a).scale, qtype(b).scale
+    q_out = output_type_for(em, layer)
+    bounds = activation_bounds(layer)
+    props = copied_props(op, target)
+    if isinstance(op, nn.AddOp | nn.SubOp):
+        # TFLite's scheme: align both inputs on 2 * max(sa, sb) with left_shift bits of headroom.
+        left_shift = ADD_LEFT_SHIFT[bits]
+        twice_max = 2 * max(sa, sb)
+        props |= em.requant_props([twice_max / ((1 << left_shift) * q_out.scale)], q_out, bounds)
+        (lm, ls), (rm, rs) = _pair(em, sa / twice_max), _pair(em, sb / twice_max)
+        props |= {
+            "left_shift": IntegerAttr(left_shift, I64),
+            "lhs_multiplier": IntegerAttr(lm, I64),
+            "lhs_shift": IntegerAttr(ls, I64),
+            "rhs_multiplier": IntegerAttr(rm, I64),
+            "rhs_shift": IntegerAttr(rs, I64),
+        }
+    else:
+        props |= em.requant_props([sa * sb / q_out.scale], q_out, bounds)
+    new = target.create(
+        operands=[a, b], properties=props, result_types=[tensor_of(op.results[0], q_out)]
+    )
+    finish(em, layer, new, new_report(em, layer, target.name, [a, b]))
+
+
+def _pair(em: Emitter, real: float) -> tuple[int, int]:
+    props = em.requant_props([real])
+    return props["multiplier"].get_values()[0], props["shift"].get_values()[0]  # type: ignore[attr-defined]
+
+
+def lower_pool(em: Emitter, layer: Layer) -> None:
+    op = layer.op
+    target = POOLS[type(op)]
+    x = em.as_bits(op.operands[0], layer.bits)
+    q_out = output_type_for(em, layer)
+    props = copied_props(op, target)
+    props |= em.requant_props([qtype(x).scale / q_out.scale], q_out, activation_bounds(layer))
+    new = target.create(
+        operands=[x], properties=props, result_types=[tensor_of(op.results[0], q_out)]
+    )
+    finish(em, layer, new, new_report(em, layer, target.name, [x]))
+
+
+def lower_movement(em: Emitter, layer: Layer) -> None:
+    op = layer.op
+    target = MOVEMENT[type(op)]
+    x = em.as_bits(op.operands[0], layer.bits)
+    q = qtype(x)
+    props = copied_props(op, target)
+    if isinstance(op, nn.PadOp):
+        stored = q.zero_point + int(round_half_away(float(op.value.value.data) / q.scale))
+        props["value"] = IntegerAttr(min(max(stored, q.qmin), q.qmax), I64)
+    new = em.add(
+        target.create(
+            operands=[x], properties=props, result_types=[tensor_of(r, q) for r in op.results]
+        )
+    )
+    for original, result in zip(op.results, new.results, strict=True):
+        em.set_quant(original, result)
+    report = new_report(em, layer, target.name, [x])
+    report.outputs = [em.params(r, q) for r in op.results]
+    em.plan.report.layers[layer.name] = report
+
+
+def lower_concat(em: Emitter, layer: Layer) -> None:
+    op = layer.op
+    shared = em.plan.act_type(op.results[0], layer.bits)
+    inputs = [em.as_type(v, shared) for v in op.operands]
+    new = em.add(
+        qnn.ConcatOp.create(
+            operands=inputs, properties=copied_props(op, qnn.ConcatOp),
+            result_types=[tensor_of(op.results[0], shared)],
+        )
+    )  # fmt: skip
+    em.set_quant(op.results[0], new.results[0])
+    report = new_report(em, layer, qnn.ConcatOp.name, inputs)
+    report.outputs = [em.params(op.results[0], shared)]
+    em.plan.report.layers[layer.name] = report
+
+
+def lower_clamp(em: Emitter, layer: Layer) -> None:
+    """A relu/clip that cannot fold: qnn.requantize (identity unless retargeted) with a clamp."""
+    op = layer.op
+    x = em.as_bits(op.operands[0], layer.bits)
+    forced = em.plan.forced.get(op.results[0])
+    q_out = (
+        forced if forced is not None and forced.storage_bits == qtype(x).storage_bits else qtype(x)
+    )
+    props = {"name": op.properties["name"]} if "name" in op.properties else {}
+    props |= em.requant_props([qtype(x).scale / q_out.scale], q_out, clamp_bounds_of(op))
+    new = qnn.RequantizeOp.create(
+        operands=[x], properties=props, result_types=[tensor_of(op.results[0], q_out)]
+    )
+    finish(em, layer, new, new_report(em, layer, qnn.RequantizeOp.name, [x]))
+
+
+def lower_lut(em: Emitter, layer: Layer) -> None:
+    op = layer.op
+    x = em.as_bits(op.operands[0], 8)
+    result = em.lut(layer, x, lambda v: evaluate_op(op, [v.astype(np.float32)])[0])
+    em.set_quant(op.results[0], result)
+    report = new_report(em, layer, qnn.LutOp.name, [x])
+    report.outputs = [em.params(op.results[0], qtype(result))]
+    em.plan.report.layers[layer.name] = report
+
+
+def lower_float(em: Emitter, layer: Layer) -> None:
+    """Hybrid: the nn op on dequantized operands; consumers quantize its results."""
+    op = layer.op
+    mapping = {v: em.as_float(v) for v in op.operands}
+    clone = em.add(op.clone(value_mapper=mapping))
+    for original, result in zip(op.results, clone.results, strict=True):
+        em.float_form[original] = result
+    report = new_report(em, layer, "float", [])
+    report.mode, report.reason = "float", layer.reason
+    em.plan.report.layers[layer.name] = report
+
+
+def lower_folded(em: Emitter, layer: Layer) -> None:
+    assert layer.folded_into is not None
+    producer = em.plan.report.layers[layer.folded_into.name]
+    report = new_report(em, layer, f"folded into {layer.folded_into.name}", [])
+    report.outputs = producer.outputs
+    em.plan.report.layers[layer.name] = report
+
+
+LOWERINGS: dict[str, Callable[[Emitter, Layer], None]] = {
+    "weighted": lower_weighted,
+    "arithmetic": lower_arithmetic,
+    "pool": lower_pool,
+    "movement": lower_movement,
+    "concat": lower_concat,
+    "clamp": lower_clamp,
+    "lut": lower_lut,
+    "float": lower_float,
+}
+
+
+def lower(em: Emitter, layer: Layer) -> None:
+    if layer.folded_into is not None:
+        lower_folded(em, layer)
+    else:
+        LOWERINGS[layer.kind](em, layer)

@@ -1,0 +1,216 @@
+"""Integer-exact numpy kernels of the `qnn` ops (docs/quantization.md), free of IR.
+
+Operands are stored integers of any integer dtype; accumulators are int64.
+Rounding and requantization come from `integer.py` (`wide_requantize` only
+narrows products too long for int64 before rounding them there). Dot products
+use a float64 GEMM when every partial sum provably stays below 2^53 (so BLAS
+computes them exactly), and an int64 GEMM otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import conv, pool
+from .integer import requantize, rounding_shift
+from .window import pad_hw, tap
+
+I64 = np.int64
+F64 = np.float64
+FLOAT_EXACT = 1 << 53  # every integer of magnitude <= 2^53 is a float64
+INT64_SAFE = 1 << 62  # requantize's product and rounding offset stay below 2^63
+
+
+def _max_abs(x: np.ndarray) -> int:
+    return int(np.abs(x).max()) if x.size else 0
+
+
+def dot_bound(k: int, a: np.ndarray, b: np.ndarray) -> int:
+    """An upper bound on |any partial sum| of a length-k dot product of a's and b's entries."""
+    return k * _max_abs(a) * _max_abs(b)
+
+
+def _gemm_dtype(k: int, a: np.ndarray, b: np.ndarray) -> type[np.generic]:
+    """float64 when the GEMM is exact in it, else int64 (raises if even int64 could overflow)."""
+    bound = dot_bound(k, a, b)
+    if bound < FLOAT_EXACT:
+        return F64
+    if bound < 1 << 63:
+        return I64
+    raise ValueError(f"accumulator bound {bound} exceeds the int64 range")
+
+
+def exact_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.matmul of integer arrays, exactly, as int64."""
+    k = a.shape[-1]
+    dtype = _gemm_dtype(k, a, b)
+    return np.asarray(np.matmul(a.astype(dtype), b.astype(dtype))).astype(I64)
+
+
+def exact_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a * b (broadcast) for int64 operands, refusing products that could overflow."""
+    if _max_abs(a) * _max_abs(b) >= 1 << 63:
+        raise ValueError("products exceed the int64 range")
+    return a * b
+
+
+def conv2d_acc(
+    xc: np.ndarray,
+    wc: np.ndarray,
+    *,
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    groups: int,
+) -> np.ndarray:
+    """sum (x - zp_x)(w - zp_w) over each window, exactly (xc, wc: centred int64 operands).
+
+    Padding of the centred input with 0 is padding the stored input with its zero point.
+    """
+    k = int(np.prod(wc.shape[1:]))
+    dtype = _gemm_dtype(k, xc, wc)
+    y = conv.conv2d(
+        xc.astype(dtype), wc.astype(dtype), strides=strides, pads=pads, dilations=dilations,
+        groups=groups,
+    )  # fmt: skip
+    return y.astype(I64)
+
+
+MASK31 = (1 << 31) - 1
+SATURATED = 1 << 61  # a requantized magnitude beyond every storage range, even after a zero point
+
+
+def wide_requantize(
+    acc: np.ndarray, multiplier: np.ndarray | int, shift: np.ndarray | int, rounding: str
+) -> np.ndarray:
+    """integer.requantize for any accumulator below 2^62, still exact.
+
+    integer.requantize needs acc * multiplier below 2^63. Where it is not, the
+    product (up to 93 bits) is narrowed to its integer part plus a guard bit
+    and a sticky bit, which rounding_shift rounds exactly like the full product;
+    a magnitude of 2^60 or more may come back as 2^61 (either saturates any storage).
+    Both rounding rules are odd-symmetric, so the magnitude is rounded.
+    """
+    acc, m, s = np.broadcast_arrays(
+        np.asarray(acc, I64), np.asarray(multiplier, I64), np.asarray(shift, I64)
+    )
+    if rounding == "tflite":
+        return requantize(acc, m, s, rounding)  # TFLite saturates acc << left to int32 first
+    peak = _max_abs(acc)
+    if peak >= INT64_SAFE:
+        raise ValueError(f"accumulator magnitude {peak} exceeds 2^62")
+    if peak * (int(m.max(initial=0)) << max(0, -int(s.min(initial=0)))) < INT64_SAFE:
+        return requantize(acc, m, s, rounding)  # the common case: every product fits
+    x = np.abs(acc)
+    fits = x <= (INT64_SAFE - 1) // np.maximum(np.left_shift(m, np.maximum(-s, 0)), 1)
+    if fits.all():
+        return requantize(acc, m, s, rounding)
+    direct = requantize(np.where(fits, acc, 0), m, s, rounding)
+    # x * m = t * 2^31 + low, with t < 2^63 and low < 2^31.
+    low_product = (x & MASK31) * m
+    t = (x >> 31) * m + (low_product >> 31)
+    low = low_product & MASK31
+    k = s - 2  # narrowed = (x * m) >> k, lower bits ORed into bit 0; bit 1 is the half bit
+    above = k >= 31
+    k_t = np.clip(k - 31, 0, 62)
+    narrow_above = (t >> k_t) | (((t & ((1 << k_t) - 1)) != 0) | (low != 0))
+    k_low = np.clip(k, 0, 30)
+    too_big = t >= np.left_shift(1, np.clip(31 + k, 0, 62))
+    head = np.left_shift(np.where(too_big, 0, t), np.clip(31 - k, 0, 31)) + (low >> k_low)
+    narrow_below = head | ((low & ((1 << k_low) - 1)) != 0)
+    magnitude = rounding_shift(np.where(above, narrow_above, narrow_below), 2, rounding)
+    magnitude = np.where((s <= 1) | (~above & too_big), SATURATED, magnitude)
+    return np.where(fits, direct, np.where(acc < 0, -magnitude, magnitude))
+
+
+def output_stage(
+    acc: np.ndarray,
+    multiplier: np.ndarray | int,
+    shift: np.ndarray | int,
+    rounding: str,
+    zero_point: np.ndarray | int,
+    clamp: tuple[int, int],
+    dtype: np.dtype,
+) -> np.ndarray:
+    """clamp(zero_point + requantize(acc, multiplier, shift, rounding)) in the storage dtype."""
+    y = wide_requantize(acc, multiplier, shift, rounding) + np.asarray(zero_point, I64)
+    return np.clip(y, clamp[0], clamp[1]).astype(dtype)
+
+
+def round_half_away_divide(total: np.ndarray, count: np.ndarray | int) -> np.ndarray:
+    """total / count (count > 0) rounded half away from zero, exactly in int64."""
+    count = np.asarray(count, I64)
+    magnitude = (2 * np.abs(total) + count) // (2 * count)
+    return np.where(total < 0, -magnitude, magnitude)
+
+
+def aligned_sum(
+    a: np.ndarray,
+    b: np.ndarray,
+    left_shift: int,
+    lhs: tuple[int, int],
+    rhs: tuple[int, int],
+    rounding: str,
+    subtract: bool = False,
+) -> np.ndarray:
+    """a' + b' (or a' - b') with x' = requantize(x_centred * 2^left_shift, m_x, shift_x)."""
+    if max(_max_abs(a), _max_abs(b)) << left_shift >= INT64_SAFE:
+        raise ValueError(f"operands shifted left by {left_shift} overflow int64")
+    a1 = wide_requantize(np.left_shift(a, left_shift), *lhs, rounding)
+    b1 = wide_requantize(np.left_shift(b, left_shift), *rhs, rounding)
+    return a1 - b1 if subtract else a1 + b1
+
+
+def avg_pool2d_mean(
+    xc: np.ndarray,
+    kernel: Sequence[int],
+    *,
+    strides: Sequence[int],
+    pads: Sequence[int],
+    ceil_mode: bool,
+    count_include_pad: bool,
+) -> np.ndarray:
+    """round_half_away(window sum of xc / count), count as in the float avg_pool2d."""
+    dilations = (1, 1)
+    out_hw, extra = pool._geometry(xc.shape, kernel, strides, pads, dilations, ceil_mode)
+    xp = pad_hw(xc, pads, 0, extra)
+    total = np.zeros((*xc.shape[:2], *out_hw), I64)
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            total += tap(xp, i, j, out_hw, strides, dilations)
+    counts = [
+        pool._divisor_1d(
+            xc.shape[2 + a], out_hw[a], kernel[a], strides[a], dilations[a], pads[a],
+            pads[a + 2], count_include_pad,
+        )
+        for a in range(2)
+    ]  # fmt: skip
+    return round_half_away_divide(total, np.outer(counts[0], counts[1]))
+
+
+def global_avg_pool_mean(xc: np.ndarray) -> np.ndarray:
+    """round_half_away(mean over every axis from 2 on), keeping them as size 1."""
+    axes = tuple(range(2, xc.ndim))
+    count = int(np.prod([xc.shape[a] for a in axes]))
+    return round_half_away_divide(xc.sum(axis=axes, keepdims=True, dtype=I64), count)
+
+
+def max_pool2d(
+    x: np.ndarray,
+    kernel: Sequence[int],
+    *,
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    ceil_mode: bool,
+) -> np.ndarray:
+    """Window maximum of stored integers; padding holds the dtype's minimum so it never wins."""
+    out_hw, extra = pool._geometry(x.shape, kernel, strides, pads, dilations, ceil_mode)
+    xp = pad_hw(x, pads, np.iinfo(x.dtype).min, extra)
+    y = np.array(tap(xp, 0, 0, out_hw, strides, dilations))
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            np.maximum(y, tap(xp, i, j, out_hw, strides, dilations), out=y)
+    return y

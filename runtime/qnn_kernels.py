@@ -1,0 +1,477 @@
+"""Reference interpreter for the `qnn` level, and for functions mixing `nn` and `qnn` ops.
+
+`QNN_KERNELS` maps each `qnn` op class to an integer-exact kernel `(op, args) ->
+results` (arithmetic: docs/quantization.md, `kernels/integer.py`,
+`kernels/qnn_arith.py`). It is separate from the float `KERNELS` registry so
+that `nn`-level passes such as fold-constants never evaluate integer ops.
+`evaluate` runs any op of either level; `QuantizedFunctionRunner` (a
+`FunctionRunner`) runs whole functions, so hybrid graphs whose float layers sit
+between `qnn.dequantize` and `qnn.quantize` execute in one pass.
+
+Quantized tensors are numpy arrays of their type's storage dtype (i4 in int8),
+i32 tensors (biases) are int32, f32 tensors float32.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TypeVar, overload
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from npuc import graph_io
+from npuc.diagnostics import NpucError
+from npuc.dialects import qnn
+from npuc.dialects.nn_base import shape_of
+from npuc.dialects.quant_types import UniformQuantizedType
+from npuc.tensors import from_dense, numpy_dtype
+
+from .kernels import integer, movement, pool, resize
+from .kernels import qnn_arith as qa
+from .nn_interpreter import (
+    _CONSTANTS,
+    FunctionRunner,
+    Keep,
+    Kernel,
+    _bool,
+    _describe,
+    _ints,
+    _opt,
+    _v,
+    evaluate_op,
+)
+
+I64 = np.int64
+K = TypeVar("K", bound=Kernel)
+
+QNN_KERNELS: dict[type[Operation], Kernel] = {}
+
+
+def register_qnn_kernel(op_type: type[Operation]) -> Callable[[K], K]:
+    """Decorator registering an integer kernel for `op_type`."""
+
+    def decorate(kernel: K) -> K:
+        QNN_KERNELS[op_type] = kernel
+        return kernel
+
+    return decorate
+
+
+def evaluate(op: Operation, args: list[np.ndarray]) -> list[np.ndarray]:
+    """Results of an `nn` or `qnn` op on concrete operands (NotImplementedError if no kernel)."""
+    for cls in type(op).__mro__:
+        if cls in QNN_KERNELS:
+            return [np.asarray(r) for r in QNN_KERNELS[cls](op, args)]
+    return evaluate_op(op, args)
+
+
+# --------------------------------------------------------------------------- type helpers
+
+
+def quantized_type(ty: Attribute) -> UniformQuantizedType | None:
+    """The quantized element type of a tensor type, if it has one."""
+    if isinstance(ty, TensorType) and isinstance(ty.element_type, UniformQuantizedType):
+        return ty.element_type
+    return None
+
+
+def _zp(value: SSAValue) -> np.ndarray:
+    """Zero points (int64) shaped to broadcast against `value`."""
+    return qnn.qtype(value).broadcast_params(len(shape_of(value)))[1]
+
+
+def _centred(array: np.ndarray, value: SSAValue) -> np.ndarray:
+    """q - zero_point, in int64."""
+    return array.astype(I64) - _zp(value)
+
+
+def _dtype(value: SSAValue) -> np.dtype:
+    return qnn.qtype(value).storage_dtype()
+
+
+def _finish(op: qnn.Requantizing, acc: np.ndarray) -> np.ndarray:
+    """The requantizing ops' output stage, with per-channel parameters on op.channel_axis()."""
+    multiplier = np.array(op.multiplier.get_values(), I64)
+    shift = np.array(op.shift.get_values(), I64)
+    if multiplier.size > 1:
+        shape = [1] * acc.ndim
+        shape[op.channel_axis()] = -1
+        multiplier, shift = multiplier.reshape(shape), shift.reshape(shape)
+    else:
+        multiplier, shift = multiplier.reshape(()), shift.reshape(())
+    out = op.results[0]
+    return qa.output_stage(
+        acc, multiplier, shift, op.rounding.data, _zp(out), op.clamp_bounds(), _dtype(out)
+    )
+
+
+def _with_bias(acc: np.ndarray, args: list[np.ndarray], channel_shape: Sequence[int]) -> np.ndarray:
+    bias = _opt(args, 2)
+    return acc if bias is None else acc + bias.astype(I64).reshape(channel_shape)
+
+
+# --------------------------------------------------------------------------- conversions
+
+
+@register_qnn_kernel(qnn.ConstantOp)
+def _constant(op: qnn.ConstantOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    value = from_dense(op.value)
+    q = quantized_type(op.output.type)
+    # Signless storage holds the bits of unsigned values too: reinterpret, never convert.
+    return [value.view(q.storage_dtype()) if q is not None else value]
+
+
+def quantize_array(
+    x: np.ndarray, q: UniformQuantizedType, rounding: str = "half_away_from_zero"
+) -> np.ndarray:
+    """integer.quantize into q's storage dtype; infinities saturate and NaN maps to the zero point.
+
+    Reals far outside the range are first clipped to +-2^40 steps, which saturates the same
+    way but keeps the float-to-int64 conversion defined.
+    """
+    scales, zps = q.broadcast_params(x.ndim)
+    limit = scales * 2.0**40
+    finite = np.clip(np.nan_to_num(x.astype(np.float64), nan=0.0), -limit, limit)
+    y = integer.quantize(finite, scales, zps, q.qmin, q.qmax, rounding)
+    return y.astype(q.storage_dtype())
+
+
+@register_qnn_kernel(qnn.QuantizeOp)
+def _quantize(op: qnn.QuantizeOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    return [quantize_array(a[0], qnn.qtype(op.output), op.rounding.data)]
+
+
+@register_qnn_kernel(qnn.DequantizeOp)
+def _dequantize(op: qnn.DequantizeOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    scales, zps = qnn.qtype(op.input).broadcast_params(a[0].ndim)
+    return [integer.dequantize(a[0], scales, zps)]
+
+
+@register_qnn_kernel(qnn.RequantizeOp)
+def _requantize(op: qnn.RequantizeOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    return [_finish(op, _centred(a[0], op.input))]
+
+
+@register_qnn_kernel(qnn.LutOp)
+def _lut(op: qnn.LutOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    q_in = qnn.qtype(op.input)
+    # Entry k is for stored value storage_min + k; a narrow range leaves the last entries unused.
+    table = from_dense(op.table)
+    index = a[0].astype(I64) - q_in.qmin
+    if index.size and (index.min() < 0 or index.max() >= table.size):
+        raise ValueError(f"input values outside the storage range [{q_in.qmin}, {q_in.qmax}]")
+    return [integer.lut_lookup(a[0], table, q_in.qmin).astype(_dtype(op.output))]
+
+
+# --------------------------------------------------------------------------- compute
+
+
+@register_qnn_kernel(qnn.Conv2dOp)
+def _conv2d(op: qnn.Conv2dOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    acc = qa.conv2d_acc(
+        _centred(a[0], op.input), _centred(a[1], op.weight), strides=_ints(op.strides),
+        pads=_ints(op.pads), dilations=_ints(op.dilations), groups=_v(op.groups),
+    )  # fmt: skip
+    return [_finish(op, _with_bias(acc, a, (-1, 1, 1)))]
+
+
+@register_qnn_kernel(qnn.FullyConnectedOp)
+def _fully_connected(op: qnn.FullyConnectedOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    acc = qa.exact_matmul(_centred(a[0], op.input), _centred(a[1], op.weight).T)
+    return [_finish(op, _with_bias(acc, a, (-1,)))]
+
+
+@register_qnn_kernel(qnn.MatMulOp)
+def _matmul(op: qnn.MatMulOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    return [_finish(op, qa.exact_matmul(_centred(a[0], op.lhs), _centred(a[1], op.rhs)))]
+
+
+def _aligned_sum(subtract: bool) -> Kernel:
+    def kernel(op: qnn.AddOp | qnn.SubOp, a: list[np.ndarray]) -> list[np.ndarray]:
+        acc = qa.aligned_sum(
+            _centred(a[0], op.lhs), _centred(a[1], op.rhs), _v(op.left_shift),
+            (_v(op.lhs_multiplier), _v(op.lhs_shift)), (_v(op.rhs_multiplier), _v(op.rhs_shift)),
+            op.rounding.data, subtract,
+        )  # fmt: skip
+        return [_finish(op, acc)]
+
+    return kernel
+
+
+QNN_KERNELS[qnn.AddOp] = _aligned_sum(subtract=False)
+QNN_KERNELS[qnn.SubOp] = _aligned_sum(subtract=True)
+
+
+@register_qnn_kernel(qnn.MulOp)
+def _mul(op: qnn.MulOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    return [_finish(op, qa.exact_multiply(_centred(a[0], op.lhs), _centred(a[1], op.rhs)))]
+
+
+@register_qnn_kernel(qnn.AvgPool2dOp)
+def _avg_pool2d(op: qnn.AvgPool2dOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    mean = qa.avg_pool2d_mean(
+        _centred(a[0], op.input), _ints(op.kernel), strides=_ints(op.strides),
+        pads=_ints(op.pads), ceil_mode=_bool(op.ceil_mode),
+        count_include_pad=_bool(op.count_include_pad),
+    )  # fmt: skip
+    return [_finish(op, mean)]
+
+
+@register_qnn_kernel(qnn.GlobalAvgPoolOp)
+def _global_avg_pool(op: qnn.GlobalAvgPoolOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    return [_finish(op, qa.global_avg_pool_mean(_centred(a[0], op.input)))]
+
+
+# --------------------------------------------------------------------------- data movement
+
+
+@register_qnn_kernel(qnn.MaxPool2dOp)
+def _max_pool2d(op: qnn.MaxPool2dOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    y = qa.max_pool2d(
+        a[0], _ints(op.kernel), strides=_ints(op.strides), pads=_ints(op.pads),
+        dilations=_ints(op.dilations), ceil_mode=_bool(op.ceil_mode),
+    )  # fmt: skip
+    return [y]
+
+
+@register_qnn_kernel(qnn.PadOp)
+def _pad(op: qnn.PadOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    pads, mode = _ints(op.pads), op.mode.data
+    if op.value is not None or mode != "constant":
+        value = _v(op.value) if op.value is not None else 0
+        return [movement.pad(a[0], pads, mode, value)]
+    # Real 0 is the zero point; per-axis types pad each channel with its own.
+    zp = _zp(op.input)
+    padded = movement.pad(a[0].astype(I64) - zp, pads, mode, 0) + zp
+    return [padded.astype(a[0].dtype)]
+
+
+@register_qnn_kernel(qnn.ResizeOp)
+def _resize(op: qnn.ResizeOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    scales = [float(s) for s in op.scales.get_values()]
+    y = resize.resize(
+        a[0], shape_of(op.output), scales, "nearest", op.coordinate_mode.data,
+        op.nearest_mode.data,
+    )  # fmt: skip
+    return [y]
+
+
+@register_qnn_kernel(qnn.SplitOp)
+def _split(op: qnn.SplitOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    axis = _v(op.axis) % a[0].ndim
+    return movement.split(a[0], [shape_of(r)[axis] for r in op.outputs], axis)
+
+
+QNN_KERNELS.update(
+    {
+        qnn.GlobalMaxPoolOp: lambda op, a: [pool.global_max_pool(a[0])],
+        qnn.ReshapeOp: lambda op, a: [movement.reshape(a[0], shape_of(op.output))],
+        qnn.TransposeOp: lambda op, a: [movement.transpose(a[0], _ints(op.perm))],
+        qnn.ConcatOp: lambda op, a: [movement.concat(a, _v(op.axis))],
+        qnn.SliceOp: lambda op, a: [
+            movement.slice_(a[0], _ints(op.starts), _ints(op.ends), _ints(op.steps))
+        ],
+        qnn.DepthToSpaceOp: lambda op, a: [
+            movement.depth_to_space(a[0], _v(op.block_size), op.mode.data)
+        ],
+        qnn.SpaceToDepthOp: lambda op, a: [movement.space_to_depth(a[0], _v(op.block_size))],
+    }
+)
+
+
+# --------------------------------------------------------------------------- graph execution
+
+
+def quantize_input(name: str, array: np.ndarray, q: UniformQuantizedType) -> np.ndarray:
+    """A quantized argument from floats (quantized with its type) or from stored integers."""
+    if array.dtype.kind == "f":
+        return quantize_array(array.astype(np.float32), q)
+    if array.dtype != q.storage_dtype():
+        raise NpucError(
+            f"input '{name}' has dtype {array.dtype} but the model expects floats (to quantize) "
+            f"or {q.storage_dtype()} stored integers"
+        )
+    if array.size and (array.min() < q.qmin or array.max() > q.qmax):
+        raise NpucError(f"input '{name}' has values outside the storage range [{q.qmin}, {q.qmax}]")
+    return array
+
+
+class QuantizedFunctionRunner(FunctionRunner):
+    """A FunctionRunner for functions of `nn` and `qnn` ops, with quantized arguments allowed.
+
+    A quantized argument takes floats (of any float dtype, cast to f32 and
+    quantized with the argument's type, half away from zero, like qnn.quantize)
+    or integers of its storage dtype, used as they are.
+    """
+
+    CONSTANTS = (*_CONSTANTS, qnn.ConstantOp)
+
+    def check_inputs(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        names = graph_io.input_names(self.func)
+        if len(inputs) != len(names):
+            raise NpucError(f"the model takes {len(names)} input(s), got {len(inputs)}")
+        arrays = []
+        for name, value, arg in zip(names, inputs, self.func.body.block.args, strict=True):
+            array = np.asarray(value)
+            ty = arg.type
+            if isinstance(ty, TensorType):
+                want = tuple(ty.get_shape())
+                if array.shape != want:
+                    raise NpucError(
+                        f"input '{name}' has shape {array.shape} but the model expects {want}"
+                    )
+                q = quantized_type(ty)
+                if q is not None:
+                    array = quantize_input(name, array, q)
+                elif array.dtype != (dtype := numpy_dtype(ty.get_element_type())):
+                    raise NpucError(
+                        f"input '{name}' has dtype {array.dtype} but the model expects {dtype}"
+                    )
+            arrays.append(array)
+        return arrays
+
+    def _kept(self, keep: Keep | None) -> set[SSAValue]:
+        kept = super()._kept(keep)
+        if keep == "all":
+            kept -= {r for op in self.ops if isinstance(op, qnn.ConstantOp) for r in op.results}
+        return kept
+
+    def _constant(self, op: Operation) -> list[np.ndarray]:
+        if op not in self._constants:
+            results = evaluate(op, [])
+            for array in results:
+                array.flags.writeable = False
+            self._constants[op] = results
+        return self._constants[op]
+
+    def _step(
+        self,
+        op: Operation,
+        env: dict[SSAValue, np.ndarray],
+        kept: set[SSAValue],
+        intermediates: dict[str, np.ndarray],
+    ) -> None:
+        try:
+            if isinstance(op, self.CONSTANTS):
+                results = self._constant(op)
+            else:
+                results = evaluate(op, [env[v] for v in op.operands])
+        except NotImplementedError as e:
+            raise NpucError(f"{e} ({_describe(op)})") from e
+        except (ValueError, IndexError) as e:
+            raise NpucError(f"{_describe(op)} failed: {e}") from e
+        for r, array in zip(op.results, results, strict=True):
+            env[r] = array
+            if r in kept:
+                intermediates[self.keys[r]] = array
+
+
+@overload
+def run_function(
+    func: FuncOp, inputs: Sequence[np.ndarray], *, keep: None = None
+) -> list[np.ndarray]: ...
+@overload
+def run_function(
+    func: FuncOp, inputs: Sequence[np.ndarray], *, keep: Keep
+) -> tuple[list[np.ndarray], dict[str, np.ndarray]]: ...
+def run_function(
+    func: FuncOp, inputs: Sequence[np.ndarray], *, keep: Keep | None = None
+) -> list[np.ndarray] | tuple[list[np.ndarray], dict[str, np.ndarray]]:
+    """`nn_interpreter.run_function` for functions that may contain `qnn` ops."""
+    outputs, intermediates = QuantizedFunctionRunner(func).run(inputs, keep)
+    return outputs if keep is None else (outputs, intermediates)
+
+
+@overload
+def run_module(
+    module: ModuleOp, inputs: Mapping[str, np.ndarray], *, keep: None = None
+) -> dict[str, np.ndarray]: ...
+@overload
+def run_module(
+    module: ModuleOp, inputs: Mapping[str, np.ndarray], *, keep: Keep
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]: ...
+def run_module(
+    module: ModuleOp, inputs: Mapping[str, np.ndarray], *, keep: Keep | None = None
+) -> dict[str, np.ndarray] | tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """`nn_interpreter.run_module` for modules that may contain `qnn` ops.
+
+    Quantized outputs are their stored integers; `dequantized_outputs` adds reals.
+    """
+    try:
+        func = graph_io.entry_function(module)
+    except ValueError as e:
+        raise NpucError(str(e)) from e
+    names = graph_io.input_names(func)
+    missing = [n for n in names if n not in inputs]
+    extra = sorted(set(inputs) - set(names))
+    if missing or extra:
+        problems = []
+        if missing:
+            problems.append("missing input(s) " + ", ".join(f"'{n}'" for n in missing))
+        if extra:
+            problems.append("unknown input(s) " + ", ".join(f"'{n}'" for n in extra))
+        expected = ", ".join(f"'{n}'" for n in names)
+        raise NpucError(f"{'; '.join(problems)}; the model's inputs are {expected}")
+    runner = QuantizedFunctionRunner(func)
+    outputs, intermediates = runner.run([inputs[n] for n in names], keep)
+    named = dict(zip(graph_io.output_names(func), outputs, strict=True))
+    return named if keep is None else (named, intermediates)
+
+
+# --------------------------------------------------------------------------- tool support
+
+LEVELS = {"nn": ("builtin", "func", "arith", "nn")}
+LEVELS["qnn"] = (*LEVELS["nn"], "qnn")
+
+
+def check_level(module: ModuleOp, level: str) -> None:
+    """Raise NpucError unless every op and tensor of `module` is at `level` (nn, qnn) or below."""
+    allowed = LEVELS[level]
+    for op in module.walk():
+        dialect = op.name.split(".", 1)[0]
+        if dialect not in allowed:
+            raise NpucError(f"{_describe(op)} is above the {level} level")
+        values = [*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)]
+        if "qnn" not in allowed and any(quantized_type(v.type) for v in values):
+            raise NpucError(f"{_describe(op)} has quantized tensors, above the {level} level")
+
+
+def random_inputs(module: ModuleOp, skip: Collection[str] = (), seed: int = 0) -> dict:
+    """`npuc.api.random_inputs`, extended to quantized arguments (standard-normal reals).
+
+    Uses the same random stream, so a float model and its quantized version get the same data.
+    """
+    func = graph_io.entry_function(module)
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for name, ty in zip(graph_io.input_names(func), func.function_type.inputs, strict=True):
+        if name in skip:
+            continue
+        assert isinstance(ty, TensorType)
+        shape = tuple(ty.get_shape())
+        quantized = quantized_type(ty) is not None
+        dtype = np.dtype(np.float32) if quantized else numpy_dtype(ty.get_element_type())
+        if np.issubdtype(dtype, np.floating):
+            feeds[name] = rng.standard_normal(shape).astype(dtype)
+        else:
+            feeds[name] = rng.integers(0, 2, shape).astype(dtype)
+    return feeds
+
+
+def dequantized_outputs(module: ModuleOp, outputs: Mapping[str, np.ndarray]) -> dict:
+    """Outputs by name; a quantized one as NAME (dequantized f32) and NAME.q (stored integers)."""
+    func = graph_io.entry_function(module)
+    types = dict(zip(graph_io.output_names(func), func.function_type.outputs, strict=True))
+    result: dict[str, np.ndarray] = {}
+    for name, array in outputs.items():
+        q = quantized_type(types[name])
+        if q is None:
+            result[name] = array
+            continue
+        scales, zps = q.broadcast_params(array.ndim)
+        result[name] = integer.dequantize(array, scales, zps)
+        result[f"{name}.q"] = array
+    return result
