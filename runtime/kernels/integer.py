@@ -111,7 +111,11 @@ def quantize(
     hi: int,
     rounding: str = "half_away_from_zero",
 ) -> np.ndarray:
-    """Reals to integers: saturate(round(x / scale) + zero_point), rounding in float64."""
+    """Reals to integers: saturate(round(x / scale) + zero_point), rounding in float64.
+
+    Infinities saturate to the matching end of the range; NaN maps to the zero point.
+    """
+    zp = np.asarray(zero_point, I64)
     scaled = np.asarray(x, np.float64) / np.asarray(scale, np.float64)
     if rounding == "half_to_even":
         rounded = np.rint(scaled)
@@ -121,7 +125,10 @@ def quantize(
         raise ValueError(
             f"quantize rounding must be half_away_from_zero or half_to_even, got {rounding!r}"
         )
-    return saturate(rounded.astype(I64) + np.asarray(zero_point, I64), lo, hi)
+    # Clip in float first: a quotient beyond int64 would wrap when converted.
+    bounded = np.clip(rounded, float(lo) - 2.0**40, float(hi) + 2.0**40)
+    bounded = np.where(np.isnan(bounded), 0.0, bounded)
+    return saturate(bounded.astype(I64) + zp, lo, hi)
 
 
 def dequantize(

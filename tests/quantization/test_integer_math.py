@@ -131,3 +131,9 @@ def test_lut_indexing_covers_the_storage_range(bounds):
     np.testing.assert_array_equal(lut_lookup(q, table, lo), table)
     assert lut_lookup(np.array([lo]), table, lo)[0] == table[0]
     assert lut_lookup(np.array([hi]), table, lo)[0] == table[-1]
+
+
+def test_quantize_saturates_infinities_and_huge_values_and_maps_nan_to_the_zero_point():
+    x = np.array([np.inf, -np.inf, 1e300, -1e300, np.nan, 2.0**70])
+    q = quantize(x, 0.5, 3, -128, 127)
+    np.testing.assert_array_equal(q, [127, -128, 127, -128, 3, 127])
