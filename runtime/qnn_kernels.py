@@ -212,17 +212,27 @@ def _mul(op: qnn.MulOp, a: list[np.ndarray]) -> list[np.ndarray]:
 
 @register_qnn_kernel(qnn.AvgPool2dOp)
 def _avg_pool2d(op: qnn.AvgPool2dOp, a: list[np.ndarray]) -> list[np.ndarray]:
-    mean = qa.avg_pool2d_mean(
+    total, counts = qa.avg_pool2d_sums(
         _centred(a[0], op.input), _ints(op.kernel), strides=_ints(op.strides),
         pads=_ints(op.pads), ceil_mode=_bool(op.ceil_mode),
         count_include_pad=_bool(op.count_include_pad),
     )  # fmt: skip
-    return [_finish(op, mean)]
+    return [_pooled(op, total, counts)]
 
 
 @register_qnn_kernel(qnn.GlobalAvgPoolOp)
 def _global_avg_pool(op: qnn.GlobalAvgPoolOp, a: list[np.ndarray]) -> list[np.ndarray]:
-    return [_finish(op, qa.global_avg_pool_mean(_centred(a[0], op.input)))]
+    total, count = qa.global_avg_pool_sums(_centred(a[0], op.input))
+    return [_pooled(op, total, count)]
+
+
+def _pooled(op: qnn.Requantizing, total: np.ndarray, count: np.ndarray | int) -> np.ndarray:
+    (multiplier,), (shift,) = op.multiplier.get_values(), op.shift.get_values()
+    out = op.results[0]
+    return qa.pooled_output(
+        total, count, multiplier, shift, op.rounding.data, int(_zp(out)), op.clamp_bounds(),
+        _dtype(out),
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- data movement
@@ -440,7 +450,7 @@ def check_level(module: ModuleOp, level: str) -> None:
 
 
 def random_inputs(module: ModuleOp, skip: Collection[str] = (), seed: int = 0) -> dict:
-    """`npuc.api.random_inputs`, extended to quantized arguments (standard-normal reals).
+    """Seeded standard-normal inputs; a quantized argument gets reals (quantized on entry).
 
     Uses the same random stream, so a float model and its quantized version get the same data.
     """

@@ -9,8 +9,8 @@ Formulas (docs/quantization.md, "Schemes"):
   use absmax / ((qmax - qmin) / 2) = absmax / 127.5, onnxruntime's formula.
 - power of two: the symmetric scale rounded up to 2^-fl, fl the fractional length.
 
-An empty span (hi == lo after including 0) gets scale 1. Rounding is half away
-from zero throughout.
+A span too small for a positive scale (hi == lo after including 0, or a scale
+that underflows to 0) gets scale 1. Rounding is half away from zero throughout.
 """
 
 from __future__ import annotations

@@ -59,6 +59,27 @@ def rounding_shift(x: np.ndarray, shift: np.ndarray | int, rounding: str) -> np.
     raise ValueError(f"rounding must be one of {', '.join(ROUNDING_MODES[:2])}, got {rounding!r}")
 
 
+def rounding_divide(
+    numerator: np.ndarray, denominator: np.ndarray | int, rounding: str
+) -> np.ndarray:
+    """numerator / denominator (> 0) rounded to an integer, exactly, for int64 values below 2^62.
+
+    `tflite` rounds like `half_away_from_zero` here (TFLite's average pooling does).
+    """
+    n = np.asarray(numerator, I64)
+    d = np.asarray(denominator, I64)
+    magnitude = np.abs(n)
+    quotient = magnitude // d
+    twice_rest = 2 * (magnitude - quotient * d)
+    if rounding in ("half_away_from_zero", "tflite"):
+        quotient = quotient + (twice_rest >= d)
+    elif rounding == "half_to_even":
+        quotient = quotient + ((twice_rest > d) | ((twice_rest == d) & (quotient % 2 == 1)))
+    else:
+        raise ValueError(f"rounding must be one of {', '.join(ROUNDING_MODES)}, got {rounding!r}")
+    return np.where(n < 0, -quotient, quotient)
+
+
 def requantize(
     acc: np.ndarray,
     multiplier: np.ndarray | int,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import conv, pool
-from .integer import requantize, rounding_shift
+from .integer import requantize, rounding_divide, rounding_shift
 from .window import pad_hw, tap
 
 I64 = np.int64
@@ -139,13 +139,6 @@ def output_stage(
     return np.clip(y, clamp[0], clamp[1]).astype(dtype)
 
 
-def round_half_away_divide(total: np.ndarray, count: np.ndarray | int) -> np.ndarray:
-    """total / count (count > 0) rounded half away from zero, exactly in int64."""
-    count = np.asarray(count, I64)
-    magnitude = (2 * np.abs(total) + count) // (2 * count)
-    return np.where(total < 0, -magnitude, magnitude)
-
-
 def aligned_sum(
     a: np.ndarray,
     b: np.ndarray,
@@ -163,7 +156,7 @@ def aligned_sum(
     return a1 - b1 if subtract else a1 + b1
 
 
-def avg_pool2d_mean(
+def avg_pool2d_sums(
     xc: np.ndarray,
     kernel: Sequence[int],
     *,
@@ -171,8 +164,8 @@ def avg_pool2d_mean(
     pads: Sequence[int],
     ceil_mode: bool,
     count_include_pad: bool,
-) -> np.ndarray:
-    """round_half_away(window sum of xc / count), count as in the float avg_pool2d."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """(window sums of xc, divisor per output position) with the float avg_pool2d's count rule."""
     dilations = (1, 1)
     out_hw, extra = pool._geometry(xc.shape, kernel, strides, pads, dilations, ceil_mode)
     xp = pad_hw(xc, pads, 0, extra)
@@ -187,14 +180,64 @@ def avg_pool2d_mean(
         )
         for a in range(2)
     ]  # fmt: skip
-    return round_half_away_divide(total, np.outer(counts[0], counts[1]))
+    return total, np.outer(counts[0], counts[1]).astype(I64)
 
 
-def global_avg_pool_mean(xc: np.ndarray) -> np.ndarray:
-    """round_half_away(mean over every axis from 2 on), keeping them as size 1."""
+def global_avg_pool_sums(xc: np.ndarray) -> tuple[np.ndarray, int]:
+    """(sum over every axis from 2 on, kept as size 1; the number of summed positions)."""
     axes = tuple(range(2, xc.ndim))
     count = int(np.prod([xc.shape[a] for a in axes]))
-    return round_half_away_divide(xc.sum(axis=axes, keepdims=True, dtype=I64), count)
+    return xc.sum(axis=axes, keepdims=True, dtype=I64), count
+
+
+def pooled_output(
+    total: np.ndarray,
+    count: np.ndarray | int,
+    multiplier: int,
+    shift: int,
+    rounding: str,
+    zero_point: int,
+    clamp: tuple[int, int],
+    dtype: np.dtype,
+) -> np.ndarray:
+    """clamp(zero_point + round(total * multiplier / (count * 2^shift))): one rounding.
+
+    The mean and the rescaling to the output type are rounded together, so an
+    output finer than the input keeps the precision of the sum.
+    """
+    count = np.asarray(count, I64)
+    numerator_shift, denominator_shift = max(0, -shift), max(0, shift)
+    peak_n = _max_abs(total) * multiplier << numerator_shift
+    peak_d = int(count.max(initial=1)) << denominator_shift
+    if max(peak_n, peak_d) < INT64_SAFE:
+        numerator = np.left_shift(total * multiplier, numerator_shift)
+        y = rounding_divide(numerator, np.left_shift(count, denominator_shift), rounding)
+    else:  # rare: exact with Python integers
+        numerator = (total.astype(object) * multiplier) << numerator_shift
+        denominator = np.broadcast_to(count, total.shape).astype(object) << denominator_shift
+        y = _divide_objects(numerator, denominator, rounding)
+    y = y + zero_point
+    return np.clip(y, clamp[0], clamp[1]).astype(dtype)
+
+
+def _divide_objects(numerator: np.ndarray, denominator: np.ndarray, rounding: str) -> np.ndarray:
+    from fractions import Fraction
+
+    def one(n: int, d: int) -> int:
+        value = Fraction(n, d)
+        floor = value.numerator // value.denominator
+        rest = value - floor
+        half = Fraction(1, 2)
+        if rest > half or (rest == half and (rounding != "half_to_even" and value > 0)):
+            return floor + 1
+        if rest == half and rounding == "half_to_even":
+            return floor + (floor % 2)
+        return floor
+
+    flat = [
+        one(int(n), int(d)) for n, d in zip(numerator.ravel(), denominator.ravel(), strict=True)
+    ]
+    return np.array(flat, dtype=object).reshape(numerator.shape).astype(I64)
 
 
 def max_pool2d(

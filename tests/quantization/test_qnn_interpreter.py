@@ -634,7 +634,7 @@ def test_mul_broadcast(rng):
 
 
 def ref_avg_pool(x, zx, kernel, strides, pads, out_hw, include_pad):
-    """round_half_away(sum / count) per window, by explicit loops."""
+    """(window sum, count) per output position, by explicit loops."""
     n_, c_, h_, w_ = x.shape
     xs = x.tolist()
     out = np.zeros((n_, c_, *out_hw), object)
@@ -652,8 +652,15 @@ def ref_avg_pool(x, zx, kernel, strides, pads, out_hw, include_pad):
                             if inside:
                                 total += xs[n][c][r][col] - zx
                             count += inside or (include_pad and in_pad)
-                    out[n, c, i, j] = round_fraction(Fraction(total, count), "half_away_from_zero")
+                    out[n, c, i, j] = (total, count)
     return out
+
+
+def ref_pooled(total, count, m0, shift, mode, zp, qmin, qmax):
+    """The documented single rounding: zp + round(total * m0 / (count * 2^shift)), clamped."""
+    rule = "half_away_from_zero" if mode == "tflite" else mode
+    value = round_fraction(Fraction(total * m0, count) / Fraction(2) ** shift, rule)
+    return min(max(zp + value, qmin), qmax)
 
 
 def check_avg_pool(
@@ -661,12 +668,12 @@ def check_avg_pool(
 ):
     x = stored(rng, shape, x_type)
     out_hw = nn_shapes.pool2d(shape, kernel, strides, pads, (1, 1), ceil_mode)[2:]
-    means = ref_avg_pool(x, x_type.zero_point, kernel, strides, pads, out_hw, include_pad)
+    sums = ref_avg_pool(x, x_type.zero_point, kernel, strides, pads, out_hw, include_pad)
     m0, shift = quantize_multiplier(x_type.scale / out_type.scale)
     mode = rounding or "half_away_from_zero"
     want = [
-        ref_output(int(a), m0, shift, mode, out_type.zero_point, out_type.qmin, out_type.qmax)
-        for a in means.ravel()
+        ref_pooled(t, c, m0, shift, mode, out_type.zero_point, out_type.qmin, out_type.qmax)
+        for t, c in sums.ravel()
     ]
     props = requant([m0], [shift], rounding) | window_props(
         kernel=kernel,
@@ -1118,3 +1125,18 @@ def test_type_errors_that_the_parser_cannot_produce():
         UniformQuantizedType.new(bad_bits).verify()
     with pytest.raises(ValueError, match="storage type must be one of"):
         qt("i12", 0.5)
+
+
+def test_avg_pool_rounds_once_so_a_finer_output_keeps_the_exact_mean():
+    # Mean 0.5 (input steps of 1.0) into an output with steps of 0.25: one rounding keeps 0.5;
+    # rounding the mean to the input grid first would give 1.0.
+    x_type, out_type = qt("i8", 1.0, 0), qt("i8", 0.25, 0)
+    x = np.array([[[[0, 1]]]], np.int8)
+    m0, shift = quantize_multiplier(x_type.scale / out_type.scale)
+    (y,) = run_op(
+        qnn.GlobalAvgPoolOp,
+        [(x, tensor(x.shape, x_type))],
+        [tensor((1, 1, 1, 1), out_type)],
+        requant([m0], [shift]),
+    )
+    assert y.ravel().tolist() == [2]

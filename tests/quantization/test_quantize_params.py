@@ -49,12 +49,14 @@ def round_half_away(x: float | Fraction) -> int:
 
 def asymmetric(lo: float, hi: float, qmin: int, qmax: int) -> tuple[float, int]:
     lo, hi = min(lo, 0.0), max(hi, 0.0)
-    scale = (hi - lo) / (qmax - qmin) if hi > lo else 1.0
+    scale = (hi - lo) / (qmax - qmin)
+    scale = scale if scale > 0 else 1.0  # empty or underflowing span (documented rule)
     return scale, min(max(round_half_away(qmin - lo / scale), qmin), qmax)
 
 
 def symmetric(absmax: float, qmax: float, pow2: bool = False) -> float:
-    scale = absmax / qmax if absmax > 0 else 1.0
+    scale = absmax / qmax
+    scale = scale if scale > 0 else 1.0  # empty or underflowing span (documented rule)
     return 2.0 ** math.ceil(math.log2(scale)) if pow2 else scale
 
 
