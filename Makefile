@@ -34,6 +34,7 @@ test: lint filecheck pytest
 
 bench: setup
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_interpreter.py
+	PYTHONPATH=tests $(BIN)/python tests/bench/bench_quantization.py
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

@@ -97,9 +97,10 @@ def run(
 ) -> dict[str, np.ndarray]:
     """Import (if needed), optionally optimise, and execute a model with the reference interpreter.
 
+    Works on `nn`, `qnn` and mixed modules; quantized outputs are stored integers.
     Inputs not given are filled with deterministic random data (see `random_inputs`).
     """
-    from .runtime.nn_interpreter import run_module
+    from .runtime.qnn_kernels import run_module
 
     module = load_model(model, input_shapes=input_shapes)
     if pipeline:
@@ -110,23 +111,11 @@ def run(
 
 
 def random_inputs(module: ModuleOp, skip=(), seed: int = 0) -> dict[str, np.ndarray]:
-    """Deterministic standard-normal data for every entry-function input not in `skip`."""
-    from xdsl.dialects.builtin import TensorType
+    """Deterministic standard-normal data for every entry-function input not in `skip`.
 
-    from .graph_io import entry_function, input_names
-    from .tensors import numpy_dtype
+    A quantized input gets reals too (quantized on entry), drawn from the same
+    stream, so a float model and its quantized version see the same data.
+    """
+    from .runtime.qnn_kernels import random_inputs as generate
 
-    func = entry_function(module)
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for name, ty in zip(input_names(func), func.function_type.inputs, strict=True):
-        if name in skip:
-            continue
-        assert isinstance(ty, TensorType)
-        dtype = numpy_dtype(ty.get_element_type())
-        shape = tuple(ty.get_shape())
-        if np.issubdtype(dtype, np.floating):
-            feeds[name] = rng.standard_normal(shape).astype(dtype)
-        else:
-            feeds[name] = rng.integers(0, 2, shape).astype(dtype)
-    return feeds
+    return generate(module, skip, seed)

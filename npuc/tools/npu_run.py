@@ -12,6 +12,7 @@ import numpy as np
 
 from ..diagnostics import NpucError, reported_errors
 from .cli_options import add_import_options, import_options
+from .quantize_options import add_quantize_options, check_options, quantize_and_report
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
     add_import_options(parser)
+    add_quantize_options(parser)
     return parser
 
 
@@ -96,12 +98,19 @@ def run(argv: list[str] | None = None) -> int:
     from ..runtime.qnn_kernels import check_level, dequantized_outputs, random_inputs, run_module
 
     args = build_parser().parse_args(argv)
+    check_options(args)
     feeds = dict(load_input(spec) for spec in args.input)
     if args.output and not Path(args.output).resolve().parent.is_dir():
         raise NpucError(f"output directory does not exist: {Path(args.output).parent}")
     module = load_model(args.model, **import_options(args))
-    if args.passes:
-        apply_pipeline(module, DEFAULT_PIPELINE if args.passes == "default" else args.passes)
+    if args.passes or args.quantize:
+        # Quantize the optimised float graph (batch norms folded, activations fused).
+        passes = args.passes or "default"
+        apply_pipeline(module, DEFAULT_PIPELINE if passes == "default" else passes)
+    if args.quantize:
+        module = quantize_and_report(module, args)
+        if args.compare:
+            return 0
     if args.level:
         check_level(module, args.level)
     if args.print_ir:

@@ -1,0 +1,183 @@
+"""The quantization workflow: calibrate, quantize, compare against float, search mixed precision.
+
+This is what `npu-run --quantize` runs, as a Python API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp, TensorType
+
+from .diagnostics import NpucError
+from .graph_io import entry_function, output_names
+
+Batch = Mapping[str, np.ndarray]
+
+
+def calibrate(module: ModuleOp, batches: Iterable[Batch], *, progress: bool = True):
+    """Per-tensor statistics of the float model over a data set."""
+    from npuc.passes.quantization.statistics import collect_statistics
+
+    return collect_statistics(module, batches, progress=progress)
+
+
+def quantize(float_module: ModuleOp, statistics: Mapping, config) -> tuple[ModuleOp, object]:
+    """A quantized copy of `float_module` and the quantizer's per-layer report."""
+    from npuc.passes.quantize import quantize_module, ranges_from_statistics
+
+    quantized = float_module.clone()
+    report = quantize_module(quantized, ranges_from_statistics(statistics), config)
+    return quantized, report
+
+
+def dequantized_values(
+    module: ModuleOp, values: Mapping[str, np.ndarray], *, outputs: bool = False
+) -> dict[str, np.ndarray]:
+    """Tensors of a run (intermediates, or outputs with `outputs=True`) as reals.
+
+    Quantized tensors are dequantized with their IR type; integer tensors that
+    are not quantized (indices, argmax) are left out of comparisons.
+    """
+    from npuc.dialects.quant_types import UniformQuantizedType
+    from npuc.runtime.kernels.integer import dequantize
+    from npuc.runtime.nn_interpreter import FunctionRunner
+
+    func = entry_function(module)
+    if outputs:
+        types = dict(zip(output_names(func), func.function_type.outputs, strict=True))
+    else:
+        types = {key: value.type for value, key in FunctionRunner(func).keys.items()}
+    real = {}
+    for name, array in values.items():
+        ty = types.get(name)
+        element = ty.element_type if isinstance(ty, TensorType) else None
+        if isinstance(element, UniformQuantizedType):
+            scale, zp = element.broadcast_params(array.ndim)
+            real[name] = dequantize(array, scale, zp)
+        elif np.issubdtype(np.asarray(array).dtype, np.floating):
+            real[name] = array
+    return real
+
+
+def compare(float_module: ModuleOp, quantized: ModuleOp, batches: Iterable[Batch]):
+    """Tensor-by-tensor accuracy of `quantized` against `float_module` over a data set."""
+    from npuc.runtime.accuracy import Comparison
+    from npuc.runtime.qnn_kernels import run_module
+
+    outputs = output_names(entry_function(float_module))
+    comparison = Comparison(outputs=outputs)
+    for batch in batches:
+        ref_out, ref_inter = run_module(float_module, batch, keep="all")
+        q_out, q_inter = run_module(quantized, batch, keep="all")
+        reference = {**ref_inter, **ref_out}
+        candidate = {
+            **dequantized_values(quantized, q_inter),
+            **dequantized_values(quantized, q_out, outputs=True),
+        }
+        comparison.update(reference, candidate)
+    return comparison.reports()
+
+
+@dataclass
+class SearchResult:
+    module: ModuleOp
+    report: object
+    promoted: list[str] = field(default_factory=list)
+    history: list[tuple[list[str], float, float | None]] = field(default_factory=list)
+
+
+def meets(outputs, target_cosine: float | None, max_top1_drop: float | None) -> bool:
+    """Every output reaches the cosine target; top-1 disagreement (in %) stays within the limit."""
+    for out in outputs:
+        if target_cosine is not None and out.cosine < target_cosine:
+            return False
+        agreement = out.top1_agreement
+        if (
+            max_top1_drop is not None
+            and agreement is not None
+            and 100 * (1 - agreement) > max_top1_drop
+        ):
+            return False
+    return True
+
+
+def search_mixed_precision(
+    float_module: ModuleOp,
+    statistics: Mapping,
+    config,
+    batches: list[Batch],
+    *,
+    target_cosine: float | None = None,
+    max_top1_drop: float | None = None,
+    promote_to: str = "int16",
+    max_promotions: int = 32,
+) -> SearchResult:
+    """Promote the most sensitive layers until the outputs meet the target.
+
+    Each round quantizes, compares with float, and promotes the layer that
+    loses the most similarity (see `most_sensitive_layer`) to `promote_to`
+    ("int16" or "float"). Top-1 drop is the percentage of samples whose
+    quantized top-1 class differs from float's.
+    """
+    from npuc.passes.quantization.layer_config import LayerOverrides, LayerSetting
+
+    if target_cosine is None and max_top1_drop is None:
+        raise NpucError("the mixed-precision search needs --target-cosine or --max-top1-drop")
+    setting = LayerSetting(bits=16) if promote_to == "int16" else LayerSetting(mode="float")
+    promoted: list[str] = []
+    history = []
+    while True:
+        overrides = LayerOverrides(layers={name: setting for name in promoted})
+        quantized, report = quantize(float_module, statistics, replace(config, overrides=overrides))
+        outputs, tensors = compare(float_module, quantized, batches)
+        worst_output = min(o.cosine for o in outputs)
+        top1 = min(
+            (o.top1_agreement for o in outputs if o.top1_agreement is not None), default=None
+        )
+        history.append((list(promoted), worst_output, top1))
+        if meets(outputs, target_cosine, max_top1_drop) or len(promoted) >= max_promotions:
+            return SearchResult(quantized, report, promoted, history)
+        worst = most_sensitive_layer(report, tensors, exclude=promoted)
+        if worst is None:
+            return SearchResult(quantized, report, promoted, history)
+        promoted.append(worst)
+
+
+# Lowerings that do arithmetic on quantized values, and so add quantization error.
+COMPUTE_LOWERINGS = {
+    "qnn.conv2d",
+    "qnn.fully_connected",
+    "qnn.matmul",
+    "qnn.add",
+    "qnn.sub",
+    "qnn.mul",
+    "qnn.avg_pool2d",
+    "qnn.global_avg_pool",
+    "qnn.lut",
+    "qnn.requantize",
+}
+
+
+def most_sensitive_layer(report, tensors, exclude=()) -> str | None:
+    """The integer layer whose output loses the most cosine similarity relative to its inputs.
+
+    Error accumulates along the network, so a layer's own cosine blames it for
+    what its inputs already lost; the drop from its worst input to its output
+    is the error it adds. Layers that only move data add none and are skipped.
+    """
+    cosine = {t.name: t.cosine for t in tensors}
+    best, best_drop = None, -1.0
+    for name, layer in report.layers.items():
+        if name in exclude or layer.mode != "int" or layer.lowering not in COMPUTE_LOWERINGS:
+            continue
+        outputs = [cosine[t.tensor] for t in layer.outputs if t.tensor in cosine]
+        if not outputs:
+            continue
+        inputs = [cosine.get(t.tensor, 1.0) for t in layer.inputs if t.tensor in cosine]
+        drop = min(inputs, default=1.0) - min(outputs)
+        if drop > best_drop:
+            best, best_drop = name, drop
+    return best

@@ -1,0 +1,156 @@
+"""`npu-run --quantize ...`: calibrate, quantize, compare with float, search mixed precision."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from xdsl.dialects.builtin import ModuleOp
+
+from ..diagnostics import NpucError
+
+SCHEMES = ("int8", "int8-per-channel", "uint8", "int16", "pow2")
+
+
+def add_quantize_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "quantization",
+        "Quantize the float model, then run or compare it. Schemes: int8 (per-tensor "
+        "weights), int8-per-channel, uint8 (asymmetric), int16 (16-bit activations, "
+        "8-bit weights), pow2 (power-of-two scales). See docs/quantization.md.",
+    )
+    group.add_argument("--quantize", choices=SCHEMES, metavar="SCHEME", help=", ".join(SCHEMES))
+    source = group.add_mutually_exclusive_group()
+    source.add_argument("--calib", metavar="DIR", help="calibration data: .npy/.npz/image files")
+    source.add_argument("--calib-random", type=int, metavar="N", help="N seeded random samples")
+    source.add_argument("--stats", metavar="FILE", help="load statistics instead of calibrating")
+    group.add_argument("--save-stats", metavar="FILE", help="write the calibration statistics")
+    group.add_argument("--activation-strategy", default="extrema", metavar="NAME")
+    group.add_argument("--weight-strategy", default="extrema", metavar="NAME")
+    group.add_argument("--io", choices=("float", "quantized"), default="float")
+    group.add_argument("--batch-size", type=int, metavar="N", help="calibration batch size")
+    group.add_argument("--mean", metavar="M[,M...]", help="image preprocessing: subtract")
+    group.add_argument("--scale", metavar="S[,S...]", help="image preprocessing: multiply")
+    group.add_argument("--reverse-channels", action="store_true", help="images are fed BGR")
+    group.add_argument("--layer-config", metavar="FILE", help="per-layer settings to apply")
+    group.add_argument(
+        "--write-layer-config", metavar="FILE", help="write the per-layer configuration"
+    )
+    group.add_argument("--compare", action="store_true", help="report accuracy against float")
+    group.add_argument("--data", metavar="DIR", help="comparison data (default: calibration)")
+    group.add_argument("--json", metavar="FILE", help="write the comparison as JSON")
+    group.add_argument("--target-cosine", type=float, help="promote layers until reached")
+    group.add_argument("--max-top1-drop", type=float, metavar="PERCENT")
+    group.add_argument("--promote-to", choices=("int16", "float"), default="int16")
+
+
+def _floats(text: str | None, what: str) -> float | tuple[float, ...] | None:
+    if text is None:
+        return None
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise NpucError(f"--{what} takes comma-separated numbers, got '{text}'") from None
+    return values[0] if len(values) == 1 else values
+
+
+def _dataset(module: ModuleOp, args: argparse.Namespace, folder: str | None):
+    from npuc.passes.quantization.datasets import Preprocessing, folder_dataset, random_dataset
+
+    if folder:
+        mean, scale = _floats(args.mean, "mean"), _floats(args.scale, "scale")
+        pre = Preprocessing(
+            mean=0.0 if mean is None else mean,
+            scale=1.0 if scale is None else scale,
+            reverse_channels=args.reverse_channels,
+        )
+        return folder_dataset(module, folder, batch_size=args.batch_size, preprocessing=pre)
+    return random_dataset(module, args.calib_random, seed=args.seed, batch_size=args.batch_size)
+
+
+def check_options(args: argparse.Namespace) -> None:
+    if args.quantize is None:
+        used = [
+            o
+            for o in ("calib", "calib_random", "stats", "compare", "target_cosine")
+            if getattr(args, o)
+        ]
+        if used:
+            raise NpucError(f"--{used[0].replace('_', '-')} needs --quantize SCHEME")
+        return
+    if not (args.calib or args.calib_random or args.stats):
+        raise NpucError(
+            "--quantize needs calibration: --calib DIR, --calib-random N or --stats FILE"
+        )
+    if args.calib_random is not None and args.calib_random < 1:
+        raise NpucError("--calib-random needs a positive number of samples")
+    if args.compare and args.stats and not args.data:
+        raise NpucError("--compare with --stats needs --data DIR (no calibration data to reuse)")
+    for option in ("json", "save_stats", "write_layer_config"):
+        path = getattr(args, option)
+        if path and not Path(path).resolve().parent.is_dir():
+            raise NpucError(f"--{option.replace('_', '-')}: directory does not exist: {path}")
+
+
+def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
+    """The quantized module; prints the comparison when asked for it."""
+    from npuc.passes.quantization.layer_config import LayerOverrides, read_layer_config
+    from npuc.passes.quantization.statistics import load_statistics, save_statistics
+    from npuc.passes.quantize import QuantizeConfig
+    from npuc.quantize_flow import calibrate, compare, quantize, search_mixed_precision
+    from npuc.runtime.accuracy import to_json, to_table
+
+    if args.stats:
+        statistics, _ = load_statistics(args.stats)
+    else:
+        statistics = calibrate(module, _dataset(module, args, args.calib), progress=True)
+    if args.save_stats:
+        save_statistics(args.save_stats, statistics, {"model": str(args.model)})
+        print(f"saved calibration statistics to {args.save_stats}")
+    overrides = read_layer_config(args.layer_config) if args.layer_config else LayerOverrides()
+    config = QuantizeConfig(
+        scheme=args.quantize,
+        io=args.io,
+        activation_strategy=args.activation_strategy,
+        weight_strategy=args.weight_strategy,
+        overrides=overrides,
+    )
+    searching = args.target_cosine is not None or args.max_top1_drop is not None
+    needs_data = args.compare or searching
+    data = list(_dataset(module, args, args.data or args.calib)) if needs_data else []
+    if searching:
+        found = search_mixed_precision(
+            module,
+            statistics,
+            config,
+            data,
+            target_cosine=args.target_cosine,
+            max_top1_drop=args.max_top1_drop,
+            promote_to=args.promote_to,
+        )
+        quantized, report = found.module, found.report
+        chosen = ", ".join(found.promoted) or "none"
+        print(f"mixed precision: promoted to {args.promote_to}: {chosen}")
+        for promoted, cosine, top1 in found.history:
+            top = "" if top1 is None else f", top-1 agreement {100 * top1:.1f}%"
+            print(f"  {len(promoted)} promoted: worst output cosine {cosine:.6f}{top}")
+    else:
+        quantized, report = quantize(module, statistics, config)
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    similarity = {}
+    if args.compare or searching:
+        outputs, tensors = compare(module, quantized, data)
+        similarity = {t.name: t.cosine for t in tensors}
+        if args.compare:
+            print(to_table(outputs, tensors))
+        if args.json:
+            meta = {"model": str(args.model), "scheme": args.quantize, "samples": len(data)}
+            Path(args.json).write_text(to_json(outputs, tensors, meta))
+            print(f"wrote {args.json}")
+    if args.write_layer_config:
+        Path(args.write_layer_config).write_text(json.dumps(report.to_config(similarity), indent=2))
+        print(f"wrote the per-layer configuration to {args.write_layer_config}")
+    return quantized
