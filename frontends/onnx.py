@@ -27,7 +27,7 @@ from xdsl.utils.exceptions import VerifyException
 from npuc.diagnostics import NpucError
 from npuc.graph_io import ENTRY, name_attrs
 
-from . import onnx_elementwise, onnx_layers, onnx_resize, onnx_tensor_ops
+from . import onnx_elementwise, onnx_layers, onnx_quantized, onnx_resize, onnx_tensor_ops
 from .onnx_fold import FOLDERS
 from .onnx_graph import Converter, GraphImporter, issues_error, schedule, shape_of
 from .onnx_opsets import MAX_OPSET, MIN_OPSET, newest_opset
@@ -46,7 +46,7 @@ ModelSource = str | os.PathLike | bytes | bytearray | memoryview | onnx.ModelPro
 
 def supported_ops() -> list[str]:
     """ONNX op types the importer understands (some only on constant inputs)."""
-    return sorted(set(CONVERTERS) | set(FOLDERS))
+    return sorted(set(CONVERTERS) | set(FOLDERS) | onnx_quantized.DEFAULT_DOMAIN_OPS)
 
 
 def parse_input_shape(spec: str) -> tuple[str, list[int]]:
@@ -72,6 +72,7 @@ def import_onnx(
     outputs: Sequence[str] | None = None,
     location: str | None = None,
     constants: Mapping[str, np.ndarray] | None = None,
+    prequantized: str = "keep",
 ) -> ModuleOp:
     """Import an ONNX model (path, bytes or ModelProto) as a module of `nn` ops.
 
@@ -79,7 +80,9 @@ def import_onnx(
     cut a sub-graph by tensor names. `constants` freezes graph inputs to given
     values (e.g. shape parameters), so they fold like initializers. `location`
     names the model in diagnostics and anchors external data when the model is
-    given as bytes or a proto.
+    given as bytes or a proto. `prequantized` says what happens to a quantized
+    model (QDQ or QLinear ops): "keep" imports it into `qnn` with its own
+    parameters, "dequantize" yields the float model (see onnx_quantized).
     """
     proto, location, base_dir = _load(model, location)
     if constants:
@@ -87,7 +90,12 @@ def import_onnx(
     opset = _default_opset(proto, location)
     if opset < MIN_OPSET:
         proto, opset = _upgrade(proto, opset, location), MIN_OPSET
-    return _Import(proto, opset, location, base_dir).run(input_shapes, inputs, outputs)
+    importer = _Import(proto, opset, location, base_dir)
+    if prequantized not in onnx_quantized.MODES or onnx_quantized.is_quantized(proto.graph):
+        cut = list(outputs) if outputs is not None else [vi.name for vi in proto.graph.output]
+        importer.converters = onnx_quantized.converters(CONVERTERS, proto.graph, prequantized, cut)
+        return onnx_quantized.finish(importer.run(input_shapes, inputs, outputs))
+    return importer.run(input_shapes, inputs, outputs)
 
 
 # ---------------------------------------------------------------------------- loading
@@ -285,6 +293,7 @@ class _Import:
         self.opset = opset
         self.location = location
         self.base_dir = base_dir
+        self.converters: Mapping[str, Converter] = CONVERTERS
         self.initializers = {t.name: t for t in self.graph.initializer}
         self.graph_inputs = {
             vi.name: vi for vi in self.graph.input if vi.name not in self.initializers
@@ -342,7 +351,7 @@ class _Import:
             opset=self.opset,
             block=block,
             initializers=self.initializers,
-            converters=CONVERTERS,
+            converters=self.converters,
             folders=FOLDERS,
             used=used,
             base_dir=self.base_dir,

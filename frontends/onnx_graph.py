@@ -334,17 +334,19 @@ class GraphImporter:
 
     def convert_node(self, node: onnx.NodeProto, name: str) -> None:
         op_type = node.op_type
-        if node.domain not in ("", "ai.onnx"):
+        # Converters of other domains register as "domain:OpType" (e.g. com.microsoft ops).
+        key = op_type if node.domain in ("", "ai.onnx") else f"{node.domain}:{op_type}"
+        if key != op_type and key not in self.converters:
             self._issue(Issue(op_type, name, f"domain '{node.domain}' not supported"))
             self._fail(node)
             return
-        convert = self.converters.get(op_type)
-        fold = self.folders.get(op_type)
+        convert = self.converters.get(key)
+        fold = self.folders.get(key)
         if convert is None and fold is None:
             self._issue(Issue(op_type, name, "op not supported"))
             self._fail(node)
             return
-        too_new = version_issue(op_type, self.opset)
+        too_new = version_issue(op_type, self.opset) if key == op_type else None
         if too_new is not None:
             self._issue(Issue(op_type, name, too_new))
             self._fail(node)
