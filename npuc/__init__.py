@@ -4,7 +4,15 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_API = ("apply_pipeline", "load_model", "make_context", "parse_mlir", "random_inputs", "run")
+_API = (
+    "apply_pipeline",
+    "export_qdq",
+    "load_model",
+    "make_context",
+    "parse_mlir",
+    "random_inputs",
+    "run",
+)
 
 
 def __getattr__(name: str) -> Any:

@@ -48,8 +48,13 @@ def load_model(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     inputs: Sequence[str] | None = None,
     outputs: Sequence[str] | None = None,
+    prequantized: str = "keep",
 ) -> ModuleOp:
-    """Import a model file (.onnx or .mlir) into IR, or pass a module through."""
+    """Import a model file (.onnx or .mlir) into IR, or pass a module through.
+
+    `prequantized` decides how a pre-quantized ONNX model imports: "keep" (into
+    qnn, with the model's own parameters) or "dequantize" (float, to re-calibrate).
+    """
     if isinstance(source, ModuleOp):
         return source
     path = Path(source)
@@ -57,7 +62,13 @@ def load_model(
     if suffix == ".onnx":
         from .frontends.onnx import import_onnx
 
-        return import_onnx(path, input_shapes=input_shapes, inputs=inputs, outputs=outputs)
+        return import_onnx(
+            path,
+            input_shapes=input_shapes,
+            inputs=inputs,
+            outputs=outputs,
+            prequantized=prequantized,
+        )
     if suffix == ".mlir":
         if input_shapes or inputs or outputs:
             raise NpucError(
@@ -108,6 +119,13 @@ def run(
     feeds = dict(inputs or {})
     feeds.update(random_inputs(module, skip=feeds.keys(), seed=seed))
     return run_module(module, feeds)
+
+
+def export_qdq(module: ModuleOp, path: str | os.PathLike[str]) -> None:
+    """Write a qnn (or mixed) module as ONNX QDQ, to run in onnxruntime or view in Netron."""
+    from .backend.onnx_export import save_qdq
+
+    save_qdq(module, path)
 
 
 def random_inputs(module: ModuleOp, skip=(), seed: int = 0) -> dict[str, np.ndarray]:

@@ -28,6 +28,13 @@ def add_import_options(parser: argparse.ArgumentParser) -> None:
         metavar="T1,T2",
         help="cut the graph: these tensors become the outputs",
     )
+    group.add_argument(
+        "--prequantized",
+        choices=("keep", "dequantize"),
+        default="keep",
+        help="pre-quantized ONNX (QDQ, QLinear*): import into qnn with the model's own "
+        "parameters (keep, default) or as float for re-calibration (dequantize)",
+    )
 
 
 def import_options(args: argparse.Namespace) -> dict:
@@ -52,4 +59,5 @@ def import_options(args: argparse.Namespace) -> dict:
         "input_shapes": shapes or None,
         "inputs": names(args.inputs),
         "outputs": names(args.outputs),
+        "prequantized": args.prequantized,
     }

@@ -41,6 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--print-ir", action="store_true", help="print the IR that is executed")
     parser.add_argument(
+        "--export-qdq",
+        metavar="FILE.onnx",
+        help="write the (quantized) model as ONNX QDQ, to cross-check in onnxruntime or view",
+    )
+    parser.add_argument(
         "--level",
         choices=("nn", "qnn"),
         help="require the model to be at this level or below (nn: float ops; qnn: also "
@@ -92,7 +97,7 @@ def save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 
 
 def run(argv: list[str] | None = None) -> int:
-    from ..api import apply_pipeline, load_model
+    from ..api import apply_pipeline, export_qdq, load_model
     from ..printing import print_module
     from ..registry import DEFAULT_PIPELINE
     from ..runtime.qnn_kernels import check_level, dequantized_outputs, random_inputs, run_module
@@ -107,10 +112,15 @@ def run(argv: list[str] | None = None) -> int:
         # Quantize the optimised float graph (batch norms folded, activations fused).
         passes = args.passes or "default"
         apply_pipeline(module, DEFAULT_PIPELINE if passes == "default" else passes)
+    if args.export_qdq and not Path(args.export_qdq).resolve().parent.is_dir():
+        raise NpucError(f"--export-qdq: directory does not exist: {args.export_qdq}")
     if args.quantize:
         module = quantize_and_report(module, args)
-        if args.compare:
-            return 0
+    if args.export_qdq:
+        export_qdq(module, args.export_qdq)
+        print(f"wrote the ONNX QDQ model to {args.export_qdq}")
+    if args.quantize and args.compare:
+        return 0
     if args.level:
         check_level(module, args.level)
     if args.print_ir:

@@ -80,7 +80,7 @@ def check_options(args: argparse.Namespace) -> None:
         if used:
             raise NpucError(f"--{used[0].replace('_', '-')} needs --quantize SCHEME")
         return
-    if not (args.calib or args.calib_random or args.stats):
+    if args.calib is None and args.calib_random is None and args.stats is None:
         raise NpucError(
             "--quantize needs calibration: --calib DIR, --calib-random N or --stats FILE"
         )

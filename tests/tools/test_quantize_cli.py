@@ -1,0 +1,119 @@
+"""`npu-run --quantize ...`: the command-line contract scripts depend on, on the digits CNN."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from digits_model import digits_cnn, digits_data
+from tool_runner import run_tool
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> Path:
+    """The batch-1 digits model, 64 calibration images and 100 test images as .npy folders."""
+    root = tmp_path_factory.mktemp("digits")
+    onnx.save(digits_cnn(batch=1), root / "digits.onnx")
+    data = digits_data()
+    for folder, images in (("calib", data.train_x[:64]), ("test", data.test_x[:100])):
+        (root / folder).mkdir()
+        for i, image in enumerate(images):
+            np.save(root / folder / f"{i:04d}.npy", image)
+    return root
+
+
+def quantize(workspace: Path, *extra: str):
+    return run_tool(
+        "npu-run", workspace / "digits.onnx", "--quantize", "int8-per-channel",
+        "--calib", workspace / "calib", *extra,
+    )  # fmt: skip
+
+
+def test_compare_writes_the_json_contract(workspace: Path):
+    report = workspace / "report.json"
+    result = quantize(workspace, "--compare", "--data", workspace / "test", "--json", report)
+    assert result.returncode == 0, result.stderr
+    assert "logits" in result.stdout and "worst" in result.stdout
+    data = json.loads(report.read_text())
+    fields = {"name", "cosine", "sqnr_db", "top1_agreement"}
+    (logits,) = data["outputs"]
+    assert fields <= logits.keys() and logits["name"] == "logits"
+    assert logits["cosine"] > 0.999 and logits["top1_agreement"] >= 0.98
+    assert {t["name"] for t in data["tensors"]} >= {"conv1", "conv2", "fc"}
+    assert all(fields <= t.keys() for t in data["tensors"])
+    assert data["meta"]["samples"] == 100
+
+
+def test_saved_statistics_reload_to_the_same_result(workspace: Path):
+    stats, first, second = (workspace / n for n in ("stats.json", "a.json", "b.json"))
+    args = ("--compare", "--data", workspace / "test")
+    assert quantize(workspace, *args, "--save-stats", stats, "--json", first).returncode == 0
+    again = run_tool(
+        "npu-run", workspace / "digits.onnx", "--quantize", "int8-per-channel",
+        "--stats", stats, *args, "--json", second,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert json.loads(first.read_text())["outputs"] == json.loads(second.read_text())["outputs"]
+
+
+def test_search_promotes_layers_until_the_target_is_met(workspace: Path):
+    report = workspace / "search.json"
+    target = 0.99995
+    result = quantize(
+        workspace, "--data", workspace / "test", "--target-cosine", str(target), "--json", report
+    )
+    assert result.returncode == 0, result.stderr
+    assert "mixed precision: promoted to int16:" in result.stdout
+    promoted = result.stdout.split("promoted to int16:")[1].splitlines()[0].strip()
+    assert promoted != "none"
+    assert json.loads(report.read_text())["outputs"][0]["cosine"] >= target
+
+
+def test_edited_layer_config_changes_that_layer(workspace: Path):
+    config = workspace / "layers.json"
+    assert quantize(workspace, "--write-layer-config", config).returncode == 0
+    layers = json.loads(config.read_text())
+    assert layers["layers"]["conv2"]["mode"] == "int"
+    layers["layers"]["conv2"]["mode"] = "float"
+    config.write_text(json.dumps(layers))
+    result = quantize(workspace, "--layer-config", config, "--print-ir")
+    assert result.returncode == 0, result.stderr
+    conv_lines = [line for line in result.stdout.splitlines() if "conv2d" in line]
+    assert any("nn.conv2d" in line and 'name = "conv2"' in line for line in conv_lines)
+    assert any("qnn.conv2d" in line and 'name = "conv1"' in line for line in conv_lines)
+
+
+def test_exported_qdq_model_runs_in_onnxruntime_like_npuc(workspace: Path):
+    exported = workspace / "digits_qdq.onnx"
+    image = workspace / "one.npy"
+    np.save(image, digits_data().test_x[:1])
+    out = workspace / "npuc.npz"
+    result = quantize(workspace, "--export-qdq", exported, "--input", f"image={image}", "-o", out)
+    assert result.returncode == 0, result.stderr
+    onnx.checker.check_model(onnx.load(exported), full_check=True)
+    session = ort.InferenceSession(str(exported), providers=["CPUExecutionProvider"])
+    theirs = session.run(None, {"image": np.load(image)})[0]
+    with np.load(out) as saved:
+        ours = saved["logits"]
+    step = np.abs(np.diff(np.unique(ours))).min()  # one output quantization step, at most
+    assert np.abs(ours - theirs).max() <= step + 1e-6
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--compare"], "--compare needs --quantize"),
+        (["--quantize", "int8"], "needs calibration"),
+        (["--quantize", "int8", "--calib-random", "0"], "positive number"),
+        (["--quantize", "int8", "--calib", "no-such-dir"], "no-such-dir"),
+        (["--quantize", "int8", "--calib-random", "4", "--activation-strategy", "nope"], "nope"),
+    ],
+)
+def test_bad_quantization_options(workspace: Path, args, message):
+    result = run_tool("npu-run", workspace / "digits.onnx", *args)
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr and message in result.stderr, result.stderr
