@@ -17,11 +17,13 @@ from .graph_io import entry_function, output_names
 Batch = Mapping[str, np.ndarray]
 
 
-def calibrate(module: ModuleOp, batches: Iterable[Batch], *, progress: bool = True):
-    """Per-tensor statistics of the float model over a data set."""
+def calibrate(
+    module: ModuleOp, batches: Iterable[Batch], *, progress: bool = True, outlier_policy=None
+):
+    """Per-tensor statistics of the float model over a data set (outliers optionally dropped)."""
     from npuc.passes.quantization.statistics import collect_statistics
 
-    return collect_statistics(module, batches, progress=progress)
+    return collect_statistics(module, batches, progress=progress, outlier_policy=outlier_policy)
 
 
 def quantize(float_module: ModuleOp, statistics: Mapping, config) -> tuple[ModuleOp, object]:

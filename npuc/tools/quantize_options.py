@@ -27,6 +27,15 @@ def add_quantize_options(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--calib-random", type=int, metavar="N", help="N seeded random samples")
     source.add_argument("--stats", metavar="FILE", help="load statistics instead of calibrating")
     group.add_argument("--save-stats", metavar="FILE", help="write the calibration statistics")
+    group.add_argument(
+        "--outlier-std", type=float, metavar="N", help="drop values beyond N std before statistics"
+    )
+    group.add_argument(
+        "--outlier-percentile",
+        type=float,
+        metavar="P",
+        help="keep values within the P-th percentiles (e.g. 99.99) before statistics",
+    )
     group.add_argument("--activation-strategy", default="extrema", metavar="NAME")
     group.add_argument("--weight-strategy", default="extrema", metavar="NAME")
     group.add_argument("--io", choices=("float", "quantized"), default="float")
@@ -97,7 +106,11 @@ def check_options(args: argparse.Namespace) -> None:
 def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
     """The quantized module; prints the comparison when asked for it."""
     from npuc.passes.quantization.layer_config import LayerOverrides, read_layer_config
-    from npuc.passes.quantization.statistics import load_statistics, save_statistics
+    from npuc.passes.quantization.statistics import (
+        OutlierPolicy,
+        load_statistics,
+        save_statistics,
+    )
     from npuc.passes.quantize import QuantizeConfig
     from npuc.quantize_flow import calibrate, compare, quantize, search_mixed_precision
     from npuc.runtime.accuracy import to_json, to_table
@@ -105,7 +118,12 @@ def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
     if args.stats:
         statistics, _ = load_statistics(args.stats)
     else:
-        statistics = calibrate(module, _dataset(module, args, args.calib), progress=True)
+        policy = None
+        if args.outlier_std is not None or args.outlier_percentile is not None:
+            policy = OutlierPolicy(num_std=args.outlier_std, percentile=args.outlier_percentile)
+        statistics = calibrate(
+            module, _dataset(module, args, args.calib), progress=True, outlier_policy=policy
+        )
     if args.save_stats:
         save_statistics(args.save_stats, statistics, {"model": str(args.model)})
         print(f"saved calibration statistics to {args.save_stats}")

@@ -117,3 +117,15 @@ def test_bad_quantization_options(workspace: Path, args, message):
     result = run_tool("npu-run", workspace / "digits.onnx", *args)
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr and message in result.stderr, result.stderr
+
+
+def test_outlier_trimming_narrows_recorded_ranges(workspace: Path):
+    plain, trimmed = workspace / "plain.json", workspace / "trimmed.json"
+    assert quantize(workspace, "--save-stats", plain).returncode == 0
+    assert (
+        quantize(workspace, "--save-stats", trimmed, "--outlier-percentile", "99").returncode == 0
+    )
+    full = json.loads(plain.read_text())["tensors"]["conv2"]
+    cut = json.loads(trimmed.read_text())["tensors"]["conv2"]
+    assert cut["max"] < full["max"]
+    assert cut["count"] < full["count"]
