@@ -511,16 +511,11 @@ class SplitOp(NNOperation):
 
     def verify_(self) -> None:
         super().verify_()
-        x = shape_of(self.input)
-        if not self.outputs:
-            raise VerifyException("'nn.split': needs at least one result")
+        pieces = [shape_of(r) for r in self.outputs]
         try:
-            axis = shapes.normalize_axis(self.axis.value.data, len(x))
-            joined = shapes.concat([shape_of(r) for r in self.outputs], axis)
+            shapes.check_split(shape_of(self.input), pieces, self.axis.value.data)
         except ShapeError as e:
-            raise VerifyException(f"'nn.split': {e}") from e
-        if joined != x:
-            raise VerifyException(f"'nn.split': result pieces {joined} do not tile the input {x}")
+            raise VerifyException(f"'{self.name}': {e}") from e
 
 
 @irdl_op_definition

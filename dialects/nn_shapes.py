@@ -173,6 +173,15 @@ def concat(shapes: Sequence[Shape], axis: int) -> Shape:
     return (*shapes[0][:axis], sum(s[axis] for s in shapes), *shapes[0][axis + 1 :])
 
 
+def check_split(x: Shape, pieces: Sequence[Shape], axis: int) -> None:
+    """The pieces of a split must be at least one and tile `x` along `axis`."""
+    if not pieces:
+        raise ShapeError("needs at least one result")
+    joined = concat(pieces, normalize_axis(axis, len(x)))
+    if joined != x:
+        raise ShapeError(f"result pieces {joined} do not tile the input {x}")
+
+
 def slice_length(start: int, end: int, step: int) -> int:
     """Length of range(start, end, step) where end == -1 with step < 0 means 'through 0'."""
     if step == 0:

@@ -29,8 +29,10 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 
 from . import nn
+from . import nn_shapes as shapes
 from .nn_base import F32Tensor, I64Array, NNOperation, shape_of
 from .nn_layers import COORDINATE_MODES, NEAREST_MODES
+from .nn_shapes import ShapeError
 from .qnn_base import (
     I32Tensor,
     PerTensorRequantizing,
@@ -296,7 +298,7 @@ class MulOp(PerTensorRequantizing):
 
 @irdl_op_definition
 class AvgPool2dOp(PerTensorRequantizing):
-    """Window mean: round_half_away(sum (q - zp_in) / count), then requantized to the output."""
+    """Window mean rescaled to the output with one rounding: zp_out + round(sum * M / count)."""
 
     name = "qnn.avg_pool2d"
     SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.AvgPool2dOp
@@ -410,19 +412,11 @@ class SplitOp(MovementOperation):
 
     def verify_(self) -> None:
         super().verify_()
-        from .nn_shapes import ShapeError, concat, normalize_axis
-
-        x = shape_of(self.input)
-        if not self.outputs:
-            raise VerifyException("'qnn.split': needs at least one result")
+        pieces = [shape_of(r) for r in self.outputs]
         try:
-            joined = concat(
-                [shape_of(r) for r in self.outputs], normalize_axis(self.axis.value.data, len(x))
-            )
+            shapes.check_split(shape_of(self.input), pieces, self.axis.value.data)
         except ShapeError as e:
-            raise VerifyException(f"'qnn.split': {e}") from e
-        if joined != x:
-            raise VerifyException(f"'qnn.split': result pieces {joined} do not tile the input {x}")
+            raise VerifyException(f"'{self.name}': {e}") from e
 
 
 @irdl_op_definition

@@ -454,36 +454,61 @@ def _describe(op: Operation) -> str:
 
 @overload
 def run_function(
-    func: FuncOp, inputs: Sequence[np.ndarray], *, keep: None = None
+    func: FuncOp,
+    inputs: Sequence[np.ndarray],
+    *,
+    keep: None = None,
+    runner: type[FunctionRunner] = ...,
 ) -> list[np.ndarray]: ...
 @overload
 def run_function(
-    func: FuncOp, inputs: Sequence[np.ndarray], *, keep: Keep
+    func: FuncOp,
+    inputs: Sequence[np.ndarray],
+    *,
+    keep: Keep,
+    runner: type[FunctionRunner] = ...,
 ) -> tuple[list[np.ndarray], dict[str, np.ndarray]]: ...
 def run_function(
-    func: FuncOp, inputs: Sequence[np.ndarray], *, keep: Keep | None = None
+    func: FuncOp,
+    inputs: Sequence[np.ndarray],
+    *,
+    keep: Keep | None = None,
+    runner: type[FunctionRunner] = FunctionRunner,
 ) -> list[np.ndarray] | tuple[list[np.ndarray], dict[str, np.ndarray]]:
     """Run `func` on positional inputs; with `keep`, also return intermediates.
 
     keep="all" keeps every non-constant op's result; a set of names keeps the
     ops whose key or `name` property is listed. Keys are the op's `name`
     (`name:i` for multi-result ops, `name#k` for earlier ops sharing a name)
-    or the printed SSA name such as `%7`.
+    or the printed SSA name such as `%7`. `runner` picks the interpreter class
+    (the qnn interpreter passes its own).
     """
-    outputs, intermediates = FunctionRunner(func).run(inputs, keep)
+    outputs, intermediates = runner(func).run(inputs, keep)
     return outputs if keep is None else (outputs, intermediates)
 
 
 @overload
 def run_module(
-    module: ModuleOp, inputs: Mapping[str, np.ndarray], *, keep: None = None
+    module: ModuleOp,
+    inputs: Mapping[str, np.ndarray],
+    *,
+    keep: None = None,
+    runner: type[FunctionRunner] = ...,
 ) -> dict[str, np.ndarray]: ...
 @overload
 def run_module(
-    module: ModuleOp, inputs: Mapping[str, np.ndarray], *, keep: Keep
+    module: ModuleOp,
+    inputs: Mapping[str, np.ndarray],
+    *,
+    keep: Keep,
+    runner: type[FunctionRunner] = ...,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]: ...
 def run_module(
-    module: ModuleOp, inputs: Mapping[str, np.ndarray], *, keep: Keep | None = None
+    module: ModuleOp,
+    inputs: Mapping[str, np.ndarray],
+    *,
+    keep: Keep | None = None,
+    runner: type[FunctionRunner] = FunctionRunner,
 ) -> dict[str, np.ndarray] | tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Run the entry function on named inputs; returns outputs by name (and intermediates)."""
     try:
@@ -501,6 +526,6 @@ def run_module(
             problems.append("unknown input(s) " + ", ".join(f"'{n}'" for n in extra))
         expected = ", ".join(f"'{n}'" for n in names)
         raise NpucError(f"{'; '.join(problems)}; the model's inputs are {expected}")
-    outputs, intermediates = FunctionRunner(func).run([inputs[n] for n in names], keep)
+    outputs, intermediates = runner(func).run([inputs[n] for n in names], keep)
     named = dict(zip(graph_io.output_names(func), outputs, strict=True))
     return named if keep is None else (named, intermediates)

@@ -15,7 +15,7 @@ i32 tensors (biases) are int32, f32 tensors float32.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TypeVar, overload
+from typing import TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -29,6 +29,7 @@ from npuc.dialects.nn_base import shape_of
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.tensors import from_dense, numpy_dtype
 
+from . import nn_interpreter
 from .kernels import integer, movement, pool, resize
 from .kernels import qnn_arith as qa
 from .nn_interpreter import (
@@ -379,56 +380,17 @@ class QuantizedFunctionRunner(FunctionRunner):
                 intermediates[self.keys[r]] = array
 
 
-@overload
-def run_function(
-    func: FuncOp, inputs: Sequence[np.ndarray], *, keep: None = None
-) -> list[np.ndarray]: ...
-@overload
-def run_function(
-    func: FuncOp, inputs: Sequence[np.ndarray], *, keep: Keep
-) -> tuple[list[np.ndarray], dict[str, np.ndarray]]: ...
-def run_function(
-    func: FuncOp, inputs: Sequence[np.ndarray], *, keep: Keep | None = None
-) -> list[np.ndarray] | tuple[list[np.ndarray], dict[str, np.ndarray]]:
+def run_function(func: FuncOp, inputs: Sequence[np.ndarray], *, keep: Keep | None = None):
     """`nn_interpreter.run_function` for functions that may contain `qnn` ops."""
-    outputs, intermediates = QuantizedFunctionRunner(func).run(inputs, keep)
-    return outputs if keep is None else (outputs, intermediates)
+    return nn_interpreter.run_function(func, inputs, keep=keep, runner=QuantizedFunctionRunner)
 
 
-@overload
-def run_module(
-    module: ModuleOp, inputs: Mapping[str, np.ndarray], *, keep: None = None
-) -> dict[str, np.ndarray]: ...
-@overload
-def run_module(
-    module: ModuleOp, inputs: Mapping[str, np.ndarray], *, keep: Keep
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]: ...
-def run_module(
-    module: ModuleOp, inputs: Mapping[str, np.ndarray], *, keep: Keep | None = None
-) -> dict[str, np.ndarray] | tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def run_module(module: ModuleOp, inputs: Mapping[str, np.ndarray], *, keep: Keep | None = None):
     """`nn_interpreter.run_module` for modules that may contain `qnn` ops.
 
     Quantized outputs are their stored integers; `dequantized_outputs` adds reals.
     """
-    try:
-        func = graph_io.entry_function(module)
-    except ValueError as e:
-        raise NpucError(str(e)) from e
-    names = graph_io.input_names(func)
-    missing = [n for n in names if n not in inputs]
-    extra = sorted(set(inputs) - set(names))
-    if missing or extra:
-        problems = []
-        if missing:
-            problems.append("missing input(s) " + ", ".join(f"'{n}'" for n in missing))
-        if extra:
-            problems.append("unknown input(s) " + ", ".join(f"'{n}'" for n in extra))
-        expected = ", ".join(f"'{n}'" for n in names)
-        raise NpucError(f"{'; '.join(problems)}; the model's inputs are {expected}")
-    runner = QuantizedFunctionRunner(func)
-    outputs, intermediates = runner.run([inputs[n] for n in names], keep)
-    named = dict(zip(graph_io.output_names(func), outputs, strict=True))
-    return named if keep is None else (named, intermediates)
+    return nn_interpreter.run_module(module, inputs, keep=keep, runner=QuantizedFunctionRunner)
 
 
 # --------------------------------------------------------------------------- tool support
