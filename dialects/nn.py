@@ -7,7 +7,7 @@ NHWC inserts explicit `nn.transpose` ops. See docs/dialects/nn.md.
 
 Every op may carry a `name` property holding the source model's node name, so
 reports can name layers as the user knows them. The ops live in
-`nn_elementwise.py` and `nn_layers.py`; this module assembles the dialect.
+`nn_elementwise.py`, `nn_layers.py` and `nn_movement.py`; this module assembles the dialect.
 """
 
 from xdsl.ir import Dialect
@@ -50,13 +50,9 @@ from .nn_layers import (
     ArgMinOp,
     AvgPool2dOp,
     BatchNormOp,
-    BroadcastOp,
-    ConcatOp,
     Conv2dOp,
     ConvTranspose2dOp,
-    DepthToSpaceOp,
     FullyConnectedOp,
-    GatherOp,
     GlobalAvgPoolOp,
     GlobalMaxPoolOp,
     InstanceNormOp,
@@ -64,12 +60,18 @@ from .nn_layers import (
     LrnOp,
     MatMulOp,
     MaxPool2dOp,
-    PadOp,
     ReduceMaxOp,
     ReduceMeanOp,
     ReduceMinOp,
     ReduceProdOp,
     ReduceSumOp,
+)
+from .nn_movement import (
+    BroadcastOp,
+    ConcatOp,
+    DepthToSpaceOp,
+    GatherOp,
+    PadOp,
     ReshapeOp,
     ResizeOp,
     SliceOp,

@@ -31,7 +31,7 @@ from xdsl.utils.exceptions import VerifyException
 from . import nn
 from . import nn_shapes as shapes
 from .nn_base import F32Tensor, I64Array, NNOperation, shape_of
-from .nn_layers import COORDINATE_MODES, NEAREST_MODES
+from .nn_movement import COORDINATE_MODES, NEAREST_MODES
 from .nn_shapes import ShapeError
 from .qnn_base import (
     I32Tensor,

@@ -9,7 +9,7 @@ import numpy as np
 from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, StringAttr, TensorType, f32
 
 from npuc.dialects import nn
-from npuc.dialects.nn_layers import COORDINATE_MODES, NEAREST_MODES, RESIZE_MODES
+from npuc.dialects.nn_movement import COORDINATE_MODES, NEAREST_MODES, RESIZE_MODES
 
 from .onnx_elementwise import f32_attr
 from .onnx_graph import Converter, NodeContext, Unsupported, Value
