@@ -49,8 +49,8 @@ from .quantization.lowering import (
     fused_activation,
     is_constant,
     is_f32_tensor,
-    lower,
 )
+from .quantization.op_lowering import lower
 from .quantization.schemes import Scheme, TensorScheme, scheme_named
 
 GIVEN = "given"  # the strategy label of ranges passed in directly

@@ -1,0 +1,320 @@
+"""The per-op rules of the `quantize` pass: how each kind of layer becomes qnn ops.
+
+`lower` dispatches on the kind `classify` (lowering.py) gave the layer; the
+rules build ops through the `Emitter`, which inserts conversions as needed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    IntegerAttr,
+    TensorType,
+    i32,
+)
+from xdsl.dialects.builtin import i64 as I64
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from npuc.dialects import nn, qnn
+from npuc.dialects.qnn import UniformQuantizedType, qtype
+from npuc.runtime.kernels import elementwise as ew
+from npuc.runtime.nn_interpreter import evaluate_op
+from npuc.tensors import from_dense
+
+from .layer_config import LayerReport
+from .lowering import (
+    ADD_LEFT_SHIFT,
+    ARITHMETIC,
+    MOVEMENT,
+    POOLS,
+    WEIGHTED,
+    Emitter,
+    Layer,
+    clamp_bounds_of,
+    constant_data,
+    fused_activation,
+    layer_name_of,
+    tensor_of,
+)
+from .schemes import round_half_away
+
+# --------------------------------------------------------------------------- per-op lowering
+
+
+def copied_props(op: Operation, target: type[Operation]) -> dict[str, Attribute]:
+    """The nn op's properties that the qnn op also defines (name included)."""
+    wanted = target.get_irdl_definition().properties
+    return {k: v for k, v in op.properties.items() if k in wanted}
+
+
+def activation_bounds(layer: Layer) -> tuple[float, float] | None:
+    """The real clamp of a layer: its fused clip composed with a folded relu/clip."""
+    kind, lo, hi, _ = fused_activation(layer.op)
+    if kind != "clip":
+        lo, hi = -math.inf, math.inf
+    if layer.follower is not None:
+        outer_lo, outer_hi = clamp_bounds_of(layer.follower.op)
+        lo, hi = min(max(lo, outer_lo), outer_hi), min(max(hi, outer_lo), outer_hi)
+    elif kind != "clip":
+        return None
+    return lo, hi
+
+
+def pre_activation_type(em: Emitter, layer: Layer) -> UniformQuantizedType:
+    """The type before a fused leaky_relu: leaky(x) >= lo means x >= lo / alpha."""
+    alpha = fused_activation(layer.op)[3]
+    found = em.plan.value_range(layer.output, layer.bits)
+    if found is None:
+        em.plan.missing.append(em.plan.keys.get(layer.output, "?"))
+        found = (-1.0, 1.0)
+    return em.plan.scheme.activation(layer.bits).qtype(min(found[0] / alpha, 0.0), found[1])
+
+
+def finish(em: Emitter, layer: Layer, op: Operation, report: LayerReport) -> None:
+    """Add a requantizing op, apply a fused leaky_relu as a LUT, record its output."""
+    em.add(op)
+    result = op.results[0]
+    kind, _, _, alpha = fused_activation(layer.op)
+    if kind == "leaky_relu":
+        result = em.lut(layer, result, lambda x: ew.leaky_relu(x.astype(np.float32), alpha))
+        report.lowering += " + qnn.lut"
+    em.set_quant(layer.output, result)
+    report.outputs = [em.params(layer.output, qtype(result))]
+    em.plan.report.layers[layer.name] = report
+
+
+def new_report(em: Emitter, layer: Layer, lowering: str, inputs: list[SSAValue]) -> LayerReport:
+    return LayerReport(
+        name=layer.name,
+        op=layer.op.name,
+        lowering=lowering,
+        bits=layer.bits,
+        mode=layer.setting.mode or "int",
+        strategy=layer.setting.strategy or em.plan.input_strategy,
+        inputs=[
+            em.params(orig, qtype(v))
+            for orig, v in zip(layer.op.operands, inputs, strict=False)
+            if isinstance(v.type, TensorType)
+            and isinstance(v.type.element_type, UniformQuantizedType)
+        ],
+    )
+
+
+def output_type_for(em: Emitter, layer: Layer) -> UniformQuantizedType:
+    if fused_activation(layer.op)[0] == "leaky_relu":
+        return pre_activation_type(em, layer)
+    return em.out_type(layer)
+
+
+def lower_weighted(em: Emitter, layer: Layer) -> None:
+    op, plan = layer.op, em.plan
+    target = WEIGHTED[type(op)]
+    x = em.as_bits(op.operands[0], layer.bits)
+    axis = 0 if plan.scheme.per_channel else None
+    w = em.weight(op.operands[1], layer, axis)
+    qx, qw = qtype(x), qtype(w)
+    sw = np.array(qw.scale_values(), np.float64)
+    operands = [x, w]
+    report = new_report(em, layer, target.name, [x, w])
+    report.weight_bits = layer.setting.weight_bits
+    report.weight_strategy = layer.setting.weight_strategy
+    report.weight = {
+        "granularity": "per-channel" if qw.per_axis else "per-tensor",
+        "storage": qw.storage,
+        "symmetric": all(z == 0 for z in qw.zero_point_values()),
+        "narrow": qw.qmin == -qw.qmax,
+    }
+    stored_bias: np.ndarray | int = 0
+    if len(op.operands) > 2:
+        bias = np.asarray(constant_data(op.operands[2]), np.float64)
+        bias_scale = qx.scale * np.broadcast_to(sw, bias.shape)
+        stored = round_half_away(bias / bias_scale)
+        limit = 2 ** (plan.bias_bits - 1)
+        report.bias_saturated = int(np.count_nonzero((stored < -limit) | (stored > limit - 1)))
+        stored_bias = np.clip(stored, -limit, limit - 1).astype(np.int32)
+        name = layer_name_of(op.operands[2].owner)  # type: ignore[arg-type]
+        operands.append(em.constant(stored_bias, tensor_of(op.operands[2], i32), name))
+    check_accumulator(em, layer, x, w, stored_bias)
+    q_out = output_type_for(em, layer)
+    props = copied_props(op, target)
+    props |= em.requant_props(qx.scale * sw / q_out.scale, q_out, activation_bounds(layer))
+    new = target.create(
+        operands=operands, properties=props, result_types=[tensor_of(op.results[0], q_out)]
+    )
+    finish(em, layer, new, report)
+
+
+def check_accumulator(
+    em: Emitter, layer: Layer, x: SSAValue, w: SSAValue, bias: np.ndarray | int
+) -> None:
+    """Warn when the worst-case accumulator of a constant-weight layer exceeds int32.
+
+    The reference kernels accumulate in int64; hardware accumulates in int32.
+    """
+    if not isinstance(w.owner, qnn.ConstantOp):
+        return
+    qx, qw = qtype(x), qtype(w)
+    stored = np.asarray(from_dense(w.owner.value)).view(qw.storage_dtype()).astype(np.int64)
+    zps = np.array(qw.zero_point_values(), np.int64)
+    rows = stored.reshape(stored.shape[0], -1) - (zps[:, None] if qw.per_axis else zps)
+    x_max = max(qx.zero_point - qx.qmin, qx.qmax - qx.zero_point)
+    bound = x_max * np.abs(rows).sum(axis=1) + np.abs(np.asarray(bias, np.int64))
+    if int(bound.max()) > 2**31 - 1:
+        em.warnings.append(
+            f"layer '{layer.name}': the worst-case accumulator {int(bound.max())} exceeds int32"
+        )
+
+
+def lower_arithmetic(em: Emitter, layer: Layer) -> None:
+    op, bits = layer.op, layer.bits
+    target = ARITHMETIC[type(op)]
+    if isinstance(op, nn.MatMulOp):
+        a, b = (em.weight(v, layer, None) for v in op.operands)
+    else:
+        a, b = (em.as_bits(v, bits) for v in op.operands)
+    sa, sb = qtype(a).scale, qtype(b).scale
+    q_out = output_type_for(em, layer)
+    bounds = activation_bounds(layer)
+    props = copied_props(op, target)
+    if isinstance(op, nn.AddOp | nn.SubOp):
+        # TFLite's scheme: align both inputs on 2 * max(sa, sb) with left_shift bits of headroom.
+        left_shift = ADD_LEFT_SHIFT[bits]
+        twice_max = 2 * max(sa, sb)
+        props |= em.requant_props([twice_max / ((1 << left_shift) * q_out.scale)], q_out, bounds)
+        (lm, ls), (rm, rs) = _pair(em, sa / twice_max), _pair(em, sb / twice_max)
+        props |= {
+            "left_shift": IntegerAttr(left_shift, I64),
+            "lhs_multiplier": IntegerAttr(lm, I64),
+            "lhs_shift": IntegerAttr(ls, I64),
+            "rhs_multiplier": IntegerAttr(rm, I64),
+            "rhs_shift": IntegerAttr(rs, I64),
+        }
+    else:
+        props |= em.requant_props([sa * sb / q_out.scale], q_out, bounds)
+    new = target.create(
+        operands=[a, b], properties=props, result_types=[tensor_of(op.results[0], q_out)]
+    )
+    finish(em, layer, new, new_report(em, layer, target.name, [a, b]))
+
+
+def _pair(em: Emitter, real: float) -> tuple[int, int]:
+    props = em.requant_props([real])
+    return props["multiplier"].get_values()[0], props["shift"].get_values()[0]  # type: ignore[attr-defined]
+
+
+def lower_pool(em: Emitter, layer: Layer) -> None:
+    op = layer.op
+    target = POOLS[type(op)]
+    x = em.as_bits(op.operands[0], layer.bits)
+    q_out = output_type_for(em, layer)
+    props = copied_props(op, target)
+    props |= em.requant_props([qtype(x).scale / q_out.scale], q_out, activation_bounds(layer))
+    new = target.create(
+        operands=[x], properties=props, result_types=[tensor_of(op.results[0], q_out)]
+    )
+    finish(em, layer, new, new_report(em, layer, target.name, [x]))
+
+
+def lower_movement(em: Emitter, layer: Layer) -> None:
+    op = layer.op
+    target = MOVEMENT[type(op)]
+    x = em.as_bits(op.operands[0], layer.bits)
+    q = qtype(x)
+    props = copied_props(op, target)
+    if isinstance(op, nn.PadOp):
+        stored = q.zero_point + int(round_half_away(float(op.value.value.data) / q.scale))
+        props["value"] = IntegerAttr(min(max(stored, q.qmin), q.qmax), I64)
+    new = em.add(
+        target.create(
+            operands=[x], properties=props, result_types=[tensor_of(r, q) for r in op.results]
+        )
+    )
+    for original, result in zip(op.results, new.results, strict=True):
+        em.set_quant(original, result)
+    report = new_report(em, layer, target.name, [x])
+    report.outputs = [em.params(r, q) for r in op.results]
+    em.plan.report.layers[layer.name] = report
+
+
+def lower_concat(em: Emitter, layer: Layer) -> None:
+    op = layer.op
+    shared = em.plan.act_type(op.results[0], layer.bits)
+    inputs = [em.as_type(v, shared) for v in op.operands]
+    new = em.add(
+        qnn.ConcatOp.create(
+            operands=inputs, properties=copied_props(op, qnn.ConcatOp),
+            result_types=[tensor_of(op.results[0], shared)],
+        )
+    )  # fmt: skip
+    em.set_quant(op.results[0], new.results[0])
+    report = new_report(em, layer, qnn.ConcatOp.name, inputs)
+    report.outputs = [em.params(op.results[0], shared)]
+    em.plan.report.layers[layer.name] = report
+
+
+def lower_clamp(em: Emitter, layer: Layer) -> None:
+    """A relu/clip that cannot fold: qnn.requantize (identity unless retargeted) with a clamp."""
+    op = layer.op
+    x = em.as_bits(op.operands[0], layer.bits)
+    forced = em.plan.forced.get(op.results[0])
+    q_out = (
+        forced if forced is not None and forced.storage_bits == qtype(x).storage_bits else qtype(x)
+    )
+    props = {"name": op.properties["name"]} if "name" in op.properties else {}
+    props |= em.requant_props([qtype(x).scale / q_out.scale], q_out, clamp_bounds_of(op))
+    new = qnn.RequantizeOp.create(
+        operands=[x], properties=props, result_types=[tensor_of(op.results[0], q_out)]
+    )
+    finish(em, layer, new, new_report(em, layer, qnn.RequantizeOp.name, [x]))
+
+
+def lower_lut(em: Emitter, layer: Layer) -> None:
+    op = layer.op
+    x = em.as_bits(op.operands[0], 8)
+    result = em.lut(layer, x, lambda v: evaluate_op(op, [v.astype(np.float32)])[0])
+    em.set_quant(op.results[0], result)
+    report = new_report(em, layer, qnn.LutOp.name, [x])
+    report.outputs = [em.params(op.results[0], qtype(result))]
+    em.plan.report.layers[layer.name] = report
+
+
+def lower_float(em: Emitter, layer: Layer) -> None:
+    """Hybrid: the nn op on dequantized operands; consumers quantize its results."""
+    op = layer.op
+    mapping = {v: em.as_float(v) for v in op.operands}
+    clone = em.add(op.clone(value_mapper=mapping))
+    for original, result in zip(op.results, clone.results, strict=True):
+        em.float_form[original] = result
+    report = new_report(em, layer, "float", [])
+    report.mode, report.reason = "float", layer.reason
+    em.plan.report.layers[layer.name] = report
+
+
+def lower_folded(em: Emitter, layer: Layer) -> None:
+    assert layer.folded_into is not None
+    producer = em.plan.report.layers[layer.folded_into.name]
+    report = new_report(em, layer, f"folded into {layer.folded_into.name}", [])
+    report.outputs = producer.outputs
+    em.plan.report.layers[layer.name] = report
+
+
+LOWERINGS: dict[str, Callable[[Emitter, Layer], None]] = {
+    "weighted": lower_weighted,
+    "arithmetic": lower_arithmetic,
+    "pool": lower_pool,
+    "movement": lower_movement,
+    "concat": lower_concat,
+    "clamp": lower_clamp,
+    "lut": lower_lut,
+    "float": lower_float,
+}
+
+
+def lower(em: Emitter, layer: Layer) -> None:
+    if layer.folded_into is not None:
+        lower_folded(em, layer)
+    else:
+        LOWERINGS[layer.kind](em, layer)
