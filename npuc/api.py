@@ -69,6 +69,10 @@ def load_model(
             outputs=outputs,
             prequantized=prequantized,
         )
+    if suffix == ".tflite":
+        from .frontends.tflite import import_tflite
+
+        return import_tflite(path, input_shapes=input_shapes, inputs=inputs, outputs=outputs)
     if suffix == ".mlir":
         if input_shapes or inputs or outputs:
             raise NpucError(
@@ -80,7 +84,8 @@ def load_model(
             raise NpucError(e.strerror or str(e), str(path)) from None
         return parse_mlir(data, str(path))
     raise NpucError(
-        f"unrecognised model format '{suffix or path.name}' (expected .onnx or .mlir)", str(path)
+        f"unrecognised model format '{suffix or path.name}' (expected .onnx, .tflite or .mlir)",
+        str(path),
     )
 
 

@@ -45,6 +45,7 @@ class NpuOptMain(xDSLOptMain):
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
         self.available_frontends["onnx"] = self._import_onnx
+        self.available_frontends["tflite"] = self._import_tflite
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
@@ -56,6 +57,13 @@ class NpuOptMain(xDSLOptMain):
         return import_onnx(
             stream.read(), location=self.get_input_name(), **import_options(self.args)
         )
+
+    def _import_tflite(self, stream: IO[bytes]):
+        from ..frontends.tflite import import_tflite
+
+        options = import_options(self.args)
+        options.pop("prequantized", None)  # int8 TFLite always keeps its quantization
+        return import_tflite(stream.read(), location=self.get_input_name(), **options)
 
     def prepare_output(self) -> IO[str]:
         self._held = _HeldOutput()

@@ -18,9 +18,9 @@ from .quantize_options import add_quantize_options, check_options, quantize_and_
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="npu-run",
-        description="Run a model (.onnx or .mlir) with npuc's reference interpreter.",
+        description="Run a model (.onnx, .tflite or .mlir) with npuc's reference interpreter.",
     )
-    parser.add_argument("model", help="model file: .onnx or .mlir")
+    parser.add_argument("model", help="model file: .onnx, .tflite or .mlir")
     parser.add_argument(
         "--input",
         action="append",

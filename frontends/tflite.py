@@ -1,0 +1,446 @@
+"""TFLite importer: the main subgraph of a .tflite model becomes a `func.func @main`.
+
+Float operators become `nn` ops; int8 operators become `qnn` ops with the model's
+own scales and zero points and TFLite's integer arithmetic (`rounding = "tflite"`,
+multipliers computed as TFLite computes them; see tflite_qops).
+
+Layout: every value keeps its TFLite (NHWC) shape, so element-wise ops, reshapes
+and axes map one to one. Spatial ops (convolutions, pools, resizes) are wrapped
+in transposes NHWC -> NCHW -> NHWC; a transpose that undoes the one producing its
+input is folded at import, so chains of spatial ops stay NCHW throughout.
+Ops are named after their first output tensor. Unsupported operators (and custom
+ops) are collected and reported together in one diagnostic.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import IntegerType, ModuleOp, StringAttr, TensorType, f32, i32, i64
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from npuc.diagnostics import NpucError
+from npuc.dialects import nn, qnn
+from npuc.dialects.nn_base import NNOperation, build, ints, shape_of
+from npuc.dialects.quant_types import UniformQuantizedType
+from npuc.graph_io import ENTRY, name_attrs
+from npuc.tensors import to_dense
+
+from .tflite_model import Graph, Operator, Tensor, decode
+
+__all__ = ["import_tflite", "supported_ops"]
+
+NCHW = (0, 3, 1, 2)
+NHWC = (0, 2, 3, 1)
+STORAGE = {np.dtype(np.int8): "i8", np.dtype(np.uint8): "u8", np.dtype(np.int16): "i16"}
+
+
+class Unsupported(Exception):
+    """An operator npuc cannot import, with the reason."""
+
+
+Converter = Callable[["OpContext"], "SSAValue | Sequence[SSAValue]"]
+
+
+def _converters() -> tuple[dict[str, Converter], dict[str, Converter]]:
+    from . import tflite_ops, tflite_qops
+
+    return tflite_ops.CONVERTERS, tflite_qops.CONVERTERS
+
+
+def supported_ops() -> dict[str, list[str]]:
+    """TFLite builtin operators the importer understands, for float and int8 models."""
+    float_ops, quant_ops = _converters()
+    return {"float": sorted(float_ops), "int8": sorted(quant_ops)}
+
+
+def import_tflite(
+    model: str | os.PathLike[str] | bytes | bytearray | memoryview,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    inputs: Sequence[str] | None = None,
+    outputs: Sequence[str] | None = None,
+    location: str | None = None,
+) -> ModuleOp:
+    """Import a .tflite model (path or bytes) as a module of `nn`/`qnn` ops.
+
+    `input_shapes` overrides input shapes (dynamic dimensions); `inputs`/`outputs`
+    cut a sub-graph by tensor names.
+    """
+    if isinstance(model, bytes | bytearray | memoryview):
+        data, location = bytes(model), location or "<tflite bytes>"
+    else:
+        path = os.fspath(model)
+        location = location or path
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise NpucError(f"cannot read TFLite model: {e.strerror or e}", location) from None
+    graph = decode(data, location)
+    return _Import(graph, location).run(input_shapes or {}, inputs, outputs)
+
+
+def tensor_type(t: Tensor, shape: Sequence[int] | None = None) -> TensorType:
+    """The IR type of a TFLite tensor: f32, a quantized type, or i32/i64 for indices."""
+    dims = list(t.shape if shape is None else shape)
+    return TensorType(element_type(t), dims)
+
+
+def element_type(t: Tensor) -> Attribute:
+    if t.dtype == np.float32:
+        return f32
+    if t.dtype in STORAGE and t.quant is not None:
+        return quantized_type(t)
+    if t.dtype == np.int32:
+        return i32
+    if t.dtype == np.int64:
+        return i64
+    raise Unsupported(f"tensor '{t.name}' of type {t.type_name} not supported")
+
+
+def quantized_type(t: Tensor, axis: int | None = None) -> UniformQuantizedType:
+    """The tensor's own scales and zero points; per-axis types may move their axis."""
+    q = t.quant
+    assert q is not None and t.dtype is not None
+    scales = [float(s) for s in q.scales]
+    if not all(s > 0 and np.isfinite(s) for s in scales):
+        raise Unsupported(f"tensor '{t.name}' has a scale that is not positive and finite")
+    if q.axis is None or len(scales) == 1:
+        return UniformQuantizedType(STORAGE[t.dtype], scales[0], int(q.zero_points[0]))
+    return UniformQuantizedType(
+        STORAGE[t.dtype], scales, [int(z) for z in q.zero_points],
+        axis=q.axis if axis is None else axis,
+    )  # fmt: skip
+
+
+def is_quantized(t: Tensor) -> bool:
+    return t.dtype in STORAGE and t.quant is not None
+
+
+class OpContext:
+    """What a converter sees of one operator, and how it emits IR."""
+
+    def __init__(self, importer: _Import, op: Operator):
+        self.importer = importer
+        self.op = op
+        self.graph = importer.graph
+        self.name = self.out().name if op.outputs else f"op_{op.index}"
+        self.options: dict[str, Any] = op.options
+
+    # ------------------------------------------------------------------ reading
+
+    def opt(self, key: str, default: Any = None) -> Any:
+        return self.options.get(key, default)
+
+    def has(self, i: int) -> bool:
+        return i < len(self.op.inputs) and self.op.inputs[i] >= 0
+
+    def tensor(self, i: int) -> Tensor:
+        if not self.has(i):
+            raise Unsupported(f"input {i} is missing")
+        return self.graph.tensors[self.op.inputs[i]]
+
+    def out(self, i: int = 0) -> Tensor:
+        return self.graph.tensors[self.op.outputs[i]]
+
+    def const(self, i: int) -> np.ndarray | None:
+        return self.tensor(i).data if self.has(i) else None
+
+    def need_const(self, i: int, what: str) -> np.ndarray:
+        data = self.const(i)
+        if data is None:
+            raise Unsupported(f"{what} must be a constant")
+        return data
+
+    def value(self, i: int) -> SSAValue:
+        return self.importer.value(self.tensor(i))
+
+    def shape(self, i: int) -> tuple[int, ...]:
+        return shape_of(self.value(i)) if self.tensor(i).data is None else self.tensor(i).shape
+
+    # ------------------------------------------------------------------ emitting
+
+    def emit(
+        self,
+        op_type: type[NNOperation],
+        operands: Sequence[SSAValue | None],
+        props: Mapping[str, Attribute] | None = None,
+        *,
+        result_types: Sequence[Attribute] | None = None,
+        element_type: Attribute = f32,
+    ) -> SSAValue:
+        op = build(
+            op_type, operands, props, name=self.name, result_types=result_types,
+            element_type=element_type,
+        )  # fmt: skip
+        self.importer.block.add_op(op)
+        return op.results[0]
+
+    def emit_multi(
+        self,
+        op_type: type[NNOperation],
+        operands: Sequence[SSAValue],
+        props: Mapping[str, Attribute],
+        result_types: Sequence[Attribute],
+    ) -> list[SSAValue]:
+        op = build(op_type, operands, props, name=self.name, result_types=result_types)
+        self.importer.block.add_op(op)
+        return list(op.results)
+
+    def constant(
+        self, array: np.ndarray, ty: Attribute | None = None, name: str | None = None
+    ) -> SSAValue:
+        """An nn.constant (f32/i32/i64 data) or qnn.constant (with a quantized type `ty`)."""
+        return self.importer.constant(array, name or self.name, ty)
+
+    def transpose(self, value: SSAValue, perm: Sequence[int]) -> SSAValue:
+        """transpose(value), folding a transpose that undoes the one producing `value`."""
+        perm = [int(p) for p in perm]
+        if perm == list(range(len(perm))):
+            return value
+        owner = value.owner
+        if isinstance(owner, nn.TransposeOp | qnn.TransposeOp):
+            inner = [int(p) for p in owner.perm.get_values()]
+            if [inner[p] for p in perm] == list(range(len(perm))):
+                return owner.input
+        ty = value.type
+        assert isinstance(ty, TensorType)
+        op_type = qnn.TransposeOp if is_qvalue(value) else nn.TransposeOp
+        return self.emit(op_type, [value], {"perm": ints(perm)}, element_type=ty.element_type)
+
+    def hoisted(self, values: Sequence[SSAValue]) -> list[SSAValue] | None:
+        """The NCHW values behind operands that are all NCHW -> NHWC transposes of one shape.
+
+        Element-wise ops then run in NCHW, so the transposes around them cancel too.
+        """
+        inner = []
+        for v in values:
+            owner = v.owner
+            if not isinstance(owner, nn.TransposeOp | qnn.TransposeOp):
+                return None
+            if tuple(int(p) for p in owner.perm.get_values()) != NHWC:
+                return None
+            inner.append(owner.input)
+        return inner if len({shape_of(v) for v in inner}) == 1 else None
+
+    def nchw(self, value: SSAValue) -> SSAValue:
+        return self.transpose(value, NCHW)
+
+    def nhwc(self, value: SSAValue) -> SSAValue:
+        return self.transpose(value, NHWC)
+
+    def reshape(self, value: SSAValue, shape: Sequence[int]) -> SSAValue:
+        shape = [int(d) for d in shape]
+        if list(shape_of(value)) == shape:
+            return value
+        ty = value.type
+        assert isinstance(ty, TensorType)
+        op_type = qnn.ReshapeOp if is_qvalue(value) else nn.ReshapeOp
+        return self.emit(op_type, [value], result_types=[TensorType(ty.element_type, shape)])
+
+
+def is_qvalue(value: SSAValue) -> bool:
+    ty = value.type
+    return isinstance(ty, TensorType) and isinstance(ty.element_type, UniformQuantizedType)
+
+
+class _Import:
+    def __init__(self, graph: Graph, location: str):
+        self.graph = graph
+        self.location = location
+        self.by_name = {t.name: t for t in graph.tensors}
+        self.block = Block()
+        self.values: dict[int, SSAValue] = {}
+        self.issues: list[tuple[str, str, str]] = []  # (op type, op name, reason)
+        self.poisoned: set[int] = set()
+
+    def error(self, message: str) -> NpucError:
+        return NpucError(message, self.location)
+
+    def _tensors(self, names: Sequence[str] | None, default: Sequence[int], kind: str) -> list[int]:
+        if names is None:
+            return list(default)
+        if not names:
+            raise self.error(f"the list of {kind}s to cut at is empty")
+        unknown = [n for n in names if n not in self.by_name]
+        if unknown:
+            shown = ", ".join(t.name for t in self.graph.tensors[:40])
+            raise self.error(f"unknown {kind} tensor name(s): {', '.join(unknown)}; "
+                             f"tensors are: {shown}")  # fmt: skip
+        return [self.by_name[n].index for n in names]
+
+    def run(
+        self,
+        input_shapes: Mapping[str, Sequence[int]],
+        inputs: Sequence[str] | None,
+        outputs: Sequence[str] | None,
+    ) -> ModuleOp:
+        graph = self.graph
+        in_ids = self._tensors(inputs, graph.inputs, "input")
+        out_ids = self._tensors(outputs, graph.outputs, "output")
+        in_names = [graph.tensors[t].name for t in in_ids]
+        unknown = sorted(set(input_shapes) - set(in_names))
+        if unknown:
+            raise self.error(f"--input-shape names unknown input(s) {', '.join(unknown)}; "
+                             f"inputs are: {', '.join(in_names)}")  # fmt: skip
+        arg_types = [self._arg_type(graph.tensors[t], input_shapes) for t in in_ids]
+        self.block = Block(arg_types=arg_types)
+        self.values.update(zip(in_ids, self.block.args, strict=True))
+        for op in self._schedule(in_ids, out_ids):
+            self._convert(op)
+        if self.issues:
+            raise self._issues_error()
+        results = [self.value(graph.tensors[t]) for t in out_ids]
+        self.block.add_op(ReturnOp(*results))
+        self._erase_dead()
+        func = FuncOp(
+            ENTRY, (arg_types, [r.type for r in results]), Region(self.block),
+            arg_attrs=name_attrs(in_names),
+            res_attrs=name_attrs([graph.tensors[t].name for t in out_ids]),
+        )  # fmt: skip
+        module = ModuleOp([func])
+        try:
+            module.verify()
+        except VerifyException as e:
+            raise self.error(f"the imported module does not verify (an importer bug): {e}") from e
+        return module
+
+    def _erase_dead(self) -> None:
+        """Drop ops left unused by folded transpose pairs (all importer ops are pure)."""
+        for op in reversed(list(self.block.ops)):
+            if isinstance(op, NNOperation) and all(not r.uses for r in op.results):
+                self.block.erase_op(op)
+
+    def _arg_type(self, t: Tensor, input_shapes: Mapping[str, Sequence[int]]) -> TensorType:
+        if t.data is not None:
+            raise self.error(f"input '{t.name}' is a constant tensor")
+        shape = list(t.shape)
+        if t.signature is not None and len(t.signature) == len(shape):
+            shape = [
+                1 if s < 0 and i == 0 else d
+                for i, (s, d) in enumerate(zip(t.signature, shape, strict=True))
+            ]
+            if any(s < 0 for s in t.signature[1:]) and t.name not in input_shapes:
+                dims = ",".join(map(str, shape))
+                raise self.error(
+                    f"input '{t.name}' has dynamic dimensions; give its shape "
+                    f"with --input-shape {t.name}:{dims}"
+                )
+        if t.name in input_shapes:
+            given = [int(d) for d in input_shapes[t.name]]
+            if len(given) != len(shape) or any(d <= 0 for d in given):
+                raise self.error(f"input shape {given} for '{t.name}' must have rank "
+                                 f"{len(shape)} and positive dimensions")  # fmt: skip
+            shape = given
+        if t.dtype != np.float32 and not is_quantized(t):
+            raise self.error(f"input '{t.name}' has type {t.type_name}; npuc takes float32 "
+                             "or quantized int8/uint8/int16 inputs")  # fmt: skip
+        return tensor_type(t, shape)
+
+    def _schedule(self, in_ids: Sequence[int], out_ids: Sequence[int]) -> list[Operator]:
+        """The operators needed for `out_ids` from `in_ids` and constants, in model order."""
+        producer = {t: op for op in self.graph.operators for t in op.outputs}
+        needed: set[int] = set()
+        stack = [t for t in out_ids]
+        seen: set[int] = set(in_ids)
+        while stack:
+            t = stack.pop()
+            if t in seen or t < 0:
+                continue
+            seen.add(t)
+            op = producer.get(t)
+            if op is None:
+                if self.graph.tensors[t].data is None:
+                    raise self.error(f"tensor '{self.graph.tensors[t].name}' has no producer "
+                                     "and is not a graph input or constant")  # fmt: skip
+                continue
+            if op.index not in needed:
+                needed.add(op.index)
+                stack.extend(op.inputs)
+        return [op for op in self.graph.operators if op.index in needed]
+
+    def _convert(self, op: Operator) -> None:
+        ctx = OpContext(self, op)
+        if any(t in self.poisoned for t in op.inputs):
+            self.poisoned.update(op.outputs)
+            return
+        try:
+            if op.custom:
+                raise Unsupported("custom operators are not supported")
+            converter = self._converter(op)
+            results = converter(ctx)
+            results = [results] if isinstance(results, SSAValue) else list(results)
+            if len(results) != len(op.outputs):
+                raise Unsupported(f"expected {len(op.outputs)} results, made {len(results)}")
+            for t, value in zip(op.outputs, results, strict=True):
+                self._bind(self.graph.tensors[t], value)
+        except Unsupported as e:
+            self.issues.append((op.op_type, ctx.name, str(e)))
+            self.poisoned.update(op.outputs)
+        except (ValueError, NpucError, VerifyException) as e:
+            text = e.message if isinstance(e, NpucError) else str(e)
+            self.issues.append((op.op_type, ctx.name, f"invalid operator: {text}"))
+            self.poisoned.update(op.outputs)
+
+    def _converter(self, op: Operator) -> Converter:
+        float_ops, quant_ops = _converters()
+        # The data tensors decide: constant inputs may be int32 shapes or axes.
+        data = [self.graph.tensors[t] for t in (*op.inputs, *op.outputs) if t >= 0]
+        data = [t for t in data if t.data is None or t.dtype in STORAGE]
+        quantized = any(is_quantized(t) for t in data) and op.op_type != "DEQUANTIZE"
+        table = quant_ops if quantized else float_ops
+        if op.op_type not in table:
+            if op.op_type in float_ops or op.op_type in quant_ops:
+                kind = "quantized" if quantized else "float"
+                raise Unsupported(f"{kind} {op.op_type} not supported")
+            raise Unsupported("operator not supported")
+        return table[op.op_type]
+
+    def _bind(self, t: Tensor, value: SSAValue) -> None:
+        want = tensor_type(t)
+        if value.type != want:
+            raise ValueError(f"result {value.type} does not match the tensor type {want} of "
+                             f"'{t.name}'")  # fmt: skip
+        self.values[t.index] = value
+
+    def value(self, t: Tensor) -> SSAValue:
+        if t.index not in self.values:
+            if t.data is None:
+                raise ValueError(f"tensor '{t.name}' has no value")
+            self.values[t.index] = self.constant(t.data, t.name, element_type(t))
+        return self.values[t.index]
+
+    def constant(self, array: np.ndarray, name: str, ty: Attribute | None) -> SSAValue:
+        array = np.asarray(array)
+        if isinstance(ty, UniformQuantizedType):
+            dense = to_dense(
+                array.astype(ty.storage_dtype()), IntegerType(max(8, ty.storage_bits.data))
+            )
+            op = qnn.ConstantOp.create(
+                properties={"value": dense, "name": StringAttr(name)},
+                result_types=[TensorType(ty, list(array.shape))],
+            )
+        else:
+            if ty is None:
+                ty = {np.dtype(np.int32): i32, np.dtype(np.int64): i64}.get(array.dtype, f32)
+            op = nn.ConstantOp(to_dense(array, ty), name)
+        self.block.add_op(op)
+        return op.results[0]
+
+    def _issues_error(self) -> NpucError:
+        lines = [f"unsupported TFLite operators ({len(self.issues)}):"]
+        buckets: dict[tuple[str, str], list[str]] = {}
+        for op_type, name, reason in self.issues:
+            buckets.setdefault((op_type, reason), []).append(name)
+        for (op_type, reason), names in buckets.items():
+            shown = ", ".join(names[:10]) + (
+                f", ... ({len(names) - 10} more)" if len(names) > 10 else ""
+            )
+            lines.append(f"  {op_type} x{len(names)}: {shown} ({reason})")
+        return NpucError("\n".join(lines), self.location)

@@ -1,0 +1,225 @@
+"""A small .tflite writer for tests, on the `tflite` package's generated flatbuffer builders.
+
+m = TFLiteModel()
+x = m.tensor("x", [1, 8, 8, 3])
+w = m.tensor("w", [4, 3, 3, 3], data=weights)
+y = m.tensor("y", [1, 8, 8, 4])
+m.op("CONV_2D", [x, w, -1], [y], "Conv2DOptions", Padding=0, StrideH=1, StrideW=1)
+data = m.build(inputs=[x], outputs=[y])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import flatbuffers
+import numpy as np
+import tflite
+
+TYPES = {
+    np.dtype(np.float32): tflite.TensorType.FLOAT32,
+    np.dtype(np.int8): tflite.TensorType.INT8,
+    np.dtype(np.uint8): tflite.TensorType.UINT8,
+    np.dtype(np.int16): tflite.TensorType.INT16,
+    np.dtype(np.int32): tflite.TensorType.INT32,
+    np.dtype(np.int64): tflite.TensorType.INT64,
+}
+
+
+@dataclass
+class _Tensor:
+    name: str
+    shape: list[int]
+    dtype: np.dtype
+    data: np.ndarray | None
+    scales: list[float] | None
+    zero_points: list[int] | None
+    axis: int
+
+
+@dataclass
+class _Op:
+    code: int
+    inputs: list[int]
+    outputs: list[int]
+    options: str | None
+    fields: dict[str, Any] = field(default_factory=dict)
+    custom: str | None = None
+
+
+class TFLiteModel:
+    def __init__(self) -> None:
+        self.tensors: list[_Tensor] = []
+        self.ops: list[_Op] = []
+
+    def tensor(
+        self,
+        name: str,
+        shape: Sequence[int],
+        dtype: Any = np.float32,
+        data: np.ndarray | None = None,
+        scale: float | Sequence[float] | None = None,
+        zero_point: int | Sequence[int] | None = None,
+        axis: int = 0,
+    ) -> int:
+        dtype = np.dtype(dtype)
+        if data is not None:
+            data = np.ascontiguousarray(data, dtype)
+            assert list(data.shape) == list(shape), (name, data.shape, shape)
+        scales = None if scale is None else [float(s) for s in np.ravel(scale)]
+        zps = None
+        if scales is not None:
+            zp = 0 if zero_point is None else zero_point
+            zps = [int(z) for z in np.ravel(zp)]
+            if len(zps) == 1:
+                zps *= len(scales)
+        self.tensors.append(_Tensor(name, list(shape), dtype, data, scales, zps, axis))
+        return len(self.tensors) - 1
+
+    def op(self, name: str, inputs: Sequence[int], outputs: Sequence[int],
+           options: str | None = None, **fields: Any) -> None:  # fmt: skip
+        code = getattr(tflite.BuiltinOperator, name)
+        self.ops.append(_Op(code, list(inputs), list(outputs), options, fields))
+
+    def custom_op(self, name: str, inputs: Sequence[int], outputs: Sequence[int]) -> None:
+        self.ops.append(_Op(tflite.BuiltinOperator.CUSTOM, list(inputs), list(outputs), None,
+                            custom=name))  # fmt: skip
+
+    # ------------------------------------------------------------------ serialisation
+
+    def build(self, inputs: Sequence[int], outputs: Sequence[int]) -> bytes:
+        b = flatbuffers.Builder(1024)
+        buffers = [self._buffer(b, None)]
+        buffer_of = []
+        for t in self.tensors:
+            if t.data is None:
+                buffer_of.append(0)
+            else:
+                buffers.append(self._buffer(b, t.data))
+                buffer_of.append(len(buffers) - 1)
+        tensors = [self._tensor(b, t, buf) for t, buf in zip(self.tensors, buffer_of, strict=True)]
+        codes: list[tuple[int, str | None]] = []
+        for op in self.ops:
+            if (op.code, op.custom) not in codes:
+                codes.append((op.code, op.custom))
+        code_offsets = [self._code(b, code, custom) for code, custom in codes]
+        ops = [self._op(b, op, codes.index((op.code, op.custom))) for op in self.ops]
+
+        t_vec = self._tables(b, tflite.SubGraphStartTensorsVector, tensors)
+        o_vec = self._tables(b, tflite.SubGraphStartOperatorsVector, ops)
+        in_vec = b.CreateNumpyVector(np.array(inputs, np.int32))
+        out_vec = b.CreateNumpyVector(np.array(outputs, np.int32))
+        name = b.CreateString("main")
+        tflite.SubGraphStart(b)
+        tflite.SubGraphAddTensors(b, t_vec)
+        tflite.SubGraphAddOperators(b, o_vec)
+        tflite.SubGraphAddInputs(b, in_vec)
+        tflite.SubGraphAddOutputs(b, out_vec)
+        tflite.SubGraphAddName(b, name)
+        subgraph = tflite.SubGraphEnd(b)
+
+        s_vec = self._tables(b, tflite.ModelStartSubgraphsVector, [subgraph])
+        c_vec = self._tables(b, tflite.ModelStartOperatorCodesVector, code_offsets)
+        b_vec = self._tables(b, tflite.ModelStartBuffersVector, buffers)
+        description = b.CreateString("npuc test model")
+        tflite.ModelStart(b)
+        tflite.ModelAddVersion(b, 3)
+        tflite.ModelAddOperatorCodes(b, c_vec)
+        tflite.ModelAddSubgraphs(b, s_vec)
+        tflite.ModelAddDescription(b, description)
+        tflite.ModelAddBuffers(b, b_vec)
+        b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+        return bytes(b.Output())
+
+    @staticmethod
+    def _tables(b: flatbuffers.Builder, start: Any, offsets: Sequence[int]) -> int:
+        start(b, len(offsets))
+        for off in reversed(offsets):
+            b.PrependUOffsetTRelative(off)
+        return b.EndVector()
+
+    @staticmethod
+    def _buffer(b: flatbuffers.Builder, data: np.ndarray | None) -> int:
+        vec = None
+        if data is not None:
+            raw = np.frombuffer(data.tobytes(), np.uint8)
+            b.StartVector(1, raw.size, 16)  # TFLite aligns buffers to 16 bytes
+            b.head -= raw.size
+            b.Bytes[b.head : b.head + raw.size] = raw.tobytes()
+            vec = b.EndVector()
+        tflite.BufferStart(b)
+        if vec is not None:
+            tflite.BufferAddData(b, vec)
+        return tflite.BufferEnd(b)
+
+    @staticmethod
+    def _tensor(b: flatbuffers.Builder, t: _Tensor, buffer: int) -> int:
+        name = b.CreateString(t.name)
+        shape = b.CreateNumpyVector(np.array(t.shape, np.int32))
+        quant = None
+        if t.scales is not None:
+            scales = b.CreateNumpyVector(np.array(t.scales, np.float32))
+            zps = b.CreateNumpyVector(np.array(t.zero_points, np.int64))
+            tflite.QuantizationParametersStart(b)
+            tflite.QuantizationParametersAddScale(b, scales)
+            tflite.QuantizationParametersAddZeroPoint(b, zps)
+            tflite.QuantizationParametersAddQuantizedDimension(b, t.axis)
+            quant = tflite.QuantizationParametersEnd(b)
+        tflite.TensorStart(b)
+        tflite.TensorAddShape(b, shape)
+        tflite.TensorAddType(b, TYPES[t.dtype])
+        tflite.TensorAddBuffer(b, buffer)
+        tflite.TensorAddName(b, name)
+        if quant is not None:
+            tflite.TensorAddQuantization(b, quant)
+        return tflite.TensorEnd(b)
+
+    @staticmethod
+    def _code(b: flatbuffers.Builder, code: int, custom: str | None) -> int:
+        custom_name = b.CreateString(custom) if custom else None
+        tflite.OperatorCodeStart(b)
+        tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
+        tflite.OperatorCodeAddBuiltinCode(b, code)
+        tflite.OperatorCodeAddVersion(b, 1)
+        if custom_name is not None:
+            tflite.OperatorCodeAddCustomCode(b, custom_name)
+        return tflite.OperatorCodeEnd(b)
+
+    @staticmethod
+    def _op(b: flatbuffers.Builder, op: _Op, code_index: int) -> int:
+        options = None
+        if op.options is not None:
+            vectors = {
+                k: b.CreateNumpyVector(np.array(v, np.int32))
+                for k, v in op.fields.items()
+                if isinstance(v, list | tuple | np.ndarray)
+            }
+            getattr(tflite, f"{op.options}Start")(b)
+            for key, value in op.fields.items():
+                getattr(tflite, f"{op.options}Add{key}")(b, vectors.get(key, value))
+            options = getattr(tflite, f"{op.options}End")(b)
+        ins = b.CreateNumpyVector(np.array(op.inputs, np.int32))
+        outs = b.CreateNumpyVector(np.array(op.outputs, np.int32))
+        tflite.OperatorStart(b)
+        tflite.OperatorAddOpcodeIndex(b, code_index)
+        tflite.OperatorAddInputs(b, ins)
+        tflite.OperatorAddOutputs(b, outs)
+        if options is not None:
+            tflite.OperatorAddBuiltinOptionsType(b, getattr(tflite.BuiltinOptions, op.options))
+            tflite.OperatorAddBuiltinOptions(b, options)
+        return tflite.OperatorEnd(b)
+
+
+def run_litert(data: bytes, feeds: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Outputs of LiteRT's reference kernels for the model bytes and positional inputs."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    interp = Interpreter(model_content=data,
+                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)  # fmt: skip
+    interp.allocate_tensors()
+    for detail, x in zip(interp.get_input_details(), feeds, strict=True):
+        interp.set_tensor(detail["index"], x)
+    interp.invoke()
+    return [interp.get_tensor(d["index"]).copy() for d in interp.get_output_details()]
