@@ -296,8 +296,19 @@ class MulOp(PerTensorRequantizing):
     output = result_def(QTensor)
 
 
+class AveragingOperation(PerTensorRequantizing):
+    """Average pooling; with `tflite` rounding the output keeps the input's type, as in TFLite."""
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.rounding.data == "tflite" and qtype(self.operands[0]) != qtype(self.results[0]):
+            raise VerifyException(
+                f"'{self.name}': tflite rounding needs the output type to equal the input type"
+            )
+
+
 @irdl_op_definition
-class AvgPool2dOp(PerTensorRequantizing):
+class AvgPool2dOp(AveragingOperation):
     """Window mean rescaled to the output with one rounding: zp_out + round(sum * M / count)."""
 
     name = "qnn.avg_pool2d"
@@ -312,7 +323,7 @@ class AvgPool2dOp(PerTensorRequantizing):
 
 
 @irdl_op_definition
-class GlobalAvgPoolOp(PerTensorRequantizing):
+class GlobalAvgPoolOp(AveragingOperation):
     """Mean over all spatial positions, like avg_pool2d with one window."""
 
     name = "qnn.global_avg_pool"

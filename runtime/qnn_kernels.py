@@ -232,7 +232,7 @@ def _pooled(op: qnn.Requantizing, total: np.ndarray, count: np.ndarray | int) ->
     out = op.results[0]
     return qa.pooled_output(
         total, count, multiplier, shift, op.rounding.data, int(_zp(out)), op.clamp_bounds(),
-        _dtype(out),
+        _dtype(out), zero_point_in=int(_zp(op.operands[0])),
     )  # fmt: skip
 
 

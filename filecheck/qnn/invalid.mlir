@@ -547,3 +547,11 @@ func.func @avg_pool_per_axis(%x: tensor<1x2x4x4x!qnn.uniform<i8:f32:1, {0.1, 0.2
   func.return
 }
 // CHECK: 'qnn.global_avg_pool': operands must be quantized per tensor
+
+// -----
+
+func.func @avg_pool_tflite_rescales(%x: tensor<1x1x2x2x!qnn.uniform<i8:f32, 0.1:17>>) {
+  %0 = qnn.avg_pool2d %x {kernel = array<i64: 1, 2>, strides = array<i64: 1, 2>, pads = array<i64: 0, 0, 0, 0>, multiplier = array<i64: 1073741824>, shift = array<i64: 31>, rounding = "tflite"} : (tensor<1x1x2x2x!qnn.uniform<i8:f32, 0.1:17>>) -> tensor<1x1x2x1x!qnn.uniform<i8:f32, 0.2:17>>
+  func.return
+}
+// CHECK: 'qnn.avg_pool2d': tflite rounding needs the output type to equal the input type

@@ -209,7 +209,8 @@ def lower_pool(em: Emitter, layer: Layer) -> None:
     op = layer.op
     target = POOLS[type(op)]
     x = em.as_bits(op.operands[0], layer.bits)
-    q_out = output_type_for(em, layer)
+    # TFLite's pooling keeps its input's type; other rules may rescale to a finer output.
+    q_out = qtype(x) if em.plan.rounding == "tflite" else output_type_for(em, layer)
     props = copied_props(op, target)
     props |= em.requant_props([qtype(x).scale / q_out.scale], q_out, activation_bounds(layer))
     new = target.create(

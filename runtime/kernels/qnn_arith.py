@@ -199,13 +199,23 @@ def pooled_output(
     zero_point: int,
     clamp: tuple[int, int],
     dtype: np.dtype,
+    zero_point_in: int = 0,
 ) -> np.ndarray:
     """clamp(zero_point + round(total * multiplier / (count * 2^shift))): one rounding.
 
     The mean and the rescaling to the output type are rounded together, so an
-    output finer than the input keeps the precision of the sum.
+    output finer than the input keeps the precision of the sum. `tflite`
+    rounding instead rounds the mean of the stored values (zero point included)
+    half away from zero, as TFLite's kernel does; TFLite requires equal input
+    and output types there, so the multiplier must be 1.
     """
     count = np.asarray(count, I64)
+    if rounding == "tflite":
+        if multiplier * 2.0**-shift != 1.0:
+            raise ValueError("tflite average pooling needs equal input and output types (M = 1)")
+        stored_sum = total + count * zero_point_in
+        y = rounding_divide(stored_sum, count, "half_away_from_zero") - zero_point_in + zero_point
+        return np.clip(y, clamp[0], clamp[1]).astype(dtype)
     numerator_shift, denominator_shift = max(0, -shift), max(0, shift)
     peak_n = _max_abs(total) * multiplier << numerator_shift
     peak_d = int(count.max(initial=1)) << denominator_shift

@@ -38,6 +38,7 @@ from npuc.dialects.nn_base import ints
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.runtime.kernels import conv, qnn_arith
 from npuc.runtime.kernels.integer import quantize_multiplier
+from npuc.runtime.kernels.qnn_arith import pooled_output
 from npuc.runtime.qnn_kernels import run_function
 from npuc.tensors import to_dense
 
@@ -656,10 +657,16 @@ def ref_avg_pool(x, zx, kernel, strides, pads, out_hw, include_pad):
     return out
 
 
-def ref_pooled(total, count, m0, shift, mode, zp, qmin, qmax):
-    """The documented single rounding: zp + round(total * m0 / (count * 2^shift)), clamped."""
-    rule = "half_away_from_zero" if mode == "tflite" else mode
-    value = round_fraction(Fraction(total * m0, count) / Fraction(2) ** shift, rule)
+def ref_pooled(total, count, m0, shift, mode, zp, qmin, qmax, zp_in=0):
+    """The documented pooling output, clamped.
+
+    Canonical rules: one rounding, zp + round(total * m0 / (count * 2^shift)).
+    `tflite`: TFLite's kernel rounds the mean of the stored values half away from zero.
+    """
+    if mode == "tflite":
+        stored_mean = round_fraction(Fraction(total + count * zp_in, count), "half_away_from_zero")
+        return min(max(stored_mean - zp_in + zp, qmin), qmax)
+    value = round_fraction(Fraction(total * m0, count) / Fraction(2) ** shift, mode)
     return min(max(zp + value, qmin), qmax)
 
 
@@ -672,9 +679,12 @@ def check_avg_pool(
     m0, shift = quantize_multiplier(x_type.scale / out_type.scale)
     mode = rounding or "half_away_from_zero"
     want = [
-        ref_pooled(t, c, m0, shift, mode, out_type.zero_point, out_type.qmin, out_type.qmax)
+        ref_pooled(
+            t, c, m0, shift, mode, out_type.zero_point, out_type.qmin, out_type.qmax,
+            x_type.zero_point,
+        )
         for t, c in sums.ravel()
-    ]
+    ]  # fmt: skip
     props = requant([m0], [shift], rounding) | window_props(
         kernel=kernel,
         strides=strides,
@@ -1096,10 +1106,13 @@ def test_avg_pool_property(seed, storage, k, strides, pads, ceil_mode, include_p
         min(p, k[a % 2] - 1) for a, p in enumerate(pads)
     )  # padding smaller than the window
     shape = (1, 2, int(rng.integers(3, 7)), int(rng.integers(3, 7)))
+    x_type = qt(name, 0.05, int(rng.integers(lo, hi + 1)))
+    # TFLite's kernel needs equal input and output types; the other rules rescale freely.
+    out_type = x_type if rounding == "tflite" else qt(name, so, int(rng.integers(lo, hi + 1)))
     check_avg_pool(
         rng,
-        qt(name, 0.05, int(rng.integers(lo, hi + 1))),
-        qt(name, so, int(rng.integers(lo, hi + 1))),
+        x_type,
+        out_type,
         shape,
         k,
         strides,
@@ -1140,3 +1153,25 @@ def test_avg_pool_rounds_once_so_a_finer_output_keeps_the_exact_mean():
         requant([m0], [shift]),
     )
     assert y.ravel().tolist() == [2]
+
+
+def test_tflite_pooling_rounds_the_stored_mean_and_needs_equal_types():
+    q = qt("i8", 0.1, 17)
+    # Centred window sums -1 and -3 over 2 positions: means -0.5 and -1.5 relative to zp 17.
+    # TFLite rounds the stored means 16.5 -> 17 and 15.5 -> 16; rounding the centred
+    # means away from zero would give 16 and 15.
+    x = np.array([[[[17, 16], [17, 14]]]], np.int8)
+    props = requant([1 << 30], [30], "tflite") | window_props(
+        kernel=(1, 2), strides=(1, 2), pads=(0, 0, 0, 0), ceil_mode=False, count_include_pad=False
+    )
+    (y,) = run_op(qnn.AvgPool2dOp, [(x, tensor(x.shape, q))], [tensor((1, 1, 2, 1), q)], props)
+    assert y.ravel().tolist() == [17, 16]
+    other = qt("i8", 0.2, 17)
+    props = requant([1 << 30], [31], "tflite") | window_props(
+        kernel=(1, 2), strides=(1, 2), pads=(0, 0, 0, 0), ceil_mode=False, count_include_pad=False
+    )
+    with pytest.raises(VerifyException, match="output type to equal the input type"):
+        run_op(qnn.AvgPool2dOp, [(x, tensor(x.shape, q))], [tensor((1, 1, 2, 1), other)], props)
+    # The kernel guards its own precondition too, for callers that skip verification.
+    with pytest.raises(ValueError, match="equal input and output types"):
+        pooled_output(np.zeros((1,), np.int64), 2, 1 << 30, 31, "tflite", 0, (-128, 127), np.int8)
