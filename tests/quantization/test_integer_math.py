@@ -109,7 +109,8 @@ def test_quantize_saturates_and_rounds(values, scale, zp):
     q = quantize(x, scale, zp, -128, 127)
     assert q.min() >= -128 and q.max() <= 127
     for value, got in zip(values, q, strict=True):
-        exact = round_fraction(Fraction(value) / Fraction(scale), "half_away_from_zero") + zp
+        # The spec divides in float64, then rounds that quotient exactly.
+        exact = round_fraction(Fraction(value / scale), "half_away_from_zero") + zp
         assert got == min(max(exact, -128), 127)
 
 
@@ -137,3 +138,8 @@ def test_quantize_saturates_infinities_and_huge_values_and_maps_nan_to_the_zero_
     x = np.array([np.inf, -np.inf, 1e300, -1e300, np.nan, 2.0**70])
     q = quantize(x, 0.5, 3, -128, 127)
     np.testing.assert_array_equal(q, [127, -128, 127, -128, 3, 127])
+
+
+def test_quantize_divides_in_float64_as_documented():
+    # 1.5 / 0.2 is 7.4999999999999996 exactly but 7.5 in float64: the documented rule gives 8.
+    assert quantize(np.array([1.5]), 0.2, 0, -128, 127)[0] == 8
