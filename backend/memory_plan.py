@@ -1,0 +1,469 @@
+"""Static memory planning: place buffers with known live ranges in one arena.
+
+IR-independent core. A `Buffer` has a size in bytes and an inclusive live
+interval ``[start, end]`` in schedule steps; two buffers whose intervals
+intersect must not share bytes. Buffers marked ``aliases_of`` are views
+(zero-copy reshape, in-place output, concat slice) that take their parent's
+bytes at ``offset_in_parent`` instead of being placed. See
+docs/memory-planning.md.
+
+Conventions:
+- every placed offset is a multiple of the buffer's effective alignment
+  (``max(global alignment, Buffer.alignment)``, powers of two), and sizes are
+  rounded up to it, so the arena is ``max(offset + aligned size)``;
+- `lower_bound` is the peak, over steps, of the live aligned bytes: no
+  placement can be smaller;
+- `naive_size` is the arena with no reuse and no views (sum of every buffer).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+
+class PlacementError(ValueError):
+    """An invalid buffer description or an unsound placement."""
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A buffer of `size` bytes live over schedule steps [start, end] (inclusive).
+
+    `alignment` (optional) raises the global alignment for this buffer. A view
+    names its parent in `aliases_of` and lives at `offset_in_parent` in it.
+    """
+
+    name: str
+    size: int
+    start: int
+    end: int
+    alignment: int | None = None
+    aliases_of: str | None = None
+    offset_in_parent: int = 0
+
+    def __post_init__(self) -> None:
+        if self.size < 0:
+            raise PlacementError(f"{self.name}: negative size {self.size}")
+        if self.start > self.end:
+            raise PlacementError(f"{self.name}: start {self.start} > end {self.end}")
+        if self.alignment is not None:
+            check_alignment(self.alignment)
+        if self.offset_in_parent < 0:
+            raise PlacementError(f"{self.name}: negative offset_in_parent")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Byte offset of every buffer (views included) and the arena size.
+
+    `order` is the order in which the placer put the root buffers; `method`
+    says which algorithm produced it (for reports).
+    """
+
+    offsets: dict[str, int]
+    total_size: int
+    order: tuple[str, ...] = ()
+    method: str = ""
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Alias resolution: the buffers to place and where each view lives."""
+
+    roots: list[Buffer]
+    # view name -> (root name, byte offset inside the root)
+    views: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def check_alignment(alignment: int) -> None:
+    if alignment < 1 or alignment & (alignment - 1):
+        raise PlacementError(f"alignment must be a power of two, got {alignment}")
+
+
+def align_up(value: int, alignment: int) -> int:
+    """Round `value` up to a multiple of `alignment`."""
+    return -(-value // alignment) * alignment
+
+
+def effective_alignment(buf: Buffer, alignment: int) -> int:
+    return max(alignment, buf.alignment or 1)
+
+
+def aligned_size(buf: Buffer, alignment: int) -> int:
+    return align_up(buf.size, effective_alignment(buf, alignment))
+
+
+# --------------------------------------------------------------------------- aliasing
+
+
+def resolve_aliases(buffers: Sequence[Buffer]) -> Resolved:
+    """Fold views into their root buffer.
+
+    A view's bytes are its root's bytes at the accumulated offset (chains of
+    views are followed). The root's live range is extended to cover all its
+    views, and its alignment raised to any view's explicit alignment, so that
+    placing the roots alone is enough. Raises on a missing parent, a cycle, a
+    view that does not fit inside its parent, or a misaligned view offset.
+    """
+    by_name: dict[str, Buffer] = {}
+    for b in buffers:
+        if b.name in by_name:
+            raise PlacementError(f"duplicate buffer name {b.name!r}")
+        by_name[b.name] = b
+
+    views: dict[str, tuple[str, int]] = {}
+
+    def root_of(b: Buffer) -> tuple[str, int]:
+        seen: set[str] = set()
+        offset, cur = 0, b
+        while cur.aliases_of is not None:
+            if cur.name in seen:
+                raise PlacementError(f"alias cycle through {cur.name!r}")
+            seen.add(cur.name)
+            parent = by_name.get(cur.aliases_of)
+            if parent is None:
+                raise PlacementError(f"{cur.name}: unknown parent {cur.aliases_of!r}")
+            if cur.offset_in_parent + cur.size > parent.size:
+                raise PlacementError(
+                    f"{cur.name}: bytes [{cur.offset_in_parent}, "
+                    f"{cur.offset_in_parent + cur.size}) exceed parent {parent.name} "
+                    f"of {parent.size} bytes"
+                )
+            offset += cur.offset_in_parent
+            cur = parent
+        return cur.name, offset
+
+    start: dict[str, int] = {}
+    end: dict[str, int] = {}
+    align: dict[str, int] = {}
+    for b in buffers:
+        if b.aliases_of is None:
+            start[b.name], end[b.name], align[b.name] = b.start, b.end, b.alignment or 1
+    for b in buffers:
+        if b.aliases_of is None:
+            continue
+        root, offset = root_of(b)
+        if b.alignment is not None and offset % b.alignment:
+            raise PlacementError(
+                f"{b.name}: offset {offset} in {root} is not {b.alignment}-aligned"
+            )
+        views[b.name] = (root, offset)
+        start[root] = min(start[root], b.start)
+        end[root] = max(end[root], b.end)
+        align[root] = max(align[root], b.alignment or 1)
+    roots = [
+        replace(
+            b,
+            start=start[b.name],
+            end=end[b.name],
+            alignment=None if align[b.name] == 1 and b.alignment is None else align[b.name],
+        )
+        for b in buffers
+        if b.aliases_of is None
+    ]
+    return Resolved(roots, views)
+
+
+def inplace_output(input_buf: Buffer, name: str, size: int, end: int) -> Buffer:
+    """The output of an elementwise op at step ``input_buf.end`` reusing its input's bytes.
+
+    Only safe when the op is the input's last reader (the input dies at that
+    step): the view starts at that step, and the caller must have checked it
+    against the schedule. Raises if the output is larger than the input.
+    """
+    if size > input_buf.size:
+        raise PlacementError(f"{name}: in-place output larger than input {input_buf.name}")
+    return Buffer(name, size, input_buf.end, end, aliases_of=input_buf.name)
+
+
+def concat_slices(output: Buffer, parts: Sequence[tuple[str, int, int, int]]) -> list[Buffer]:
+    """Views for producers writing straight into their slice of a concat output.
+
+    `parts` are ``(name, size, start, end)`` in concat order; slices are laid
+    out back to back (only valid for a concat whose slices are contiguous, i.e.
+    along the outermost non-unit axis).
+    """
+    views, offset = [], 0
+    for name, size, start, end in parts:
+        views.append(
+            Buffer(name, size, start, end, aliases_of=output.name, offset_in_parent=offset)
+        )
+        offset += size
+    if offset != output.size:
+        raise PlacementError(f"concat slices sum to {offset} bytes, output has {output.size}")
+    return views
+
+
+# --------------------------------------------------------------------------- bounds
+
+
+def lower_bound(buffers: Sequence[Buffer], alignment: int = 64) -> int:
+    """Peak over steps of the live aligned bytes (views folded into their roots)."""
+    check_alignment(alignment)
+    roots = resolve_aliases(buffers).roots
+    events: dict[int, int] = {}
+    for b in roots:
+        s = aligned_size(b, alignment)
+        events[b.start] = events.get(b.start, 0) + s
+        events[b.end + 1] = events.get(b.end + 1, 0) - s
+    peak = live = 0
+    for step in sorted(events):
+        live += events[step]
+        peak = max(peak, live)
+    return peak
+
+
+def naive_size(buffers: Sequence[Buffer], alignment: int = 64) -> int:
+    """Arena with no reuse and no views: the sum of every buffer's aligned size."""
+    check_alignment(alignment)
+    return sum(aligned_size(b, alignment) for b in buffers)
+
+
+# --------------------------------------------------------------------------- placer
+
+
+class _Problem:
+    """Root buffers in array form plus their conflict lists, for fast re-placement."""
+
+    def __init__(self, roots: Sequence[Buffer], alignment: int) -> None:
+        self.roots = list(roots)
+        self.n = len(roots)
+        self.size = [aligned_size(b, alignment) for b in roots]
+        self.align = [effective_alignment(b, alignment) for b in roots]
+        self.index = {b.name: i for i, b in enumerate(roots)}
+        # Sweep by start time: O(n log n + conflicts) instead of all pairs.
+        self.conflicts: list[list[int]] = [[] for _ in roots]
+        by_start = sorted(range(self.n), key=lambda i: roots[i].start)
+        active: list[int] = []
+        for i in by_start:
+            active = [j for j in active if roots[j].end >= roots[i].start]
+            for j in active:
+                self.conflicts[i].append(j)
+                self.conflicts[j].append(i)
+            active.append(i)
+
+    def place(
+        self, order: Sequence[int], *, best_fit: bool = True, cutoff: float = math.inf
+    ) -> tuple[list[int], int] | None:
+        """Place roots in `order`; None as soon as the arena exceeds `cutoff`.
+
+        Best fit (TFLite ArenaPlanner): among the gaps between already-placed
+        buffers whose lifetimes overlap this one, take the smallest that fits;
+        if none fits, go above all of them. First fit (TVM USMP): the lowest
+        gap that fits.
+        """
+        offset = [-1] * self.n
+        size, align, conflicts = self.size, self.align, self.conflicts
+        total = 0
+        for k in order:
+            sk, ak = size[k], align[k]
+            placed = sorted(
+                (offset[j], offset[j] + size[j]) for j in conflicts[k] if offset[j] >= 0
+            )
+            best, best_gap, cur = -1, math.inf, 0
+            for lo, hi in placed:
+                cand = align_up(cur, ak)
+                if cand + sk <= lo and lo - cand < best_gap:
+                    best, best_gap = cand, lo - cand
+                    if not best_fit or best_gap == 0:
+                        break
+                cur = max(cur, hi)
+            if best < 0:
+                best = align_up(cur, ak)
+            offset[k] = best
+            total = max(total, best + sk)
+            if total > cutoff:
+                return None
+        return offset, total
+
+    def placement(
+        self,
+        order: Sequence[int],
+        offsets: list[int],
+        total: int,
+        method: str,
+        views: dict[str, tuple[str, int]],
+    ) -> Placement:
+        out = {self.roots[i].name: offsets[i] for i in range(self.n)}
+        for view, (root, off) in views.items():
+            out[view] = out[root] + off
+        return Placement(out, total, tuple(self.roots[i].name for i in order), method)
+
+
+def _size_order(p: _Problem) -> list[int]:
+    # TFLite: largest first; ties by earlier first use.
+    return sorted(range(p.n), key=lambda i: (-p.size[i], p.roots[i].start, i))
+
+
+def _greedy(buffers: Sequence[Buffer], alignment: int, order_key: str, best_fit: bool) -> Placement:
+    check_alignment(alignment)
+    res = resolve_aliases(buffers)
+    p = _Problem(res.roots, alignment)
+    order = _heuristic_orders(p)[order_key]
+    offsets, total = p.place(order, best_fit=best_fit)  # type: ignore[misc]
+    return p.placement(
+        order, offsets, total, f"{order_key}/{'best' if best_fit else 'first'}-fit", res.views
+    )
+
+
+def greedy_by_size(
+    buffers: Sequence[Buffer], alignment: int = 64, *, best_fit: bool = True
+) -> Placement:
+    """TFLite ArenaPlanner-style: largest buffer first, each in the best-fitting gap.
+
+    ``best_fit=False`` gives the first-fit (lowest gap) variant used by TVM USMP's
+    greedy_by_size.
+    """
+    return _greedy(buffers, alignment, "size", best_fit)
+
+
+def greedy_by_conflicts(
+    buffers: Sequence[Buffer], alignment: int = 64, *, best_fit: bool = True
+) -> Placement:
+    """TVM USMP greedy_by_conflicts-style: most-conflicting buffer first (ties: larger first)."""
+    return _greedy(buffers, alignment, "conflicts", best_fit)
+
+
+def _heuristic_orders(p: _Problem) -> dict[str, list[int]]:
+    r, s, idx = p.roots, p.size, range(p.n)
+    return {
+        "size": _size_order(p),
+        "conflicts": sorted(idx, key=lambda i: (-len(p.conflicts[i]), -s[i], i)),
+        "area": sorted(idx, key=lambda i: (-s[i] * (r[i].end - r[i].start + 1), i)),
+        "start": sorted(idx, key=lambda i: (r[i].start, -s[i], i)),
+        "duration": sorted(idx, key=lambda i: (-(r[i].end - r[i].start), -s[i], i)),
+    }
+
+
+# --------------------------------------------------------------------------- improvement
+
+
+def improve(
+    placement: Placement,
+    buffers: Sequence[Buffer],
+    alignment: int = 64,
+    *,
+    max_iterations: int = 2000,
+    budget_seconds: float | None = None,
+    seed: int = 0,
+    exhaustive_limit: int = 7,
+) -> Placement:
+    """Search placement orders for a smaller arena; never returns a worse placement.
+
+    With at most `exhaustive_limit` roots, every order is tried (exact: some
+    order always reaches the optimum, see docs/memory-planning.md). Otherwise
+    hill climbing: swap or move buffers in the order, re-run the best-fit
+    placer, keep the move if the arena does not grow; after a stall, restart
+    from a perturbed best. Stops at the lower bound. Deterministic for a seed
+    unless `budget_seconds` cuts it short.
+    """
+    check_alignment(alignment)
+    res = resolve_aliases(buffers)
+    p = _Problem(res.roots, alignment)
+    lb = lower_bound(res.roots, alignment)
+    if p.n <= 1 or placement.total_size <= lb:
+        return placement
+    # Re-placing in the incumbent's offset order never grows it (same proof as
+    # for exactness), so the search starts from there.
+    root_off = [placement.offsets[b.name] for b in p.roots]
+    start_order = sorted(range(p.n), key=lambda i: (root_off[i], i))
+    placed = p.place(start_order)
+    assert placed is not None
+    best_order, (best_off, best_total) = start_order, placed
+    if best_total > placement.total_size:  # defensive: keep the incumbent
+        best_off, best_total = root_off, placement.total_size
+    deadline = None if budget_seconds is None else time.perf_counter() + budget_seconds
+    method = placement.method + "+improve" if placement.method else "improve"
+
+    if p.n <= exhaustive_limit:
+        for perm in itertools.permutations(range(p.n)):
+            got = p.place(perm, cutoff=best_total - 1)
+            if got is not None:
+                best_order, (best_off, best_total) = list(perm), got
+                if best_total <= lb:
+                    break
+        return p.placement(best_order, best_off, best_total, method + "(exhaustive)", res.views)
+
+    rng = random.Random(seed)
+    cur_order, cur_total = list(best_order), best_total
+    stall, patience = 0, max(50, 4 * p.n)
+    for it in range(max_iterations):
+        if best_total <= lb or (
+            deadline is not None and it % 16 == 0 and time.perf_counter() > deadline
+        ):
+            break
+        cand = list(cur_order)
+        i, j = rng.sample(range(p.n), 2)
+        if rng.random() < 0.5:
+            cand[i], cand[j] = cand[j], cand[i]
+        else:
+            cand.insert(j, cand.pop(i))
+        got = p.place(cand, cutoff=cur_total)
+        stall += 1
+        if got is None:
+            if stall > patience:
+                # Restart: perturb the best order with a few random swaps.
+                cur_order = list(best_order)
+                for _ in range(1 + p.n // 25):
+                    a, b = rng.sample(range(p.n), 2)
+                    cur_order[a], cur_order[b] = cur_order[b], cur_order[a]
+                placed = p.place(cur_order)
+                assert placed is not None
+                cur_total, stall = placed[1], 0
+            continue
+        cur_order, cur_total = cand, got[1]  # sideways moves accepted: plateaus are common
+        if cur_total < best_total:
+            best_order, (best_off, best_total), stall = cand, got, 0
+    return p.placement(best_order, best_off, best_total, method, res.views)
+
+
+def plan(
+    buffers: Sequence[Buffer],
+    alignment: int = 64,
+    *,
+    max_iterations: int = 2000,
+    budget_seconds: float | None = None,
+    seed: int = 0,
+    exhaustive_limit: int = 7,
+) -> Placement:
+    """Best fit (best of a few classic orders), then `improve`; never above `naive_size`."""
+    check_alignment(alignment)
+    res = resolve_aliases(buffers)
+    p = _Problem(res.roots, alignment)
+    if p.n == 0:
+        return p.placement([], [], 0, "empty", res.views)
+    best = None
+    for name, order in _heuristic_orders(p).items():
+        got = p.place(order, cutoff=math.inf if best is None else best[2] - 1)
+        if got is not None:
+            best = (name, order, got[1], got[0])
+    assert best is not None
+    name, order, total, offsets = best
+    start = p.placement(order, offsets, total, f"best-fit/{name}", res.views)
+    result = improve(
+        start,
+        buffers,
+        alignment,
+        max_iterations=max_iterations,
+        budget_seconds=budget_seconds,
+        seed=seed,
+        exhaustive_limit=exhaustive_limit,
+    )
+    # With mixed per-buffer alignments padding can push the greedy above the
+    # no-reuse layout; stacking by decreasing alignment is always aligned.
+    stacked = sorted(range(p.n), key=lambda i: (-p.align[i], i))
+    stack_total = sum(p.size)
+    if result.total_size > stack_total:
+        offs, cur = [0] * p.n, 0
+        for i in stacked:
+            offs[i], cur = cur, cur + p.size[i]
+        result = p.placement(stacked, offs, stack_total, "stacked", res.views)
+    return result
