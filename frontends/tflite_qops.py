@@ -13,6 +13,9 @@ multipliers computed as TFLite's kernels compute them in Prepare:
 each encoded with TFLite's QuantizeMultiplier (`tflite_multiplier`). Fused
 activations clamp to CalculateActivationRangeQuantized's bounds.
 
+LOGISTIC, TANH, ELU, GELU, HARD_SWISH and LEAKY_RELU become `qnn.lut` with the
+256-entry table TFLite's int8 kernel produces (see tflite_luts).
+
 Not bit-exact with TFLite, by construction, and stated here rather than hidden:
 SOFTMAX (TFLite's fixed-point exp/reciprocal) is imported as qnn.dequantize ->
 nn.softmax -> qnn.quantize; AVERAGE_POOL_2D rounds the window mean of the
@@ -33,6 +36,7 @@ from npuc.dialects import qnn
 from npuc.dialects.nn_base import ints, shape_of
 from npuc.tensors import to_dense
 
+from . import tflite_luts as luts
 from . import tflite_ops as fops
 from .tflite import OpContext, Tensor, Unsupported, quantized_type, tensor_type
 
@@ -347,6 +351,45 @@ def _softmax(ctx: OpContext) -> SSAValue:
     return ctx.emit(qnn.QuantizeOp, [y], result_types=[_out_type(ctx)])
 
 
+def _lut(kind: str) -> object:
+    """An elementwise int8 activation as qnn.lut over TFLite's own table (tflite_luts)."""
+
+    def convert(ctx: OpContext) -> SSAValue:
+        x_t, out = ctx.tensor(0), ctx.out()
+        _check_int8(x_t, out)
+        for t in (x_t, out):
+            if quantized_type(t).qmin != -128:
+                raise Unsupported(f"int8 tensor '{t.name}' with a narrowed storage range")
+        s_in, zp_in = _scale(x_t), int(x_t.quant.zero_points[0])
+        s_out, zp_out = _scale(out), int(out.quant.zero_points[0])
+        if kind in _FIXED_OUTPUT and (s_out, zp_out) != _FIXED_OUTPUT[kind]:
+            # TFLite's Prepare rejects other output parameters.
+            raise Unsupported(f"{ctx.op.op_type} int8 output must have scale, zero point "
+                              f"{_FIXED_OUTPUT[kind]}")  # fmt: skip
+        try:
+            if kind == "HARD_SWISH":
+                table = luts.hard_swish(s_in, zp_in, s_out, zp_out)
+            elif kind == "LEAKY_RELU":
+                alpha = float(ctx.opt("Alpha", 0.2))
+                table = luts.leaky_relu(alpha, s_in, zp_in, s_out, zp_out)
+            else:
+                fn = _LUT_TRANSFORMS[kind]
+                if kind == "GELU" and ctx.opt("Approximate", False):
+                    fn = luts.gelu_approximate
+                table = luts.lut_populate(fn, s_in, zp_in, s_out, zp_out)
+        except ValueError as e:
+            raise Unsupported(str(e)) from e
+        props = {"table": to_dense(table.astype(np.int32), i32)}
+        return ctx.emit(qnn.LutOp, [ctx.value(0)], props, result_types=[_out_type(ctx)])
+
+    return convert
+
+
+_LUT_TRANSFORMS = {"LOGISTIC": luts.logistic, "TANH": luts.tanh, "ELU": luts.elu,
+                   "GELU": luts.gelu}  # fmt: skip
+_FIXED_OUTPUT = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}
+
+
 class _FloatView:
     """An OpContext whose input 0 is a given float value (for float sub-steps)."""
 
@@ -409,6 +452,12 @@ CONVERTERS = {
     "PADV2": _movement(_pad),
     "RESIZE_NEAREST_NEIGHBOR": _movement(_resize_nearest),
     "SOFTMAX": _softmax,
+    "LOGISTIC": _lut("LOGISTIC"),
+    "TANH": _lut("TANH"),
+    "ELU": _lut("ELU"),
+    "GELU": _lut("GELU"),
+    "HARD_SWISH": _lut("HARD_SWISH"),
+    "LEAKY_RELU": _lut("LEAKY_RELU"),
     "QUANTIZE": _quantize,
 }
 

@@ -142,6 +142,15 @@ CASES = {
     "split": lambda: single("SPLIT", [np.array([1], np.int32), Q([2, 6], 0.1, 3)],
                             [Q([2, 3], 0.1, 3), Q([2, 3], 0.1, 3)], "SplitOptions", NumSplits=2),
     "requantize": lambda: single("QUANTIZE", [Q([4, 8], 0.05, 7)], Q([4, 8], 0.03, -2)),
+    # Activations as qnn.lut (all 256 inputs: test_tflite_int8_activations).
+    "logistic": lambda: single("LOGISTIC", [Q([2, 32], 0.06, -3)], Q([2, 32], 1 / 256, -128)),
+    "tanh": lambda: single("TANH", [Q([2, 32], 0.03, 11)], Q([2, 32], 1 / 128, 0)),
+    "hard_swish": lambda: single("HARD_SWISH", [Q([1, 4, 4, 8], 0.05, -7)],
+                                 Q([1, 4, 4, 8], 0.03, -90)),
+    "leaky_relu": lambda: single("LEAKY_RELU", [Q([2, 32], 0.05, 4)], Q([2, 32], 0.03, -20),
+                                 "LeakyReluOptions", Alpha=0.2),
+    "gelu": lambda: single("GELU", [Q([2, 32], 0.04, 0)], Q([2, 32], 0.02, -60), "GeluOptions",
+                           Approximate=False),
 }  # fmt: skip
 
 

@@ -1,0 +1,138 @@
+"""Figures for the TFLite importer: import time, qnn interpreter vs LiteRT, bit-exact cases.
+
+Run: .venv/bin/python tests/bench/bench_tflite.py [--repeat N] [--model PATH]
+All engines run in this process on the same int8 input. LiteRT runs with its reference
+kernels (BUILTIN_REF, the kernels npuc is bit-exact with) and with its default builtin
+kernels without any delegate (BUILTIN_WITHOUT_DEFAULT_DELEGATES) at 1 and 2 threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+from npuc.frontends.tflite import import_tflite
+from npuc.graph_io import entry_function, input_names
+from npuc.runtime.qnn_kernels import run_module
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(TESTS), str(TESTS / "frontends")]
+MODEL = Path("/work/shared/models/mbv2_int8_224.tflite")
+
+
+def times(fn: Callable[[], object], repeat: int) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def litert_runner(data: bytes, kind: OpResolverType, threads: int | None, x: np.ndarray):
+    interp = Interpreter(model_content=data, experimental_op_resolver_type=kind,
+                         num_threads=threads)  # fmt: skip
+    interp.allocate_tensors()
+    inp, out = interp.get_input_details()[0]["index"], interp.get_output_details()[0]["index"]
+
+    def run() -> np.ndarray:
+        interp.set_tensor(inp, x)
+        interp.invoke()
+        return interp.get_tensor(out)
+
+    return run
+
+
+def count_cases() -> None:
+    """Single-op test cases that npuc reproduces (int8: bit for bit)."""
+    import test_tflite_float as tf_float
+    import test_tflite_int8 as tf_int8
+    import test_tflite_int8_activations as tf_act
+    from tflite_builder import run_litert
+
+    def passes(check: Callable[[], None]) -> bool:
+        try:
+            check()
+        except Exception:  # a failing case is counted, not raised
+            return False
+        return True
+
+    int8 = [passes(lambda c=c: tf_int8.check_exact(*tf_int8.CASES[c]())) for c in tf_int8.CASES]
+    print(f"int8 single-op cases bit-exact vs BUILTIN_REF: {sum(int8)}/{len(int8)}")
+    act = [
+        passes(lambda c=c, p=p: tf_act.test_activation_table_is_bit_exact(c, p))
+        for c in tf_act.OPS
+        for p in tf_act.INPUT_PARAMS
+    ]
+    print(f"int8 activation tables (all 256 inputs) bit-exact: {sum(act)}/{len(act)} "
+          f"({len(tf_act.OPS)} op variants x {len(tf_act.INPUT_PARAMS)} input params)")  # fmt: skip
+
+    def float_exact(case: str) -> bool:
+        data, feeds = tf_float.CASES[case]()
+        module = import_tflite(data)
+        names = input_names(entry_function(module))
+        got = run_module(module, dict(zip(names, feeds, strict=True)))
+        ref = run_litert(data, feeds)
+        return all(np.array_equal(g, r) for g, r in zip(got.values(), ref, strict=True))
+
+    close = [passes(lambda c=c: tf_float.check(*tf_float.CASES[c]())) for c in tf_float.CASES]
+    exact = [passes(lambda c=c: float_exact(c) or 1 / 0) for c in tf_float.CASES]
+    print(f"float single-op cases within rtol=atol=1e-5: {sum(close)}/{len(close)}, "
+          f"bit-exact: {sum(exact)}/{len(exact)}")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--model", type=Path, default=MODEL)
+    parser.add_argument("--skip-cases", action="store_true")
+    args = parser.parse_args()
+
+    data = args.model.read_bytes()
+    import_times = times(lambda: import_tflite(data), 5)
+    print(f"model: {args.model.name}")
+    print(f"import_tflite: best of 5 {min(import_times) * 1e3:.1f} ms "
+          f"(median {statistics.median(import_times) * 1e3:.1f} ms)")  # fmt: skip
+
+    module = import_tflite(data)
+    name = input_names(entry_function(module))[0]
+    probe = Interpreter(model_content=data)
+    detail = probe.get_input_details()[0]
+    x = np.random.default_rng(0).integers(-128, 128, detail["shape"]).astype(np.int8)
+
+    def npuc_run() -> np.ndarray:
+        return next(iter(run_module(module, {name: x}).values()))
+
+    engines = {
+        "npuc qnn interpreter": npuc_run,
+        "LiteRT BUILTIN_REF": litert_runner(data, OpResolverType.BUILTIN_REF, None, x),
+        "LiteRT builtin, no delegate, 1 thread": litert_runner(
+            data, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, 1, x),
+        "LiteRT builtin, no delegate, 2 threads": litert_runner(
+            data, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, 2, x),
+    }  # fmt: skip
+    outputs, medians = {}, {}
+    for label, run in engines.items():
+        outputs[label] = run()  # warm-up
+        medians[label] = statistics.median(times(run, args.repeat))
+    ours = medians["npuc qnn interpreter"]
+    print(f"latency, median of {args.repeat}:")
+    for label, t in medians.items():
+        print(f"  {label:40s} {t * 1e3:9.2f} ms   npuc / this = {ours / t:7.2f}x")
+    ref = outputs["LiteRT BUILTIN_REF"].astype(np.int64)
+    diff = np.abs(outputs["npuc qnn interpreter"].astype(np.int64) - ref)
+    print(f"npuc vs BUILTIN_REF output: {int((diff != 0).sum())}/{diff.size} elements differ, "
+          f"max |diff| {int(diff.max())} (SOFTMAX goes through float)")  # fmt: skip
+    if not args.skip_cases:
+        count_cases()
+
+
+if __name__ == "__main__":
+    main()
