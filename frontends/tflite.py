@@ -10,11 +10,18 @@ in transposes NHWC -> NCHW -> NHWC; a transpose that undoes the one producing it
 input is folded at import, so chains of spatial ops stay NCHW throughout.
 Ops are named after their first output tensor. Unsupported operators (and custom
 ops) are collected and reported together in one diagnostic.
+
+Resource variables (VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE, CALL_ONCE) become
+state arguments/results of `@main` with initial values in `nn.state_init`; see
+tflite_state. Further subgraphs are supported only as CALL_ONCE initialisers;
+control flow (IF, WHILE) is reported as unsupported. A model with several
+signatures is imported from its first subgraph, with a warning.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -28,10 +35,17 @@ from npuc.diagnostics import NpucError
 from npuc.dialects import nn, qnn
 from npuc.dialects.nn_base import NNOperation, build, ints, shape_of
 from npuc.dialects.quant_types import UniformQuantizedType
-from npuc.graph_io import ENTRY, name_attrs
+from npuc.graph_io import ENTRY, io_attrs
 from npuc.tensors import to_dense
 
-from .tflite_model import Graph, Operator, Tensor, decode
+from .tflite_model import Graph, Operator, Tensor, decode, decode_all
+
+# Operators that run other subgraphs, with the options naming them.
+CONTROL_FLOW = {
+    "IF": ("ThenSubgraphIndex", "ElseSubgraphIndex"),
+    "WHILE": ("CondSubgraphIndex", "BodySubgraphIndex"),
+    "CALL": ("Subgraph",),
+}
 
 __all__ = ["import_tflite", "supported_ops"]
 
@@ -83,7 +97,22 @@ def import_tflite(
         except OSError as e:
             raise NpucError(f"cannot read TFLite model: {e.strerror or e}", location) from None
     graph = decode(data, location)
-    return _Import(graph, location).run(input_shapes or {}, inputs, outputs)
+    graphs = None
+    from .tflite_state import signature_subgraphs
+
+    if len(signed := signature_subgraphs(data)) > 1:
+        warnings.warn(
+            f"{location}: the model has {len(signed)} signatures on different subgraphs; "
+            "npuc imports the first subgraph only",
+            stacklevel=2,
+        )
+    if any(op.op_type in STATEFUL for op in graph.operators):
+        graphs = decode_all(data, location)
+    return _Import(graph, location, graphs).run(input_shapes or {}, inputs, outputs)
+
+
+# Operators that need the model's other subgraphs (or its variables) to be imported.
+STATEFUL = frozenset({"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE"})
 
 
 def tensor_type(t: Tensor, shape: Sequence[int] | None = None) -> TensorType:
@@ -251,9 +280,20 @@ def is_qvalue(value: SSAValue) -> bool:
 
 
 class _Import:
-    def __init__(self, graph: Graph, location: str):
+    def __init__(
+        self,
+        graph: Graph,
+        location: str,
+        graphs: Sequence[Graph] | None = None,
+        visiting: frozenset[int] = frozenset({0}),
+    ):
+        from .tflite_state import State
+
         self.graph = graph
         self.location = location
+        self.graphs = graphs or [graph]  # every subgraph, for CALL_ONCE
+        self.visiting = visiting
+        self.state: State | None = None
         self.by_name = {t.name: t for t in graph.tensors}
         self.block = Block()
         self.values: dict[int, SSAValue] = {}
@@ -290,20 +330,37 @@ class _Import:
             raise self.error(f"--input-shape names unknown input(s) {', '.join(unknown)}; "
                              f"inputs are: {', '.join(in_names)}")  # fmt: skip
         arg_types = [self._arg_type(graph.tensors[t], input_shapes) for t in in_ids]
-        self.block = Block(arg_types=arg_types)
-        self.values.update(zip(in_ids, self.block.args, strict=True))
-        for op in self._schedule(in_ids, out_ids):
+        state = None
+        if any(op.op_type in STATEFUL for op in graph.operators):
+            from .tflite_state import State
+
+            state = self.state = State(self, self.graphs, self.visiting)
+        states = state.names if state else []
+        self.block = Block(arg_types=[*arg_types, *(state.types.values() if state else ())])
+        self.values.update(zip(in_ids, self.block.args, strict=False))
+        if state:
+            state.bind(self.block.args[len(in_ids) :])
+            # CALL_ONCE has no outputs: run the initialisers whatever the schedule.
+            for op in graph.operators:
+                if op.op_type == "CALL_ONCE":
+                    self._convert(op)
+        for op in self._schedule(in_ids, out_ids, state.roots() if state else ()):
             self._convert(op)
         if self.issues:
             raise self._issues_error()
         results = [self.value(graph.tensors[t]) for t in out_ids]
+        results += state.results() if state else []
         self.block.add_op(ReturnOp(*results))
         self._erase_dead()
+        out_names = [graph.tensors[t].name for t in out_ids]
         func = FuncOp(
-            ENTRY, (arg_types, [r.type for r in results]), Region(self.block),
-            arg_attrs=name_attrs(in_names),
-            res_attrs=name_attrs([graph.tensors[t].name for t in out_ids]),
+            ENTRY, ([a.type for a in self.block.args], [r.type for r in results]),
+            Region(self.block),
+            arg_attrs=io_attrs([*in_names, *states], [None] * len(in_names) + states),
+            res_attrs=io_attrs([*out_names, *states], [None] * len(out_names) + states),
         )  # fmt: skip
+        if state:
+            func.attributes.update(state.init_attr())
         module = ModuleOp([func])
         try:
             module.verify()
@@ -343,11 +400,14 @@ class _Import:
                              "or quantized int8/uint8/int16 inputs")  # fmt: skip
         return tensor_type(t, shape)
 
-    def _schedule(self, in_ids: Sequence[int], out_ids: Sequence[int]) -> list[Operator]:
-        """The operators needed for `out_ids` from `in_ids` and constants, in model order."""
+    def _schedule(
+        self, in_ids: Sequence[int], out_ids: Sequence[int], roots: Sequence[Operator] = ()
+    ) -> list[Operator]:
+        """The operators needed for `out_ids` (and `roots`) from `in_ids` and constants,
+        in model order."""
         producer = {t: op for op in self.graph.operators for t in op.outputs}
-        needed: set[int] = set()
-        stack = [t for t in out_ids]
+        needed: set[int] = {op.index for op in roots}
+        stack = [t for t in out_ids] + [t for op in roots for t in op.inputs]
         seen: set[int] = set(in_ids)
         while stack:
             t = stack.pop()
@@ -373,6 +433,9 @@ class _Import:
         try:
             if op.custom:
                 raise Unsupported("custom operators are not supported")
+            if op.op_type in STATEFUL and self.state is not None:
+                self.state.convert(ctx)
+                return
             converter = self._converter(op)
             results = converter(ctx)
             results = [results] if isinstance(results, SSAValue) else list(results)
@@ -395,6 +458,9 @@ class _Import:
         data = [t for t in data if t.data is None or t.dtype in STORAGE]
         quantized = any(is_quantized(t) for t in data) and op.op_type != "DEQUANTIZE"
         table = quant_ops if quantized else float_ops
+        if op.op_type not in table and op.op_type in CONTROL_FLOW:
+            refs = ", ".join(str(op.options.get(k)) for k in CONTROL_FLOW[op.op_type])
+            raise Unsupported(f"control flow over subgraphs ({refs}) is not supported")
         if op.op_type not in table:
             if op.op_type in float_ops or op.op_type in quant_ops:
                 kind = "quantized" if quantized else "float"

@@ -74,6 +74,11 @@ class Graph:
 
 def decode(data: bytes, location: str) -> Graph:
     """The main subgraph of a .tflite file, fully decoded; NpucError if it is not valid."""
+    return decode_all(data, location)[0]
+
+
+def decode_all(data: bytes, location: str) -> list[Graph]:
+    """Every subgraph of a .tflite file (the first is the main one); NpucError if not valid."""
     if len(data) < 8:
         raise NpucError("not a TFLite model: the file is too short", location)
     if data[4:8] != b"TFL3":
@@ -88,13 +93,16 @@ def decode(data: bytes, location: str) -> Graph:
         ) from None
 
 
-def _decode(data: bytes) -> Graph:
+def _decode(data: bytes) -> list[Graph]:
     model = tflite.Model.GetRootAsModel(data, 0)
     if model.SubgraphsLength() < 1:
         raise NpucError("invalid TFLite model: it has no subgraphs")
     buffers = [_buffer(model.Buffers(i), data) for i in range(model.BuffersLength())]
     codes = [_op_code(model.OperatorCodes(i)) for i in range(model.OperatorCodesLength())]
-    sub = model.Subgraphs(0)
+    return [_subgraph(model.Subgraphs(i), buffers, codes) for i in range(model.SubgraphsLength())]
+
+
+def _subgraph(sub, buffers: list, codes: list[tuple[str, bool]]) -> Graph:
     tensors = [_tensor(i, sub.Tensors(i), buffers) for i in range(sub.TensorsLength())]
     operators = []
     for i in range(sub.OperatorsLength()):

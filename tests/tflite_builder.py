@@ -25,6 +25,7 @@ TYPES = {
     np.dtype(np.int16): tflite.TensorType.INT16,
     np.dtype(np.int32): tflite.TensorType.INT32,
     np.dtype(np.int64): tflite.TensorType.INT64,
+    np.dtype(np.bool_): tflite.TensorType.BOOL,
 }
 
 
@@ -37,6 +38,7 @@ class _Tensor:
     scales: list[float] | None
     zero_points: list[int] | None
     axis: int
+    type_code: int | None = None  # overrides TYPES[dtype] (resource tensors)
 
 
 @dataclass
@@ -53,6 +55,9 @@ class TFLiteModel:
     def __init__(self) -> None:
         self.tensors: list[_Tensor] = []
         self.ops: list[_Op] = []
+        # Further subgraphs (CALL_ONCE initialisers, IF/WHILE bodies): model, inputs, outputs.
+        self.subgraphs: list[tuple[TFLiteModel, list[int], list[int]]] = []
+        self.signatures: list[tuple[str, int]] = []  # (key, subgraph index); none by default
 
     def tensor(
         self,
@@ -83,6 +88,17 @@ class TFLiteModel:
         code = getattr(tflite.BuiltinOperator, name)
         self.ops.append(_Op(code, list(inputs), list(outputs), options, fields))
 
+    def resource(self, name: str) -> int:
+        """A resource tensor (the handle VAR_HANDLE produces)."""
+        self.tensors.append(_Tensor(name, [], np.dtype(np.int32), None, None, None, 0,
+                                    tflite.TensorType.RESOURCE))  # fmt: skip
+        return len(self.tensors) - 1
+
+    def add_subgraph(self, sub: TFLiteModel, inputs: Sequence[int], outputs: Sequence[int]) -> int:
+        """Append `sub` (its own tensors and ops) as a further subgraph; returns its index."""
+        self.subgraphs.append((sub, list(inputs), list(outputs)))
+        return len(self.subgraphs)
+
     def custom_op(self, name: str, inputs: Sequence[int], outputs: Sequence[int]) -> None:
         self.ops.append(_Op(tflite.BuiltinOperator.CUSTOM, list(inputs), list(outputs), None,
                             custom=name))  # fmt: skip
@@ -92,46 +108,74 @@ class TFLiteModel:
     def build(self, inputs: Sequence[int], outputs: Sequence[int]) -> bytes:
         b = flatbuffers.Builder(1024)
         buffers = [self._buffer(b, None)]
-        buffer_of = []
-        for t in self.tensors:
-            if t.data is None:
-                buffer_of.append(0)
-            else:
-                buffers.append(self._buffer(b, t.data))
-                buffer_of.append(len(buffers) - 1)
-        tensors = [self._tensor(b, t, buf) for t, buf in zip(self.tensors, buffer_of, strict=True)]
+        graphs = [(self, list(inputs), list(outputs)), *self.subgraphs]
         codes: list[tuple[int, str | None]] = []
-        for op in self.ops:
-            if (op.code, op.custom) not in codes:
-                codes.append((op.code, op.custom))
+        for g, _, _ in graphs:
+            for op in g.ops:
+                if (op.code, op.custom) not in codes:
+                    codes.append((op.code, op.custom))
         code_offsets = [self._code(b, code, custom) for code, custom in codes]
-        ops = [self._op(b, op, codes.index((op.code, op.custom))) for op in self.ops]
-
-        t_vec = self._tables(b, tflite.SubGraphStartTensorsVector, tensors)
-        o_vec = self._tables(b, tflite.SubGraphStartOperatorsVector, ops)
-        in_vec = b.CreateNumpyVector(np.array(inputs, np.int32))
-        out_vec = b.CreateNumpyVector(np.array(outputs, np.int32))
-        name = b.CreateString("main")
-        tflite.SubGraphStart(b)
-        tflite.SubGraphAddTensors(b, t_vec)
-        tflite.SubGraphAddOperators(b, o_vec)
-        tflite.SubGraphAddInputs(b, in_vec)
-        tflite.SubGraphAddOutputs(b, out_vec)
-        tflite.SubGraphAddName(b, name)
-        subgraph = tflite.SubGraphEnd(b)
-
-        s_vec = self._tables(b, tflite.ModelStartSubgraphsVector, [subgraph])
+        subgraphs = [
+            self._subgraph(b, g, ins, outs, buffers, codes, "main" if i == 0 else f"sub{i}")
+            for i, (g, ins, outs) in enumerate(graphs)
+        ]
+        s_vec = self._tables(b, tflite.ModelStartSubgraphsVector, subgraphs)
         c_vec = self._tables(b, tflite.ModelStartOperatorCodesVector, code_offsets)
         b_vec = self._tables(b, tflite.ModelStartBuffersVector, buffers)
         description = b.CreateString("npuc test model")
+        sig_vec = None
+        if self.signatures:
+            sigs = []
+            for key, index in self.signatures:
+                key_off = b.CreateString(key)
+                tflite.SignatureDefStart(b)
+                tflite.SignatureDefAddSignatureKey(b, key_off)
+                tflite.SignatureDefAddSubgraphIndex(b, index)
+                sigs.append(tflite.SignatureDefEnd(b))
+            sig_vec = self._tables(b, tflite.ModelStartSignatureDefsVector, sigs)
         tflite.ModelStart(b)
         tflite.ModelAddVersion(b, 3)
         tflite.ModelAddOperatorCodes(b, c_vec)
         tflite.ModelAddSubgraphs(b, s_vec)
         tflite.ModelAddDescription(b, description)
         tflite.ModelAddBuffers(b, b_vec)
+        if sig_vec is not None:
+            tflite.ModelAddSignatureDefs(b, sig_vec)
         b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
         return bytes(b.Output())
+
+    @classmethod
+    def _subgraph(
+        cls,
+        b: flatbuffers.Builder,
+        g: TFLiteModel,
+        inputs: Sequence[int],
+        outputs: Sequence[int],
+        buffers: list[int],
+        codes: list[tuple[int, str | None]],
+        name: str,
+    ) -> int:
+        buffer_of = []
+        for t in g.tensors:
+            if t.data is None:
+                buffer_of.append(0)
+            else:
+                buffers.append(cls._buffer(b, t.data))
+                buffer_of.append(len(buffers) - 1)
+        tensors = [cls._tensor(b, t, buf) for t, buf in zip(g.tensors, buffer_of, strict=True)]
+        ops = [cls._op(b, op, codes.index((op.code, op.custom))) for op in g.ops]
+        t_vec = cls._tables(b, tflite.SubGraphStartTensorsVector, tensors)
+        o_vec = cls._tables(b, tflite.SubGraphStartOperatorsVector, ops)
+        in_vec = b.CreateNumpyVector(np.array(inputs, np.int32))
+        out_vec = b.CreateNumpyVector(np.array(outputs, np.int32))
+        name_off = b.CreateString(name)
+        tflite.SubGraphStart(b)
+        tflite.SubGraphAddTensors(b, t_vec)
+        tflite.SubGraphAddOperators(b, o_vec)
+        tflite.SubGraphAddInputs(b, in_vec)
+        tflite.SubGraphAddOutputs(b, out_vec)
+        tflite.SubGraphAddName(b, name_off)
+        return tflite.SubGraphEnd(b)
 
     @staticmethod
     def _tables(b: flatbuffers.Builder, start: Any, offsets: Sequence[int]) -> int:
@@ -169,7 +213,7 @@ class TFLiteModel:
             quant = tflite.QuantizationParametersEnd(b)
         tflite.TensorStart(b)
         tflite.TensorAddShape(b, shape)
-        tflite.TensorAddType(b, TYPES[t.dtype])
+        tflite.TensorAddType(b, TYPES[t.dtype] if t.type_code is None else t.type_code)
         tflite.TensorAddBuffer(b, buffer)
         tflite.TensorAddName(b, name)
         if quant is not None:
@@ -196,6 +240,8 @@ class TFLiteModel:
                 for k, v in op.fields.items()
                 if isinstance(v, list | tuple | np.ndarray)
             }
+            strings = {k: v for k, v in op.fields.items() if isinstance(v, str)}
+            vectors.update({k: b.CreateString(v) for k, v in strings.items()})
             getattr(tflite, f"{op.options}Start")(b)
             for key, value in op.fields.items():
                 getattr(tflite, f"{op.options}Add{key}")(b, vectors.get(key, value))
@@ -223,3 +269,21 @@ def run_litert(data: bytes, feeds: Sequence[np.ndarray]) -> list[np.ndarray]:
         interp.set_tensor(detail["index"], x)
     interp.invoke()
     return [interp.get_tensor(d["index"]).copy() for d in interp.get_output_details()]
+
+
+def run_litert_sequence(
+    data: bytes, steps: Sequence[Sequence[np.ndarray]]
+) -> list[list[np.ndarray]]:
+    """Outputs of each of several invocations of one LiteRT interpreter (variables persist)."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    interp = Interpreter(model_content=data,
+                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)  # fmt: skip
+    interp.allocate_tensors()
+    results = []
+    for feeds in steps:
+        for detail, x in zip(interp.get_input_details(), feeds, strict=True):
+            interp.set_tensor(detail["index"], x)
+        interp.invoke()
+        results.append([interp.get_tensor(d["index"]).copy() for d in interp.get_output_details()])
+    return results

@@ -7,12 +7,16 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..diagnostics import NpucError, reported_errors
 from .cli_options import add_import_options, import_options
 from .quantize_options import add_quantize_options, check_options, quantize_and_report
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,6 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
         "integers as NAME.q",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
+    parser.add_argument(
+        "--sequence",
+        type=int,
+        metavar="N",
+        help="run N calls carrying the model's state (e.g. TFLite variables); --input arrays "
+        "then have a leading axis of length N, and -o saves every step's outputs stacked",
+    )
     add_import_options(parser)
     add_quantize_options(parser)
     return parser
@@ -98,6 +109,7 @@ def save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 
 def run(argv: list[str] | None = None) -> int:
     from ..api import apply_pipeline, export_qdq, load_model
+    from ..graph_io import entry_function, state_names
     from ..printing import print_module
     from ..registry import DEFAULT_PIPELINE
     from ..runtime.qnn_kernels import check_level, dequantized_outputs, random_inputs, run_module
@@ -125,6 +137,8 @@ def run(argv: list[str] | None = None) -> int:
         check_level(module, args.level)
     if args.print_ir:
         print(print_module(module))
+    if args.sequence is not None or state_names(entry_function(module)):
+        return run_steps(module, feeds, args)
     generated = random_inputs(module, skip=feeds.keys(), seed=args.seed)
     for name, array in generated.items():
         print(
@@ -137,6 +151,31 @@ def run(argv: list[str] | None = None) -> int:
     if args.output:
         save_npz(args.output, outputs)
         print(f"saved {len(outputs)} output(s) to {args.output}")
+    return 0
+
+
+def run_steps(module: ModuleOp, feeds: dict[str, np.ndarray], args: argparse.Namespace) -> int:
+    """A stateful model (one call unless --sequence), starting from its initial state."""
+    from ..frontends.tflite_state import run_sequence, sequence_feeds
+    from ..runtime.qnn_kernels import dequantized_outputs
+
+    steps = args.sequence
+    if steps is None:  # one call: inputs have no sequence axis
+        feeds = {name: array[None] for name, array in feeds.items()}
+    per_step, generated = sequence_feeds(module, feeds, steps or 1, args.seed)
+    for name in generated:
+        print(f"note: no --input for '{name}': using seeded random data at each step")
+    results = [dequantized_outputs(module, o) for o in run_sequence(module, per_step)[0]]
+    for k, outputs in enumerate(results):
+        for name, array in outputs.items():
+            print((f"step {k}: " if steps is not None else "") + summarise(name, array))
+    if args.output:
+        if steps is None:
+            saved = results[0]
+        else:
+            saved = {name: np.stack([o[name] for o in results]) for name in results[0]}
+        save_npz(args.output, saved)
+        print(f"saved {len(saved)} output(s) to {args.output}")
     return 0
 
 
