@@ -38,7 +38,7 @@ from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.graph_io import ENTRY, io_attrs
 from npuc.tensors import to_dense
 
-from .tflite_model import Graph, Operator, Tensor, decode, decode_all
+from .tflite_model import Graph, Operator, Tensor, decode_all
 
 # Operators that run other subgraphs, with the options naming them.
 CONTROL_FLOW = {
@@ -96,8 +96,8 @@ def import_tflite(
                 data = f.read()
         except OSError as e:
             raise NpucError(f"cannot read TFLite model: {e.strerror or e}", location) from None
-    graph = decode(data, location)
-    graphs = None
+    all_graphs = decode_all(data, location)
+    graph = all_graphs[0]
     from .tflite_state import signature_subgraphs
 
     if len(signed := signature_subgraphs(data)) > 1:
@@ -106,8 +106,8 @@ def import_tflite(
             "npuc imports the first subgraph only",
             stacklevel=2,
         )
-    if any(op.op_type in STATEFUL for op in graph.operators):
-        graphs = decode_all(data, location)
+    stateful = any(op.op_type in STATEFUL for op in graph.operators)
+    graphs = all_graphs if stateful else None
     return _Import(graph, location, graphs).run(input_shapes or {}, inputs, outputs)
 
 
