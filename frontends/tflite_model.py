@@ -72,11 +72,6 @@ class Graph:
     outputs: list[int]
 
 
-def decode(data: bytes, location: str) -> Graph:
-    """The main subgraph of a .tflite file, fully decoded; NpucError if it is not valid."""
-    return decode_all(data, location)[0]
-
-
 def decode_all(data: bytes, location: str) -> list[Graph]:
     """Every subgraph of a .tflite file (the first is the main one); NpucError if not valid."""
     if len(data) < 8:
