@@ -106,14 +106,20 @@ def _tflite_multiply(x: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) -
     tfl_shift = 31 - shift
     left = np.maximum(tfl_shift, 0)
     right = np.maximum(-tfl_shift, 0)
-    x = np.clip(np.left_shift(x, left), -(2**31), 2**31 - 1)
-    ab = x * multiplier
-    nudge = np.where(ab >= 0, I64(1 << 30), I64(1 - (1 << 30)))
-    # C's integer division truncates toward zero.
-    total = ab + nudge
-    high = np.where(total >= 0, total >> 31, -((-total) >> 31))
-    overflow = (x == -(2**31)) & (multiplier == -(2**31))
-    high = np.where(overflow, I64(2**31 - 1), high)
+    if np.any(left):
+        x = np.clip(np.left_shift(x, left), -(2**31), 2**31 - 1)
+    # SaturatingRoundingDoublingHighMul: (x * m + nudge) / 2^31, C division truncating to zero.
+    high = x * multiplier
+    negative = high < 0
+    high += 1 << 30
+    high -= negative * I64((1 << 31) - 1)  # the nudge is 1 - 2^30 for negative products
+    high += (high >> 63) & I64((1 << 31) - 1)  # truncate toward zero when shifting negatives
+    high >>= 31
+    if np.any(multiplier == -(2**31)):  # INT32_MIN * INT32_MIN saturates; not reachable for m >= 0
+        high = np.where((x == -(2**31)) & (multiplier == -(2**31)), I64(2**31 - 1), high)
+    if not np.any(right):
+        return high
+    # RoundingDivideByPOT: round half away from zero.
     mask = np.left_shift(I64(1), right) - 1
     remainder = high & mask
     threshold = (mask >> 1) + (high < 0)
