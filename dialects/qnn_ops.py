@@ -185,6 +185,72 @@ class LutOp(QNNOperation):
             raise VerifyException("'qnn.lut': table entries must lie in the output storage range")
 
 
+@irdl_op_definition
+class SoftmaxOp(QNNOperation):
+    """int8 softmax over the last axis: TFLite's reference fixed-point algorithm.
+
+    The input is i8 (per tensor; its scale and zero point only enter through the
+    properties); the result is i8 with scale 1/256 (within TFLite's tolerance of
+    0.1%) and zero point -128, as TFLite requires. Per row, with `d = q - max(row)`
+    and only elements with `d >= diff_min` taking part (the others output -128):
+
+    - `r = SaturatingRoundingDoublingHighMul(d * 2^input_left_shift, input_multiplier)`,
+      `d * beta * scale_in` in Q5.26 (`input_multiplier`, `input_left_shift`: TFLite's
+      PreprocessSoftmaxScaling(beta, scale_in, 5); `diff_min = -CalculateInputRadius(5,
+      input_left_shift)`, so `-diff_min * 2^input_left_shift` fits in int32);
+    - `e = exp_on_negative_values(r)` (gemmlowp, Q0.31), summed as `RoundingDivideByPOT(e, 12)`
+      (Q12.19) into `sum`;
+    - `out = -128 + RoundingDivideByPOT(SRDHM(GetReciprocal(sum, 12), e),
+      num_bits_over_unit + 23)`, saturated to i8.
+
+    Rows whose exponentials add up to 512 or more make TFLite's shift exceed 31 (its
+    gemmlowp asserts); the kernel rejects them. See docs/quantization.md.
+    """
+
+    name = "qnn.softmax"
+    input = operand_def(QTensor)
+    output = result_def(QTensor)
+    input_multiplier = prop_def(IntegerAttr[I64])
+    input_left_shift = prop_def(IntegerAttr[I64])
+    diff_min = prop_def(IntegerAttr[I64])
+
+    OUTPUT_SCALE: ClassVar[float] = 1 / 256
+    OUTPUT_ZERO_POINT: ClassVar[int] = -128
+
+    @classmethod
+    def infer_shapes(cls, operand_shapes, props):
+        return [tuple(operand_shapes[0])]
+
+    def verify_(self) -> None:
+        super().verify_()
+        self.verify_per_tensor()
+        q_in, q_out = qtype(self.input), qtype(self.output)
+        if not shape_of(self.input):
+            raise VerifyException("'qnn.softmax': the input must have rank >= 1")
+        if (q_in.storage, q_in.qmin, q_in.qmax) != ("i8", -128, 127):
+            raise VerifyException("'qnn.softmax': the input must be i8 with the full range")
+        if (
+            (q_out.storage, q_out.qmin, q_out.qmax) != ("i8", -128, 127)
+            or q_out.zero_point != self.OUTPUT_ZERO_POINT
+            # TFLite's Prepare: TF_LITE_ENSURE_NEAR(scale, 1/256, 0.001/256).
+            or abs(q_out.scale - self.OUTPUT_SCALE) > 0.001 * self.OUTPUT_SCALE
+        ):
+            raise VerifyException(
+                "'qnn.softmax': the result must be i8 with scale 1/256 and zero point -128"
+            )
+        multiplier = self.input_multiplier.value.data
+        left_shift = self.input_left_shift.value.data
+        diff_min = self.diff_min.value.data
+        if not 0 <= multiplier < 2**31:
+            raise VerifyException("'qnn.softmax': input_multiplier must be in [0, 2^31)")
+        if not 0 <= left_shift <= 31:
+            raise VerifyException("'qnn.softmax': input_left_shift must be in [0, 31]")
+        if diff_min > 0 or (-diff_min) << left_shift >= 2**31:
+            raise VerifyException(
+                "'qnn.softmax': diff_min must be <= 0 with -diff_min * 2^input_left_shift < 2^31"
+            )
+
+
 # --------------------------------------------------------------------------- compute
 
 

@@ -167,6 +167,12 @@ def _lut(op: qnn.LutOp, a: list[np.ndarray]) -> list[np.ndarray]:
     return [integer.lut_lookup(a[0], table, q_in.qmin).astype(_dtype(op.output))]
 
 
+@register_qnn_kernel(qnn.SoftmaxOp)
+def _softmax(op: qnn.SoftmaxOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    y = qa.softmax_int8(a[0], _v(op.input_multiplier), _v(op.input_left_shift), _v(op.diff_min))
+    return [y.astype(_dtype(op.output))]
+
+
 # --------------------------------------------------------------------------- compute
 
 

@@ -267,3 +267,139 @@ def max_pool2d(
         for j in range(kernel[1]):
             np.maximum(y, tap(xp, i, j, out_hw, strides, dilations), out=y)
     return y
+
+
+# --------------------------------------------------------------------------- softmax (TFLite int8)
+# gemmlowp's fixed-point arithmetic on int32 raw values, computed in int64 with the C++
+# wrap-around or saturation made explicit. Used by `softmax_int8` (TFLite's reference
+# quantized Softmax: Q5.26 input differences, exp_on_negative_values, GetReciprocal).
+
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
+
+def _wrap32(x: np.ndarray) -> np.ndarray:
+    """Two's-complement int32 wrap-around (gemmlowp's non-saturating + and -)."""
+    return ((np.asarray(x, I64) + 2**31) & (2**32 - 1)) - 2**31
+
+
+def fx_mul(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
+    """gemmlowp SaturatingRoundingDoublingHighMul on int32 values (int64 arrays)."""
+    a, b = np.asarray(a, I64), np.asarray(b, I64)
+    ab = a * b
+    nudge = np.where(ab >= 0, I64(1 << 30), I64(1 - (1 << 30)))
+    total = ab + nudge
+    # C division truncating toward zero by 2^31.
+    high = np.where(total >= 0, total >> 31, -((-total) >> 31))
+    return np.where((a == _I32_MIN) & (b == _I32_MIN), I64(_I32_MAX), high)
+
+
+def fx_rounding_divide_by_pot(x: np.ndarray, exponent: np.ndarray | int) -> np.ndarray:
+    """gemmlowp RoundingDivideByPOT: x / 2^exponent rounded half away from zero."""
+    x, exponent = np.asarray(x, I64), np.asarray(exponent, I64)
+    mask = np.left_shift(I64(1), exponent) - 1
+    remainder = x & mask
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> exponent) + (remainder > threshold)
+
+
+def fx_saturating_shift_left(x: np.ndarray, exponent: int) -> np.ndarray:
+    """gemmlowp SaturatingRoundingMultiplyByPOT with a positive exponent on int32."""
+    return np.clip(np.left_shift(np.asarray(x, I64), exponent), _I32_MIN, _I32_MAX)
+
+
+def _exp_on_interval_between_negative_one_quarter_and_0_excl(a: np.ndarray) -> np.ndarray:
+    """exp(a) for a (Q0.31) in [-1/4, 0): a Taylor expansion around -1/8."""
+    constant_term = 1895147668  # exp(-1/8)
+    constant_1_over_3 = 715827883
+    x = _wrap32(a + (1 << 28))  # a + 1/8
+    x2 = fx_mul(x, x)
+    x3 = fx_mul(x2, x)
+    x4 = fx_mul(x2, x2)
+    x4_over_4 = fx_rounding_divide_by_pot(x4, 2)
+    poly = fx_rounding_divide_by_pot(
+        _wrap32(fx_mul(_wrap32(x4_over_4 + x3), constant_1_over_3) + x2), 1
+    )
+    return _wrap32(constant_term + fx_mul(constant_term, _wrap32(x + poly)))
+
+
+# (bit of the Q5.26 remainder, Q0.31 exp(-2^exponent)) for exponents -2 .. 4.
+_EXP_BARREL_SHIFTER = (
+    (26 - 2, 1672461947),
+    (26 - 1, 1302514674),
+    (26 + 0, 790015084),
+    (26 + 1, 290630308),
+    (26 + 2, 39332535),
+    (26 + 3, 720401),
+    (26 + 4, 242),
+)
+
+
+def fx_exp_on_negative_values_q5_26(a: np.ndarray) -> np.ndarray:
+    """gemmlowp exp_on_negative_values for FixedPoint<int32, 5> a <= 0; Q0.31 result."""
+    a = np.asarray(a, I64)
+    one_quarter = 1 << 24
+    a_mod_quarter_minus_one_quarter = _wrap32((a & (one_quarter - 1)) - one_quarter)
+    result = _exp_on_interval_between_negative_one_quarter_and_0_excl(
+        fx_saturating_shift_left(a_mod_quarter_minus_one_quarter, 5)  # Rescale<0>
+    )
+    remainder = _wrap32(a_mod_quarter_minus_one_quarter - a)
+    for bit, multiplier in _EXP_BARREL_SHIFTER:
+        result = np.where(remainder & (1 << bit), fx_mul(result, multiplier), result)
+    return np.where(a == 0, I64(_I32_MAX), result)
+
+
+def fx_one_over_one_plus_x_for_x_in_0_1(a: np.ndarray) -> np.ndarray:
+    """gemmlowp one_over_one_plus_x_for_x_in_0_1 (Newton-Raphson); Q0.31 in and out."""
+    a = np.asarray(a, I64)
+    total = a + _I32_MAX  # RoundingHalfSum(a, One)
+    half_denominator = np.where(total >= 0, (total + 1) // 2, -((-(total - 1)) // 2))
+    constant_48_over_17 = 1515870810  # Q2.29
+    constant_neg_32_over_17 = -1010580540
+    one_q2 = 1 << 29
+    x = _wrap32(constant_48_over_17 + fx_mul(half_denominator, constant_neg_32_over_17))
+    for _ in range(3):
+        half_denominator_times_x = fx_mul(half_denominator, x)
+        one_minus = _wrap32(one_q2 - half_denominator_times_x)
+        x = _wrap32(x + fx_saturating_shift_left(fx_mul(x, one_minus), 2))
+    return fx_saturating_shift_left(x, 1)  # Rescale<0>(ExactMulByPot<-1>(x))
+
+
+def softmax_int8(
+    x: np.ndarray, input_multiplier: int, input_left_shift: int, diff_min: int
+) -> np.ndarray:
+    """TFLite's reference quantized Softmax (int8 in, int8 out at scale 1/256, zero point -128)
+    over the last axis; see docs/quantization.md."""
+    q = np.asarray(x, I64)
+    if q.size == 0:
+        return q.astype(np.int8)
+    diff = q - q.max(axis=-1, keepdims=True)
+    used = diff >= diff_min
+    # MultiplyByQuantizedMultiplierGreaterThanOne; |diff| << shift fits int32 where used.
+    rescaled = fx_mul(np.where(used, np.left_shift(diff, input_left_shift), 0), input_multiplier)
+    exps = fx_exp_on_negative_values_q5_26(rescaled)
+    # Accumulated in Q12.19 (Rescale<12>), int32 wrap-around as in C++.
+    sum_of_exps = _wrap32(np.where(used, fx_rounding_divide_by_pot(exps, 12), 0).sum(axis=-1))
+    # GetReciprocal(sum, 12): count leading zeros of the (positive) uint32 sum.
+    headroom_plus_one = 32 - _bit_length(sum_of_exps)
+    num_bits_over_unit = 12 - headroom_plus_one
+    if num_bits_over_unit.max() + 31 - 8 > 31:
+        # TFLite's RoundingDivideByPOT takes exponents up to 31 (gemmlowp asserts beyond).
+        raise ValueError("softmax: a row's sum of exponentials reaches 512 (TFLite fails)")
+    shifted_sum_minus_one = _wrap32(np.left_shift(sum_of_exps, headroom_plus_one) - (1 << 31))
+    shifted_scale = fx_one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
+    unsat = fx_rounding_divide_by_pot(
+        fx_mul(shifted_scale[..., None], exps), (num_bits_over_unit + 31 - 8)[..., None]
+    )
+    out = np.clip(unsat - 128, -128, 127)
+    return np.where(used, out, -128).astype(np.int8)
+
+
+def _bit_length(x: np.ndarray) -> np.ndarray:
+    """Bits needed for each non-negative int64 below 2^32 (0 for 0)."""
+    x = np.asarray(x, I64)
+    n = np.zeros(x.shape, I64)
+    for step in (16, 8, 4, 2, 1):
+        big = x >= (I64(1) << step)
+        n += big * step
+        x = np.where(big, x >> step, x)
+    return n + (x > 0)
