@@ -16,11 +16,9 @@ activations clamp to CalculateActivationRangeQuantized's bounds.
 LOGISTIC, TANH, ELU, GELU, HARD_SWISH and LEAKY_RELU become `qnn.lut` with the
 256-entry table TFLite's int8 kernel produces (see tflite_luts).
 
-Not bit-exact with TFLite, by construction, and stated here rather than hidden:
-SOFTMAX (TFLite's fixed-point exp/reciprocal) is imported as qnn.dequantize ->
-nn.softmax -> qnn.quantize; AVERAGE_POOL_2D rounds the window mean of the
-*stored* values in TFLite but of the zero-point-centred values in qnn, which can
-differ at exact ties (even window counts, non-zero zero point).
+SOFTMAX becomes `qnn.softmax`, TFLite's gemmlowp fixed-point algorithm
+(tflite_softmax); AVERAGE_POOL_2D uses `rounding = "tflite"`, which rounds the
+mean of the stored values as TFLite does.
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType, f32, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType, i32, i64
 from xdsl.ir import Attribute, SSAValue
 
 from npuc.dialects import qnn
@@ -345,10 +343,10 @@ def _resize_nearest(ctx: OpContext) -> SSAValue:
 
 
 def _softmax(ctx: OpContext) -> SSAValue:
-    """Through float (see the module docstring): not TFLite's fixed-point algorithm."""
-    x = ctx.emit(qnn.DequantizeOp, [ctx.value(0)], result_types=[TensorType(f32, ctx.shape(0))])
-    y = fops._softmax(_FloatView(ctx, x))
-    return ctx.emit(qnn.QuantizeOp, [y], result_types=[_out_type(ctx)])
+    """TFLite's fixed-point int8 softmax as qnn.softmax (lazy import: it imports this module)."""
+    from .tflite_softmax import softmax_converter
+
+    return softmax_converter(ctx)
 
 
 def _lut(kind: str) -> object:
@@ -388,19 +386,6 @@ def _lut(kind: str) -> object:
 _LUT_TRANSFORMS = {"LOGISTIC": luts.logistic, "TANH": luts.tanh, "ELU": luts.elu,
                    "GELU": luts.gelu}  # fmt: skip
 _FIXED_OUTPUT = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}
-
-
-class _FloatView:
-    """An OpContext whose input 0 is a given float value (for float sub-steps)."""
-
-    def __init__(self, ctx: OpContext, value: SSAValue):
-        self._ctx, self._value = ctx, value
-
-    def value(self, i: int) -> SSAValue:
-        return self._value
-
-    def __getattr__(self, key: str):
-        return getattr(self._ctx, key)
 
 
 # --------------------------------------------------------------------------- conversions
@@ -463,3 +448,11 @@ CONVERTERS = {
 
 fops.CONVERTERS["QUANTIZE"] = _quantize
 fops.CONVERTERS["DEQUANTIZE"] = _dequantize
+
+
+def _install_16x8() -> None:
+    """int16x8 models: importing tflite_int16 routes ops with int16 data to its converters."""
+    from . import tflite_int16  # noqa: F401  (installs itself into CONVERTERS)
+
+
+_install_16x8()

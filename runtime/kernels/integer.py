@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-ROUNDING_MODES = ("half_away_from_zero", "half_to_even", "tflite")
+ROUNDING_MODES = ("half_away_from_zero", "half_to_even", "tflite", "half_up")
 I64 = np.int64
 
 
@@ -56,7 +56,10 @@ def rounding_shift(x: np.ndarray, shift: np.ndarray | int, rounding: str) -> np.
         half = np.where(shift > 0, np.left_shift(I64(1), np.maximum(shift - 1, 0)), 0)
         round_up = (remainder > half) | ((remainder == half) & (shift > 0) & (floor % 2 == 1))
         return floor + round_up
-    raise ValueError(f"rounding must be one of {', '.join(ROUNDING_MODES[:2])}, got {rounding!r}")
+    if rounding == "half_up":  # floor(x / 2^shift + 1/2): ties toward +infinity
+        half = np.where(shift > 0, np.left_shift(I64(1), np.maximum(shift - 1, 0)), 0)
+        return np.right_shift(x + half, shift)
+    raise ValueError(f"rounding must be one of {', '.join(ROUNDING_MODES)}, got {rounding!r}")
 
 
 def rounding_divide(
@@ -75,6 +78,8 @@ def rounding_divide(
         quotient = quotient + (twice_rest >= d)
     elif rounding == "half_to_even":
         quotient = quotient + ((twice_rest > d) | ((twice_rest == d) & (quotient % 2 == 1)))
+    elif rounding == "half_up":  # ties toward +infinity: away from zero above 0, toward below
+        quotient = quotient + np.where(n < 0, twice_rest > d, twice_rest >= d)
     else:
         raise ValueError(f"rounding must be one of {', '.join(ROUNDING_MODES)}, got {rounding!r}")
     return np.where(n < 0, -quotient, quotient)
@@ -90,6 +95,9 @@ def requantize(
 
     `rounding="tflite"` reproduces TFLite's MultiplyByQuantizedMultiplier
     (a rounding doubling high multiply, then a rounding right shift: two roundings).
+    `rounding="half_up"` rounds once, ties toward +infinity (`(x + 2^(shift-1)) >> shift`);
+    with a 15-bit multiplier it is TFLite's 64-bit-accumulator MultiplyByQuantizedMultiplier
+    (see frontends.tflite_int16.tflite64_multiplier).
     """
     acc = np.asarray(acc, I64)
     multiplier = np.asarray(multiplier, I64)
@@ -148,9 +156,12 @@ def quantize(
         rounded = np.rint(scaled)
     elif rounding == "half_away_from_zero":
         rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
+    elif rounding == "half_up":
+        rounded = np.floor(scaled + 0.5)
     else:
         raise ValueError(
-            f"quantize rounding must be half_away_from_zero or half_to_even, got {rounding!r}"
+            "quantize rounding must be half_away_from_zero, half_to_even or half_up, "
+            f"got {rounding!r}"
         )
     # Clip in float first: a quotient beyond int64 would wrap when converted.
     bounded = np.clip(rounded, float(lo) - 2.0**40, float(hi) + 2.0**40)
