@@ -148,9 +148,7 @@ def _conv(ctx: OpContext, depthwise: bool) -> SSAValue:
     w, groups = fops.conv_weight(ctx, depthwise)
     weight = _weight(ctx, w, 3 if depthwise else 0)
     bias, wide = _bias(ctx, 2, required=True)
-    s_in, s_out = qops._scale(x_t), qops._scale(out)
-    scales = qops._channel_scales(ctx.tensor(1), w.shape[0])
-    pairs = [qops.tflite_multiplier(s_in * s_w / s_out) for s_w in scales]
+    pairs = qops.conv_multipliers(ctx, w.shape[0])
     props = fops.conv_props(ctx, w.shape[2:]) | {"groups": IntegerAttr(groups, i64)}
     props |= _rescale(ctx, pairs, w, wide, reduce=True)
     n, h, wd, c = out.shape
@@ -165,14 +163,7 @@ def _fully_connected(ctx: OpContext) -> SSAValue:
     w = ctx.need_const(1, "the weights")
     weight = _weight(ctx, w, 0)
     bias, wide = _bias(ctx, 2, required=False)
-    w_t = ctx.tensor(1)
-    s_in, s_out = qops._scale(x_t), qops._scale(out)
-    if len(w_t.quant.scales) > 1:
-        scales = qops._channel_scales(w_t, w.shape[0])
-        pairs = [qops.tflite_multiplier(s_in * s_w / s_out) for s_w in scales]
-    else:  # GetQuantizedConvolutionMultipler: float32 product, then double
-        product = float(np.float32(x_t.quant.scales[0]) * np.float32(w_t.quant.scales[0]))
-        pairs = [qops.tflite_multiplier(product / s_out)]
+    pairs = qops.fc_multipliers(ctx, w.shape[0])
     k = w.shape[1]
     x = ctx.reshape(ctx.value(0), [int(np.prod(ctx.shape(0))) // k, k])
     rows = shape_of(x)[0]

@@ -149,15 +149,29 @@ def _channel_scales(t: Tensor, channels: int) -> list[float]:
 # --------------------------------------------------------------------------- layers
 
 
+def conv_multipliers(ctx: OpContext, channels: int) -> list[tuple[int, int]]:
+    """TFLite's per-channel conv multipliers: QuantizeMultiplier(double(s_in * s_w[c]) / s_out)."""
+    s_in, s_out = _scale(ctx.tensor(0)), _scale(ctx.out())
+    scales = _channel_scales(ctx.tensor(1), channels)
+    return [tflite_multiplier(s_in * s_w / s_out) for s_w in scales]
+
+
+def fc_multipliers(ctx: OpContext, channels: int) -> list[tuple[int, int]]:
+    """FULLY_CONNECTED: per channel like conv; per tensor, the scales multiply in float32 first."""
+    x_t, w_t = ctx.tensor(0), ctx.tensor(1)
+    if len(w_t.quant.scales) > 1:
+        return conv_multipliers(ctx, channels)
+    # GetQuantizedConvolutionMultipler: float32 product, then double
+    product = float(np.float32(x_t.quant.scales[0]) * np.float32(w_t.quant.scales[0]))
+    return [tflite_multiplier(product / _scale(ctx.out()))]
+
+
 def _conv(ctx: OpContext, depthwise: bool) -> SSAValue:
     x_t, out = ctx.tensor(0), ctx.out()
     _check_int8(x_t, out)
     w, groups = fops.conv_weight(ctx, depthwise)
     weight = _weight(ctx, w, 3 if depthwise else 0)
-    s_in, s_out = _scale(x_t), _scale(out)
-    pairs = [
-        tflite_multiplier(s_in * s_w / s_out) for s_w in _channel_scales(ctx.tensor(1), w.shape[0])
-    ]
+    pairs = conv_multipliers(ctx, w.shape[0])
     props = fops.conv_props(ctx, w.shape[2:]) | {"groups": IntegerAttr(groups, i64)}
     props |= requant_props(pairs, activation_range(ctx, out))
     n, h, wd, c = out.shape
@@ -171,13 +185,7 @@ def _fully_connected(ctx: OpContext) -> SSAValue:
     _check_int8(x_t, out)
     w = ctx.need_const(1, "the weights")
     weight = _weight(ctx, w, 0)
-    w_t = ctx.tensor(1)
-    s_in, s_out = _scale(x_t), _scale(out)
-    if len(w_t.quant.scales) > 1:
-        pairs = [tflite_multiplier(s_in * s_w / s_out) for s_w in _channel_scales(w_t, w.shape[0])]
-    else:  # GetQuantizedConvolutionMultipler: float32 product, then double
-        product = float(np.float32(x_t.quant.scales[0]) * np.float32(w_t.quant.scales[0]))
-        pairs = [tflite_multiplier(product / s_out)]
+    pairs = fc_multipliers(ctx, w.shape[0])
     k = w.shape[1]
     x = ctx.reshape(ctx.value(0), [int(np.prod(ctx.shape(0))) // k, k])
     rows = shape_of(x)[0]
