@@ -297,7 +297,14 @@ def _layer_name(op: Operation) -> str | None:
 
 
 class FunctionRunner:
-    """Runs one function on many inputs; liveness and op keys are computed once."""
+    """Runs one function on many inputs; liveness and op keys are computed once.
+
+    Subclasses for other levels set `CONSTANTS` and `evaluate` (the op kernels)
+    and may override `convert_input` (how an argument's array is accepted).
+    """
+
+    CONSTANTS: tuple[type[Operation], ...] = _CONSTANTS
+    evaluate = staticmethod(evaluate_op)
 
     def __init__(self, func: FuncOp):
         self.func = func
@@ -382,18 +389,21 @@ class FunctionRunner:
                     raise NpucError(
                         f"input '{name}' has shape {array.shape} but the model expects {want}"
                     )
-                dtype = numpy_dtype(ty.get_element_type())
-                if array.dtype != dtype:
-                    raise NpucError(
-                        f"input '{name}' has dtype {array.dtype} but the model expects {dtype}"
-                    )
+                array = self.convert_input(name, array, ty)
             arrays.append(array)
         return arrays
+
+    def convert_input(self, name: str, array: np.ndarray, ty: TensorType) -> np.ndarray:
+        """The array an argument of type `ty` runs on; the dtype must match exactly."""
+        dtype = numpy_dtype(ty.get_element_type())
+        if array.dtype != dtype:
+            raise NpucError(f"input '{name}' has dtype {array.dtype} but the model expects {dtype}")
+        return array
 
     def _constant(self, op: Operation) -> list[np.ndarray]:
         """A constant's value, converted once and read-only so no kernel can change it."""
         if op not in self._constants:
-            results = evaluate_op(op, [])
+            results = self.evaluate(op, [])
             for array in results:
                 array.flags.writeable = False
             self._constants[op] = results
@@ -422,10 +432,10 @@ class FunctionRunner:
     ) -> None:
         """Run one op, storing its results (a separate frame, so no local outlives its use)."""
         try:
-            if isinstance(op, _CONSTANTS):
+            if isinstance(op, self.CONSTANTS):
                 results = self._constant(op)
             else:
-                results = evaluate_op(op, [env[v] for v in op.operands])
+                results = self.evaluate(op, [env[v] for v in op.operands])
         except NotImplementedError as e:
             raise NpucError(f"{e} ({_describe(op)})") from e
         except (ValueError, IndexError) as e:

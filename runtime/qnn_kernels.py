@@ -325,65 +325,19 @@ class QuantizedFunctionRunner(FunctionRunner):
     """
 
     CONSTANTS = (*_CONSTANTS, qnn.ConstantOp)
+    evaluate = staticmethod(evaluate)
 
-    def check_inputs(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        names = graph_io.input_names(self.func)
-        if len(inputs) != len(names):
-            raise NpucError(f"the model takes {len(names)} input(s), got {len(inputs)}")
-        arrays = []
-        for name, value, arg in zip(names, inputs, self.func.body.block.args, strict=True):
-            array = np.asarray(value)
-            ty = arg.type
-            if isinstance(ty, TensorType):
-                want = tuple(ty.get_shape())
-                if array.shape != want:
-                    raise NpucError(
-                        f"input '{name}' has shape {array.shape} but the model expects {want}"
-                    )
-                q = quantized_type(ty)
-                if q is not None:
-                    array = quantize_input(name, array, q)
-                elif array.dtype != (dtype := numpy_dtype(ty.get_element_type())):
-                    raise NpucError(
-                        f"input '{name}' has dtype {array.dtype} but the model expects {dtype}"
-                    )
-            arrays.append(array)
-        return arrays
+    def convert_input(self, name: str, array: np.ndarray, ty: TensorType) -> np.ndarray:
+        q = quantized_type(ty)
+        return (
+            super().convert_input(name, array, ty) if q is None else quantize_input(name, array, q)
+        )
 
     def _kept(self, keep: Keep | None) -> set[SSAValue]:
         kept = super()._kept(keep)
         if keep == "all":
             kept -= {r for op in self.ops if isinstance(op, qnn.ConstantOp) for r in op.results}
         return kept
-
-    def _constant(self, op: Operation) -> list[np.ndarray]:
-        if op not in self._constants:
-            results = evaluate(op, [])
-            for array in results:
-                array.flags.writeable = False
-            self._constants[op] = results
-        return self._constants[op]
-
-    def _step(
-        self,
-        op: Operation,
-        env: dict[SSAValue, np.ndarray],
-        kept: set[SSAValue],
-        intermediates: dict[str, np.ndarray],
-    ) -> None:
-        try:
-            if isinstance(op, self.CONSTANTS):
-                results = self._constant(op)
-            else:
-                results = evaluate(op, [env[v] for v in op.operands])
-        except NotImplementedError as e:
-            raise NpucError(f"{e} ({_describe(op)})") from e
-        except (ValueError, IndexError) as e:
-            raise NpucError(f"{_describe(op)} failed: {e}") from e
-        for r, array in zip(op.results, results, strict=True):
-            env[r] = array
-            if r in kept:
-                intermediates[self.keys[r]] = array
 
 
 def run_function(func: FuncOp, inputs: Sequence[np.ndarray], *, keep: Keep | None = None):
