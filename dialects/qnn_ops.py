@@ -577,3 +577,91 @@ class SpaceToDepthOp(MovementOperation):
     input = operand_def(QTensor)
     output = result_def(QTensor)
     block_size = prop_def(IntegerAttr[I64])
+
+
+@irdl_op_definition
+class MaximumOp(MovementOperation):
+    """Elementwise max of stored integers with numpy broadcasting.
+
+    Both operands and the result share one quantized type, so the max of the stored
+    values is the max of the reals (TFLite's int8 MAXIMUM).
+    """
+
+    name = "qnn.maximum"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.MaximumOp
+    lhs = operand_def(QTensor)
+    rhs = operand_def(QTensor)
+    output = result_def(QTensor)
+
+
+@irdl_op_definition
+class MinimumOp(MovementOperation):
+    """Elementwise min of stored integers with numpy broadcasting (one type throughout)."""
+
+    name = "qnn.minimum"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.MinimumOp
+    lhs = operand_def(QTensor)
+    rhs = operand_def(QTensor)
+    output = result_def(QTensor)
+
+
+@irdl_op_definition
+class GatherOp(MovementOperation):
+    """nn.gather on stored integers: slices along `axis` at i64 `indices` (negative from the end).
+
+    The result keeps the input's type; out-of-range indices are an error at run time.
+    """
+
+    name = "qnn.gather"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.GatherOp
+    input = operand_def(QTensor)
+    indices = operand_def(TensorType.constr(IntegerType(64)))
+    output = result_def(QTensor)
+    axis = prop_def(IntegerAttr[I64])
+
+    def verify_(self) -> None:
+        QNNOperation.verify_(self)
+        self.same_type_as_input(self.output)
+        rank = len(shape_of(self.input))
+        if not -rank <= self.axis.value.data < rank:
+            raise VerifyException(f"'qnn.gather': axis {self.axis.value.data} is out of range")
+        if qtype(self.input).per_axis:
+            raise VerifyException("'qnn.gather': the input must be quantized per tensor")
+
+
+@irdl_op_definition
+class ReduceMaxOp(MovementOperation):
+    """Max of stored integers over `axes` (all axes when empty); the result keeps the type."""
+
+    name = "qnn.reduce_max"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.ReduceMaxOp
+    input = operand_def(QTensor)
+    output = result_def(QTensor)
+    axes = prop_def(I64Array)
+    keepdims = opt_prop_def(BoolAttr, BoolAttr.from_bool(True))
+
+    def verify_(self) -> None:
+        super().verify_()
+        if qtype(self.input).per_axis:
+            raise VerifyException("'qnn.reduce_max': the input must be quantized per tensor")
+
+
+@irdl_op_definition
+class ArgMaxOp(QNNOperation):
+    """i64 index of the largest stored integer along `axis`; ties pick the first index.
+
+    The order of stored values is the order of the reals (positive scale), so no
+    parameters enter. The input must be quantized per tensor.
+    """
+
+    name = "qnn.argmax"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.ArgMaxOp
+    input = operand_def(QTensor)
+    output = result_def(TensorType.constr(IntegerType(64)))
+    axis = prop_def(IntegerAttr[I64])
+    keepdims = opt_prop_def(BoolAttr, BoolAttr.from_bool(True))
+
+    def verify_(self) -> None:
+        super().verify_()
+        if qtype(self.input).per_axis:
+            raise VerifyException("'qnn.argmax': the input must be quantized per tensor")

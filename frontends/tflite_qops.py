@@ -27,7 +27,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType, i32, i64
+from xdsl.dialects.builtin import BoolAttr, IntegerAttr, StringAttr, TensorType, i32, i64
 from xdsl.ir import Attribute, SSAValue
 
 from npuc.dialects import qnn
@@ -396,6 +396,109 @@ _LUT_TRANSFORMS = {"LOGISTIC": luts.logistic, "TANH": luts.tanh, "ELU": luts.elu
 _FIXED_OUTPUT = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}
 
 
+# --------------------------------------------------------------------------- relu, max, gather
+
+
+_RELU_BOUNDS: dict[str, tuple[float, float | None]] = {
+    "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0),
+}  # fmt: skip
+
+
+def _relu(kind: str) -> object:
+    """Standalone int8 RELU/RELU6/RELU_N1_TO_1 as TFLite's ReluX: a requantize, then a clamp.
+
+    ReluPrepare: QuantizeMultiplier(double(float(s_in / s_out))) (a float32 quotient);
+    QuantizedReluX: bounds zp_out + roundf(act / s_out) in float32, within int8.
+    """
+
+    def convert(ctx: OpContext) -> SSAValue:
+        x_t, out = ctx.tensor(0), ctx.out()
+        _check_int8(x_t, out)
+        q = quantized_type(out)
+        s_in, s_out = np.float32(x_t.quant.scales[0]), np.float32(out.quant.scales[0])
+        pair = tflite_multiplier(float(s_in / s_out))
+
+        def bound(f: float) -> int:
+            return q.zero_point + _round_away(float(np.float32(f) / s_out))
+
+        lo_f, hi_f = _RELU_BOUNDS[kind]
+        lo = max(q.qmin, bound(lo_f))
+        hi = q.qmax if hi_f is None else min(q.qmax, bound(hi_f))
+        clamp = (min(lo, hi), hi)  # TFLite applies max(lo) then min(hi)
+        return ctx.emit(qnn.RequantizeOp, [ctx.value(0)], requant_props([pair], clamp),
+                        result_types=[_out_type(ctx)])  # fmt: skip
+
+    return convert
+
+
+def _extremum(op_type: type) -> object:
+    """MAXIMUM/MINIMUM: elementwise max/min of stored values; one quantization throughout."""
+
+    def convert(ctx: OpContext) -> SSAValue:
+        a_t, b_t, out = ctx.tensor(0), ctx.tensor(1), ctx.out()
+        _check_int8(a_t, b_t, out)
+        _same_params(ctx, a_t, out)
+        _same_params(ctx, b_t, out)
+        return _elementwise(ctx, op_type, {})
+
+    return convert
+
+
+def _gather(ctx: OpContext) -> SSAValue:
+    x_t = ctx.tensor(0)
+    _check_int8(x_t, ctx.out())
+    _same_params(ctx, x_t, ctx.out())
+    if ctx.opt("BatchDims", 0):
+        raise Unsupported("GATHER with batch_dims is not supported")
+    data = np.asarray(ctx.need_const(1, "the indices")).astype(np.int64)
+    rank = len(ctx.shape(0))
+    axis = int(ctx.opt("Axis", 0)) % rank
+    size = ctx.shape(0)[axis]
+    if data.size and (data.min() < 0 or data.max() >= size):
+        raise ValueError(f"gather indices must lie in [0, {size}) (TFLite rejects others)")
+    indices = ctx.constant(data)
+    return ctx.emit(qnn.GatherOp, [ctx.value(0), indices], {"axis": IntegerAttr(axis, i64)},
+                    result_types=[_out_type(ctx)])  # fmt: skip
+
+
+def _reduce_max(ctx: OpContext) -> SSAValue:
+    x_t, out = ctx.tensor(0), ctx.out()
+    _check_int8(x_t, out)
+    _same_params(ctx, x_t, out)
+    rank = len(ctx.shape(0))
+    axes = sorted({int(a) % rank for a in np.ravel(ctx.need_const(1, "the axes"))})
+    props = {"axes": ints(axes), "keepdims": BoolAttr.from_bool(bool(ctx.opt("KeepDims", False)))}
+    return ctx.emit(qnn.ReduceMaxOp, [ctx.value(0)], props, result_types=[_out_type(ctx)])
+
+
+def _arg_max(ctx: OpContext) -> SSAValue:
+    x_t, out = ctx.tensor(0), ctx.out()
+    _check_int8(x_t)
+    if out.dtype != np.int64:
+        raise Unsupported(f"ARG_MAX with output type {out.type_name} (qnn.argmax yields int64 "
+                          "and npuc has no integer cast)")  # fmt: skip
+    rank = len(ctx.shape(0))
+    axis = int(np.ravel(ctx.need_const(1, "the axis"))[0]) % rank
+    props = {"axis": IntegerAttr(axis, i64), "keepdims": BoolAttr.from_bool(False)}
+    return ctx.emit(qnn.ArgMaxOp, [ctx.value(0)], props, result_types=[tensor_type(out)])
+
+
+def _batch_matmul(ctx: OpContext) -> SSAValue:
+    """BATCH_MATMUL as qnn.matmul: GetQuantizedConvolutionMultipler (float32 s_a * s_b)."""
+    a_t, b_t, out = ctx.tensor(0), ctx.tensor(1), ctx.out()
+    _check_int8(a_t, b_t, out)
+    product = float(np.float32(a_t.quant.scales[0]) * np.float32(b_t.quant.scales[0]))
+    pair = tflite_multiplier(product / _scale(out))
+    q = quantized_type(out)
+    a, b = ctx.value(0), ctx.value(1)
+    if ctx.opt("AdjX", False):
+        a = fops._swap_last(ctx, a)
+    if ctx.opt("AdjY", False):
+        b = fops._swap_last(ctx, b)
+    return ctx.emit(qnn.MatMulOp, [a, b], requant_props([pair], (q.qmin, q.qmax)),
+                    result_types=[_out_type(ctx)])  # fmt: skip
+
+
 # --------------------------------------------------------------------------- conversions
 
 
@@ -452,6 +555,15 @@ CONVERTERS = {
     "HARD_SWISH": _lut("HARD_SWISH"),
     "LEAKY_RELU": _lut("LEAKY_RELU"),
     "QUANTIZE": _quantize,
+    "RELU": _relu("RELU"),
+    "RELU6": _relu("RELU6"),
+    "RELU_N1_TO_1": _relu("RELU_N1_TO_1"),
+    "MAXIMUM": _extremum(qnn.MaximumOp),
+    "MINIMUM": _extremum(qnn.MinimumOp),
+    "GATHER": _gather,
+    "REDUCE_MAX": _reduce_max,
+    "ARG_MAX": _arg_max,
+    "BATCH_MATMUL": _batch_matmul,
 }
 
 fops.CONVERTERS["QUANTIZE"] = _quantize

@@ -299,6 +299,31 @@ QNN_KERNELS.update(
 )
 
 
+@register_qnn_kernel(qnn.MaximumOp)
+def _maximum(op: qnn.MaximumOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.maximum(a[0], a[1]).astype(_dtype(op.output))]
+
+
+@register_qnn_kernel(qnn.MinimumOp)
+def _minimum(op: qnn.MinimumOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.minimum(a[0], a[1]).astype(_dtype(op.output))]
+
+
+@register_qnn_kernel(qnn.GatherOp)
+def _gather(op: qnn.GatherOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    return [movement.gather(a[0], a[1], _v(op.axis) % a[0].ndim)]
+
+
+@register_qnn_kernel(qnn.ReduceMaxOp)
+def _reduce_max(op: qnn.ReduceMaxOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    return [qa.reduce_max(a[0], _ints(op.axes), _bool(op.keepdims))]
+
+
+@register_qnn_kernel(qnn.ArgMaxOp)
+def _argmax(op: qnn.ArgMaxOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    return [qa.arg_max(a[0], _v(op.axis), _bool(op.keepdims))]
+
+
 # --------------------------------------------------------------------------- graph execution
 
 

@@ -403,3 +403,16 @@ def _bit_length(x: np.ndarray) -> np.ndarray:
         n += big * step
         x = np.where(big, x >> step, x)
     return n + (x > 0)
+
+
+def reduce_max(x: np.ndarray, axes: Sequence[int], keepdims: bool) -> np.ndarray:
+    """Max of stored integers over `axes` (all axes when empty), in x's dtype."""
+    axis = tuple(sorted({a % x.ndim for a in axes})) if axes else None
+    if x.size == 0:
+        raise ValueError("reduce_max of an empty tensor")
+    return np.asarray(np.max(x, axis=axis, keepdims=keepdims), dtype=x.dtype)
+
+
+def arg_max(x: np.ndarray, axis: int, keepdims: bool) -> np.ndarray:
+    """int64 index of the largest stored integer along `axis`; ties pick the first."""
+    return np.asarray(np.argmax(x, axis=axis % x.ndim, keepdims=keepdims), dtype=I64)

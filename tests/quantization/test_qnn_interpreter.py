@@ -204,6 +204,7 @@ def check_conv(
     out_type=None,
     bias=True,
     per_channel_multipliers=False,
+    require_spread=True,
     rounding=None,
     clamp=(None, None),
 ):
@@ -246,7 +247,8 @@ def check_conv(
         args.append((b, tensor(b.shape, i32)))
     (y,) = run_op(qnn.Conv2dOp, args, [tensor(out_shape, out_type)], props)
     np.testing.assert_array_equal(y, want)
-    if y.size >= 20:
+    if require_spread and y.size >= 20:
+        # Hand-picked cases must exercise real rescaling; random draws are checked above anyway.
         assert len(np.unique(y)) > 3, "degenerate test: outputs nearly constant"
 
 
@@ -1013,6 +1015,7 @@ def test_conv_property(
         out_type=out_type,
         per_channel_multipliers=per_channel,
         rounding=rounding,
+        require_spread=False,
         bias=bool(seed % 2),
     )
 
