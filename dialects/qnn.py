@@ -10,6 +10,7 @@ and implemented once in `npuc.runtime.kernels.integer`.
 from xdsl.ir import Dialect
 
 from .qnn_base import QNNOperation, Requantizing, qtype
+from .qnn_more import MORE_OPS
 from .qnn_ops import (
     AddOp,
     ArgMaxOp,
@@ -77,6 +78,7 @@ QNN = Dialect(
         GatherOp,
         ReduceMaxOp,
         ArgMaxOp,
+        *MORE_OPS,
     ],
     [UniformQuantizedType],
 )

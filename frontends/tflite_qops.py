@@ -576,3 +576,6 @@ def _install_16x8() -> None:
 
 
 _install_16x8()
+
+
+from . import tflite_int8_more  # noqa: E402, F401  (MEAN, SQUARED_DIFFERENCE, PRELU, ...)

@@ -432,3 +432,6 @@ def dequantized_outputs(module: ModuleOp, outputs: Mapping[str, np.ndarray]) -> 
         result[name] = integer.dequantize(array, scales, zps)
         result[f"{name}.q"] = array
     return result
+
+
+from .kernels import qnn_more as _qnn_more  # noqa: E402, F401  (registers those kernels)
