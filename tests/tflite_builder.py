@@ -271,6 +271,24 @@ def run_litert(data: bytes, feeds: Sequence[np.ndarray]) -> list[np.ndarray]:
     return [interp.get_tensor(d["index"]).copy() for d in interp.get_output_details()]
 
 
+def check_exact(data: bytes, feeds: list[np.ndarray]) -> None:
+    """npuc (import + qnn interpreter) and LiteRT's reference kernels give identical outputs.
+
+    Every output must match in dtype and value, bit for bit.
+    """
+    from npuc.frontends.tflite import import_tflite
+    from npuc.graph_io import entry_function, input_names
+    from npuc.runtime.qnn_kernels import run_module
+
+    module = import_tflite(data)
+    names = input_names(entry_function(module))
+    got = run_module(module, dict(zip(names, feeds, strict=True)))
+    expected = run_litert(data, feeds)
+    for (name, value), ref in zip(got.items(), expected, strict=True):
+        assert value.dtype == ref.dtype, (name, value.dtype, ref.dtype)
+        np.testing.assert_array_equal(value, ref, err_msg=name)
+
+
 def run_litert_sequence(
     data: bytes, steps: Sequence[Sequence[np.ndarray]]
 ) -> list[list[np.ndarray]]:

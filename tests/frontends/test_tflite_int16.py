@@ -8,12 +8,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tflite_builder import TFLiteModel, run_litert
+from tflite_builder import TFLiteModel, check_exact, run_litert
 
 from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
 from npuc.frontends.tflite_int16 import tflite64_multiplier
-from npuc.graph_io import entry_function, input_names
 from npuc.runtime.kernels.integer import requantize, rounding_divide
 from npuc.runtime.qnn_kernels import run_module
 
@@ -64,16 +63,6 @@ def single(op: str, inputs: Sequence, outs: Q, options: str | None = None,
     y = m.tensor("y", outs.shape, outs.dtype, scale=outs.scale, zero_point=outs.zp)
     m.op(op, ids, [y], options, **fields)
     return m.build(args, [y]), feeds
-
-
-def check_exact(data: bytes, feeds: list[np.ndarray]) -> None:
-    module = import_tflite(data)
-    names = input_names(entry_function(module))
-    got = run_module(module, dict(zip(names, feeds, strict=True)))
-    expected = run_litert(data, feeds)
-    for (name, value), ref in zip(got.items(), expected, strict=True):
-        assert value.dtype == ref.dtype
-        np.testing.assert_array_equal(value, ref, err_msg=name)
 
 
 def conv_case(kernel: Sequence[int], channels: int, cin: int, stride: int, padding: int,

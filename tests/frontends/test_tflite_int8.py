@@ -6,12 +6,11 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from tflite_builder import TFLiteModel, run_litert
+from tflite_builder import TFLiteModel, check_exact, run_litert
 
 from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
 from npuc.frontends.tflite_qops import tflite_multiplier
-from npuc.graph_io import entry_function, input_names
 from npuc.runtime.kernels.integer import quantize_multiplier
 from npuc.runtime.qnn_kernels import run_module
 
@@ -59,15 +58,6 @@ def single(op: str, inputs: Sequence, outs: Q | Sequence[Q], options: str | None
                for i, q in enumerate(outs)]  # fmt: skip
     m.op(op, ids, out_ids, options, **fields)
     return m.build(args, out_ids), feeds
-
-
-def check_exact(data: bytes, feeds: list[np.ndarray]) -> None:
-    module = import_tflite(data)
-    names = input_names(entry_function(module))
-    got = run_module(module, dict(zip(names, feeds, strict=True)))
-    expected = run_litert(data, feeds)
-    for (name, value), ref in zip(got.items(), expected, strict=True):
-        np.testing.assert_array_equal(value, ref, err_msg=name)
 
 
 def conv_case(kernel: Sequence[int], channels: int, cin: int, stride: int, padding: int,

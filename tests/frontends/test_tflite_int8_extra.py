@@ -7,13 +7,11 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from tflite_builder import TFLiteModel, run_litert
+from tflite_builder import TFLiteModel, check_exact
 
 from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
-from npuc.graph_io import entry_function, input_names
-from npuc.runtime.qnn_kernels import run_module
 
 RNG = np.random.default_rng(2024)
 INT64 = 4  # tflite.TensorType.INT64
@@ -51,16 +49,6 @@ def model(op: str, inputs: Sequence, out: Q | tuple[Sequence[int], type],
         y = m.tensor("y", out[0], out[1])
     m.op(op, ids, [y], options, **fields)
     return m.build(args, [y]), list(feeds) if feeds is not None else made
-
-
-def check_exact(data: bytes, feeds: list[np.ndarray]) -> None:
-    module = import_tflite(data)
-    names = input_names(entry_function(module))
-    got = run_module(module, dict(zip(names, feeds, strict=True)))
-    expected = run_litert(data, feeds)
-    for (name, value), ref in zip(got.items(), expected, strict=True):
-        assert value.dtype == ref.dtype, name
-        np.testing.assert_array_equal(value, ref, err_msg=name)
 
 
 ALL_INT8 = [np.arange(-128, 128, dtype=np.int8).reshape(2, 128)]

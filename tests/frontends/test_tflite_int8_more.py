@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from tflite_builder import TFLiteModel, run_litert
+from tflite_builder import TFLiteModel, check_exact, run_litert
 
 import npuc.frontends.tflite_int8_more  # installs the converters
 import npuc.runtime.kernels.qnn_more  # noqa: F401  (installs the kernels)
@@ -46,16 +46,6 @@ def single(op: str, inputs: Sequence, out: Q, options: str | None = None,
     y = m.tensor("y", out.shape, np.int8, scale=out.scale, zero_point=out.zp)
     m.op(op, ids, [y], options, **fields)
     return m.build(args, [y]), feeds
-
-
-def check_exact(data: bytes, feeds: list[np.ndarray]) -> np.ndarray:
-    module = import_tflite(data)
-    names = input_names(entry_function(module))
-    got = run_module(module, dict(zip(names, feeds, strict=True)))
-    expected = run_litert(data, feeds)
-    for (name, value), ref in zip(got.items(), expected, strict=True):
-        np.testing.assert_array_equal(value, ref, err_msg=name)
-    return expected[0]
 
 
 def reduce_case(op: str, shape, axes, keep: bool, q_in: tuple, q_out: tuple):
