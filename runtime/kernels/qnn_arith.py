@@ -3,8 +3,9 @@
 Operands are stored integers of any integer dtype; accumulators are int64.
 Rounding and requantization come from `integer.py` (`wide_requantize` only
 narrows products too long for int64 before rounding them there). Dot products
-use a float64 GEMM when every partial sum provably stays below 2^53 (so BLAS
-computes them exactly), and an int64 GEMM otherwise.
+use a float32 GEMM when every partial sum provably stays below 2^24, a float64
+one below 2^53 (so BLAS computes them exactly, in any order), and an int64 GEMM
+otherwise.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .window import pad_hw, tap
 I64 = np.int64
 F64 = np.float64
 FLOAT_EXACT = 1 << 53  # every integer of magnitude <= 2^53 is a float64
+FLOAT32_EXACT = 1 << 24  # ... and every integer of magnitude <= 2^24 a float32
 INT64_SAFE = 1 << 62  # requantize's product and rounding offset stay below 2^63
 
 
@@ -33,8 +35,13 @@ def dot_bound(k: int, a: np.ndarray, b: np.ndarray) -> int:
 
 
 def _gemm_dtype(k: int, a: np.ndarray, b: np.ndarray) -> type[np.generic]:
-    """float64 when the GEMM is exact in it, else int64 (raises if even int64 could overflow)."""
+    """The narrowest of float32, float64 and int64 in which the GEMM is exact.
+
+    Raises if even int64 could overflow.
+    """
     bound = dot_bound(k, a, b)
+    if bound < FLOAT32_EXACT:
+        return np.float32
     if bound < FLOAT_EXACT:
         return F64
     if bound < 1 << 63:

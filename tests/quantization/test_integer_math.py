@@ -6,6 +6,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -143,3 +144,14 @@ def test_quantize_saturates_infinities_and_huge_values_and_maps_nan_to_the_zero_
 def test_quantize_divides_in_float64_as_documented():
     # 1.5 / 0.2 is 7.4999999999999996 exactly but 7.5 in float64: the documented rule gives 8.
     assert quantize(np.array([1.5]), 0.2, 0, -128, 127)[0] == 8
+
+
+@pytest.mark.parametrize("real", [0.25, 0.5, 0.75, 1 / 3, 0.0009765625, 0.6180339887, 2**-20])
+def test_tflite_rounding_vector_paths_match_the_algorithm_on_ties(real):
+    """Small accumulators take the float64 fast path, a large one forces the int64 path."""
+    m0, shift = quantize_multiplier(real)
+    acc = np.arange(-5000, 5000, dtype=np.int64)
+    expected = [tflite_reference(int(a), m0, 31 - shift) for a in acc]
+    assert requantize(acc, m0, shift, "tflite").tolist() == expected
+    wide = np.append(acc, 2**31 - 1)
+    assert requantize(wide, m0, shift, "tflite")[:-1].tolist() == expected
