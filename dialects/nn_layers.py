@@ -12,6 +12,7 @@ from xdsl.dialects.builtin import (
     BoolAttr,
     IntegerAttr,
     TensorType,
+    i32,
     i64,
 )
 from xdsl.irdl import (
@@ -389,10 +390,13 @@ class ReduceProdOp(ReduceOperation):
 
 
 class ArgReduceOperation(NNOperation):
-    """Index (i64) of the extreme along `axis`; ties pick the first unless select_last_index."""
+    """Index (i32 or i64, the result's type) of the extreme along `axis`.
+
+    Ties pick the first index unless select_last_index.
+    """
 
     input = operand_def(F32Tensor)
-    output = result_def(I64Tensor)
+    output = result_def(I64Tensor | TensorType.constr(i32))
     axis = prop_def(IntegerAttr[I64])
     keepdims = opt_prop_def(BoolAttr, BoolAttr.from_bool(True))
     select_last_index = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))

@@ -10,39 +10,44 @@ and implemented once in `npuc.runtime.kernels.integer`.
 from xdsl.ir import Dialect
 
 from .qnn_base import QNNOperation, Requantizing, qtype
+from .qnn_int16 import INT16_OPS
 from .qnn_more import MORE_OPS
-from .qnn_ops import (
-    AddOp,
+from .qnn_movement import (
     ArgMaxOp,
-    AvgPool2dOp,
+    ArgMinOp,
     ConcatOp,
-    ConstantOp,
-    Conv2dOp,
     DepthToSpaceOp,
-    DequantizeOp,
-    FullyConnectedOp,
     GatherOp,
-    GlobalAvgPoolOp,
     GlobalMaxPoolOp,
-    LutOp,
-    MatMulOp,
     MaximumOp,
     MaxPool2dOp,
     MinimumOp,
-    MulOp,
     PadOp,
-    QuantizeOp,
     ReduceMaxOp,
-    RequantizeOp,
     ReshapeOp,
     ResizeOp,
     SliceOp,
-    SoftmaxOp,
     SpaceToDepthOp,
     SplitOp,
-    SubOp,
     TransposeOp,
 )
+from .qnn_ops import (
+    AddOp,
+    AvgPool2dOp,
+    ConstantOp,
+    Conv2dOp,
+    DequantizeOp,
+    FullyConnectedOp,
+    GlobalAvgPoolOp,
+    LutOp,
+    MatMulOp,
+    MulOp,
+    QuantizeOp,
+    RequantizeOp,
+    SoftmaxOp,
+    SubOp,
+)
+from .qnn_transpose import ConvTranspose2dOp
 from .quant_types import UniformQuantizedType
 
 QNN = Dialect(
@@ -55,6 +60,7 @@ QNN = Dialect(
         LutOp,
         SoftmaxOp,
         Conv2dOp,
+        ConvTranspose2dOp,
         FullyConnectedOp,
         MatMulOp,
         AddOp,
@@ -78,7 +84,9 @@ QNN = Dialect(
         GatherOp,
         ReduceMaxOp,
         ArgMaxOp,
+        ArgMinOp,
         *MORE_OPS,
+        *INT16_OPS,
     ],
     [UniformQuantizedType],
 )
@@ -87,10 +95,12 @@ __all__ = [
     "QNN",
     "AddOp",
     "ArgMaxOp",
+    "ArgMinOp",
     "AvgPool2dOp",
     "ConcatOp",
     "ConstantOp",
     "Conv2dOp",
+    "ConvTranspose2dOp",
     "DepthToSpaceOp",
     "DequantizeOp",
     "FullyConnectedOp",

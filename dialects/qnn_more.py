@@ -1,4 +1,4 @@
-"""More `qnn` ops (TFLite int8 MEAN, SQUARED_DIFFERENCE, PRELU, RESIZE_BILINEAR, DIV).
+"""More `qnn` ops (TFLite int8 MEAN, SUM, SQUARED_DIFFERENCE, PRELU, RESIZE_BILINEAR, DIV).
 
 Integer semantics in each docstring.
 
@@ -29,6 +29,12 @@ class ReduceSumOp(PerTensorRequantizing):
     out = clamp(zp_out + requantize(acc, multiplier, shift, rounding), clamp_min, clamp_max).
     A mean folds 1/count into the multiplier, as TFLite's QuantizedMeanOrSum does.
     `keepdims` keeps the reduced axes with size 1.
+
+    `storage_view = "uint8"` (i8 input and result, no clamp) reproduces LiteRT's reference
+    int8 SUM, which runs its uint8 kernel on the int8 buffers: every stored value is read
+    as its byte, q + 256 where q < 0, before centring; the result is saturated to
+    [0, 255] and stored as its byte, r - 256 where r > 127. The default "native" reads
+    and writes the storage type itself.
     """
 
     name = "qnn.reduce_sum"
@@ -36,6 +42,7 @@ class ReduceSumOp(PerTensorRequantizing):
     output = result_def(QTensor)
     axes = prop_def(I64Array)
     keepdims = opt_prop_def(BoolAttr, BoolAttr.from_bool(True))
+    storage_view = opt_prop_def(StringAttr, StringAttr("native"))
 
     SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.ReduceSumOp
 
@@ -48,6 +55,17 @@ class ReduceSumOp(PerTensorRequantizing):
         want = shapes.reduce(shape_of(self.input), axes, bool(self.keepdims.value.data))
         if tuple(want) != tuple(shape_of(self.output)):
             raise VerifyException(f"'{self.name}': result shape must be {tuple(want)}")
+        view = self.storage_view.data
+        if view not in ("native", "uint8"):
+            raise VerifyException(f"'{self.name}': storage_view must be native or uint8")
+        if view == "uint8":
+            q_in, q_out = qtype(self.input), qtype(self.output)
+            if any((q.storage, q.qmin, q.qmax) != ("i8", -128, 127) for q in (q_in, q_out)):
+                raise VerifyException(
+                    f"'{self.name}': storage_view uint8 needs full-range i8 input and result"
+                )
+            if self.clamp_bounds() != (-128, 127):
+                raise VerifyException(f"'{self.name}': storage_view uint8 takes no clamp")
 
 
 @irdl_op_definition

@@ -21,9 +21,12 @@ arithmetic reproduced, kernel by kernel (reference kernels):
   stay below TFLite's 2^47 contract (and, for FULLY_CONNECTED, times m0 below 2^62).
 - ADD/SUB: with `pot_scale_int16` false, or any scale not a power of two, int8's general
   scheme with left_shift 15. With power-of-two scales and `pot_scale_int16` (the schema's
-  default), TFLite's POT kernel: `saturate16(a + RoundingDivideByPOT(b, r))` for the
-  input whose scale is 2^r times finer than the output's, expressed as qnn.add with
-  left_shift 1 and multipliers 1/2 (so the high multiply is exact) and 2^-r / 2.
+  default), TFLite's POT kernel: `saturate16(a +- RoundingDivideByPOT(b, r))` for the
+  input whose scale is 2^r times finer than the output's, expressed as qnn.add/qnn.sub
+  with left_shift 1 and multipliers 1/2 (so the high multiply is exact) and 2^-r / 2.
+  Operands broadcast (numpy rules): SUB is bit-exact with LiteRT's BroadcastSub16POTSlow;
+  LiteRT 2.3 aborts on a broadcasting POT ADD in every resolver (its elementwise kernel
+  checks matching sizes), so there npuc applies the same per-element rule.
 - MUL: the int32 MultiplyByQuantizedMultiplier on `a * b`: `tflite`.
 - AVERAGE_POOL_2D, MAX_POOL_2D, RESHAPE, CONCATENATION and the other data movement:
   the int8 converters (same parameters in and out; zero point 0 leaves no tie issue).
@@ -189,14 +192,10 @@ def _aligned(op_type: type) -> Callable[[OpContext], SSAValue]:
         pot = bool(ctx.opt("PotScaleInt16", True)) and all(e is not None for e in exps)
         clamp = qops.activation_range(ctx, out)
         if pot:
-            if op_type is not qnn.AddOp:
-                raise Unsupported("16-bit SUB with power-of-two scales (TFLite's POT path)")
             lhs_r, rhs_r = exps[2] - exps[0], exps[2] - exps[1]  # right shifts, TFLite's -shift
             if lhs_r < 0 or rhs_r < 0 or (lhs_r and rhs_r):
-                raise Unsupported("16-bit ADD with power-of-two scales needs one input at the "
-                                  "output's scale and the other no coarser")  # fmt: skip
-            if ctx.shape(0) != ctx.shape(1):
-                raise Unsupported("16-bit ADD with power-of-two scales and broadcasting")
+                raise Unsupported(f"16-bit {ctx.op.op_type} with power-of-two scales needs "
+                                  "one input at the output's scale, one no coarser")  # fmt: skip
             left, pair = 1, (1 << 30, 30)  # exact: (x << 1) * 2^30 / 2^31 = x
             lhs, rhs = (1 << 30, 31 + lhs_r), (1 << 30, 31 + rhs_r)
         else:
@@ -271,3 +270,5 @@ def install(converters: dict[str, Callable]) -> None:
 
 
 install(qops.CONVERTERS)
+
+from . import tflite_int16_luts  # noqa: E402, F401  (LOGISTIC, TANH, SOFTMAX; installs itself)

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import BoolAttr, FloatAttr, IntegerAttr, StringAttr, TensorType, f32, i64
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    f32,
+    i32,
+    i64,
+)
 from xdsl.ir import Attribute, SSAValue
 
 from npuc.dialects import nn
@@ -130,25 +139,42 @@ def _fully_connected(ctx: OpContext) -> SSAValue:
     return ctx.reshape(y, ctx.out().shape)
 
 
-def _transpose_conv(ctx: OpContext) -> SSAValue:
-    w = ctx.need_const(1, "the filter")  # [O, H, W, I]
+def transpose_conv_props(ctx: OpContext, kernel: Sequence[int]) -> dict[str, Attribute]:
+    """nn.conv_transpose2d geometry of a TRANSPOSE_CONV (inputs: output shape, filter, data).
+
+    TFLite pads as if the output were a convolution's input (ComputePaddingHeightWidth on
+    the output size) and writes output pixel o from full-result position o + pad_before;
+    positions past the full result are zeros (output_padding), those past the output are
+    dropped (a larger bottom/right crop).
+    """
     x_shape, out_shape = ctx.shape(2), ctx.out().shape
+    given = [int(d) for d in np.ravel(ctx.need_const(0, "the output shape"))]
+    if given != list(out_shape):
+        raise ValueError(f"output shape tensor {given} differs from the output {list(out_shape)}")
     strides = strides_of(ctx)
-    kernel = w.shape[1:3]
     pads, extra = [0, 0, 0, 0], [0, 0]
     for a in range(2):
         size, n = out_shape[1 + a], x_shape[1 + a]
         before, after = (0, 0)
         if ctx.opt("Padding", SAME) == SAME:
             before, after = same_pads(size, kernel[a], strides[a], 1)
-        pads[a], pads[a + 2] = before, after
-        extra[a] = size - ((n - 1) * strides[a] + kernel[a] - before - after)
-        if extra[a] < 0:
-            raise ValueError("the output shape is smaller than the transposed convolution's")
+        elif ctx.opt("Padding", SAME) != VALID:
+            raise Unsupported(f"padding type {ctx.opt('Padding')} not supported")
+        grow = size - ((n - 1) * strides[a] + kernel[a] - before - after)
+        if grow >= strides[a]:
+            raise Unsupported(f"output size {size} exceeds the transposed convolution's by "
+                              f"{grow} >= stride {strides[a]}")  # fmt: skip
+        pads[a], pads[a + 2] = before, after - min(grow, 0)
+        extra[a] = max(grow, 0)
+    return {"strides": ints(strides), "pads": ints(pads), "dilations": ints([1, 1]),
+            "output_padding": ints(extra)}  # fmt: skip
+
+
+def _transpose_conv(ctx: OpContext) -> SSAValue:
+    w = ctx.need_const(1, "the filter")  # [O, H, W, I]
+    props = transpose_conv_props(ctx, w.shape[1:3]) | {"groups": i64_attr(1)} | fused(ctx)
     weight = ctx.constant(w.transpose(3, 0, 1, 2).astype(np.float32), name=ctx.tensor(1).name)
     bias = ctx.value(3) if ctx.has(3) else None
-    props = {"strides": ints(strides), "pads": ints(pads), "dilations": ints([1, 1]),
-             "output_padding": ints(extra), "groups": i64_attr(1)} | fused(ctx)  # fmt: skip
     y = ctx.emit(nn.ConvTranspose2dOp, [ctx.nchw(ctx.value(2)), weight, bias], props)
     return ctx.nhwc(y)
 
@@ -277,13 +303,16 @@ def _reduce(op_type: type) -> object:
     return convert
 
 
-def _arg_max(ctx: OpContext) -> SSAValue:
-    axis = int(np.ravel(ctx.need_const(1, "the axis"))[0])
-    props = {"axis": i64_attr(axis), "keepdims": BoolAttr.from_bool(False)}
-    y = ctx.emit(nn.ArgMaxOp, [ctx.value(0)], props, element_type=i64)
-    if ctx.out().dtype != np.int64:
-        raise Unsupported(f"ARG_MAX with output type {ctx.out().type_name} (npuc yields int64)")
-    return y
+def _arg_reduce(op_type: type) -> object:
+    def convert(ctx: OpContext) -> SSAValue:
+        if ctx.out().dtype not in (np.int32, np.int64):
+            raise Unsupported(f"{ctx.op.op_type} with output type {ctx.out().type_name}")
+        axis = int(np.ravel(ctx.need_const(1, "the axis"))[0])
+        props = {"axis": i64_attr(axis), "keepdims": BoolAttr.from_bool(False)}
+        index_type = i32 if ctx.out().dtype == np.int32 else i64
+        return ctx.emit(op_type, [ctx.value(0)], props, element_type=index_type)
+
+    return convert
 
 
 # --------------------------------------------------------------------------- data movement
@@ -405,7 +434,8 @@ CONVERTERS = {
     "MEAN": _reduce(nn.ReduceMeanOp),
     "SUM": _reduce(nn.ReduceSumOp),
     "REDUCE_MAX": _reduce(nn.ReduceMaxOp),
-    "ARG_MAX": _arg_max,
+    "ARG_MAX": _arg_reduce(nn.ArgMaxOp),
+    "ARG_MIN": _arg_reduce(nn.ArgMinOp),
     "RESHAPE": _reshape,
     "SQUEEZE": _reshape,
     "EXPAND_DIMS": _reshape,

@@ -471,16 +471,20 @@ def _reduce_max(ctx: OpContext) -> SSAValue:
     return ctx.emit(qnn.ReduceMaxOp, [ctx.value(0)], props, result_types=[_out_type(ctx)])
 
 
-def _arg_max(ctx: OpContext) -> SSAValue:
-    x_t, out = ctx.tensor(0), ctx.out()
-    _check_int8(x_t)
-    if out.dtype != np.int64:
-        raise Unsupported(f"ARG_MAX with output type {out.type_name} (qnn.argmax yields int64 "
-                          "and npuc has no integer cast)")  # fmt: skip
-    rank = len(ctx.shape(0))
-    axis = int(np.ravel(ctx.need_const(1, "the axis"))[0]) % rank
-    props = {"axis": IntegerAttr(axis, i64), "keepdims": BoolAttr.from_bool(False)}
-    return ctx.emit(qnn.ArgMaxOp, [ctx.value(0)], props, result_types=[tensor_type(out)])
+def _arg_reduce(op_type: type) -> object:
+    """ARG_MAX/ARG_MIN: index of the extreme stored value, in the model's int32/int64 type."""
+
+    def convert(ctx: OpContext) -> SSAValue:
+        x_t, out = ctx.tensor(0), ctx.out()
+        _check_int8(x_t)
+        if out.dtype not in (np.int32, np.int64):
+            raise Unsupported(f"{ctx.op.op_type} with output type {out.type_name}")
+        rank = len(ctx.shape(0))
+        axis = int(np.ravel(ctx.need_const(1, "the axis"))[0]) % rank
+        props = {"axis": IntegerAttr(axis, i64), "keepdims": BoolAttr.from_bool(False)}
+        return ctx.emit(op_type, [ctx.value(0)], props, result_types=[tensor_type(out)])
+
+    return convert
 
 
 def _batch_matmul(ctx: OpContext) -> SSAValue:
@@ -562,7 +566,8 @@ CONVERTERS = {
     "MINIMUM": _extremum(qnn.MinimumOp),
     "GATHER": _gather,
     "REDUCE_MAX": _reduce_max,
-    "ARG_MAX": _arg_max,
+    "ARG_MAX": _arg_reduce(qnn.ArgMaxOp),
+    "ARG_MIN": _arg_reduce(qnn.ArgMinOp),
     "BATCH_MATMUL": _batch_matmul,
 }
 

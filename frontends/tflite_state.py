@@ -18,6 +18,8 @@ initialisation subgraph on the first invocation. npuc keeps the IR functional in
 A caller runs a sequence by feeding step k's state results as step k+1's state
 arguments, starting from the initial state (`run_sequence`). Subgraphs used by control
 flow (IF, WHILE, ...) are not supported and are reported with the other operators.
+Calibration and quantization treat such models as streams too
+(passes/quantization/state.py).
 """
 
 from __future__ import annotations

@@ -27,7 +27,10 @@ def calibrate(
 
 
 def quantize(float_module: ModuleOp, statistics: Mapping, config) -> tuple[ModuleOp, object]:
-    """A quantized copy of `float_module` and the quantizer's per-layer report."""
+    """A quantized copy of `float_module` and the quantizer's per-layer report.
+
+    State pairs keep one type across calls (quantize_module sees to it).
+    """
     from npuc.passes.quantize import quantize_module, ranges_from_statistics
 
     quantized = float_module.clone()
@@ -65,15 +68,22 @@ def dequantized_values(
 
 
 def compare(float_module: ModuleOp, quantized: ModuleOp, batches: Iterable[Batch]):
-    """Tensor-by-tensor accuracy of `quantized` against `float_module` over a data set."""
+    """Tensor-by-tensor accuracy of `quantized` against `float_module` over a data set.
+
+    A stateful model runs the batches as one stream, each model carrying its own state.
+    """
+    from npuc.passes.quantization.state import StateCarrier
     from npuc.runtime.accuracy import Comparison
     from npuc.runtime.qnn_kernels import run_module
 
     outputs = output_names(entry_function(float_module))
     comparison = Comparison(outputs=outputs)
+    ref_state, q_state = StateCarrier(float_module), StateCarrier(quantized)
     for batch in batches:
-        ref_out, ref_inter = run_module(float_module, batch, keep="all")
-        q_out, q_inter = run_module(quantized, batch, keep="all")
+        ref_out, ref_inter = run_module(float_module, ref_state.named(batch), keep="all")
+        q_out, q_inter = run_module(quantized, q_state.named(batch), keep="all")
+        ref_state.update(ref_out)
+        q_state.update(q_out)
         reference = {**ref_inter, **ref_out}
         candidate = {
             **dequantized_values(quantized, q_inter),

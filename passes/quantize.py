@@ -265,11 +265,14 @@ def quantize_module(
         func = graph_io.entry_function(module)
     except ValueError as e:
         raise NpucError(str(e)) from e
+    from .quantization.ranges import weight_range
+    from .quantization.state import quantize_state, shared_state_ranges
+
+    ranges = shared_state_ranges(module, ranges)  # a state pair keeps one type across calls
     if isinstance(ranges, Mapping):
         source, default_strategy = ranges_from_mapping(ranges), GIVEN
     else:
         source, default_strategy = ranges, config.activation_strategy
-    from .quantization.ranges import weight_range
 
     keys = tensor_names(func)
     report = QuantizeReport(scheme.name)
@@ -321,6 +324,7 @@ def quantize_module(
     func.function_type = FunctionType.from_lists(
         [a.type for a in new_block.args], [v.type for v in results]
     )
+    quantize_state(module, config.rounding)
     module.verify()
     for layer in report.layers.values():
         for t in (*layer.inputs, *layer.outputs):

@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    i32,
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -180,9 +181,14 @@ def _reduce(kind: str) -> Kernel:
 
 
 def _arg_reduce(kind: str) -> Kernel:
-    return lambda op, a: [
-        reduce.arg_reduce(a[0], kind, _v(op.axis), _bool(op.keepdims), _bool(op.select_last_index))
-    ]
+    def kernel(op: nn.ArgMaxOp | nn.ArgMinOp, a: list[np.ndarray]) -> list[np.ndarray]:
+        index = reduce.arg_reduce(
+            a[0], kind, _v(op.axis), _bool(op.keepdims), _bool(op.select_last_index)
+        )
+        dtype = np.int32 if op.output.type.element_type == i32 else np.int64
+        return [index.astype(dtype)]
+
+    return kernel
 
 
 def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Kernel:
@@ -539,3 +545,5 @@ def run_module(
     outputs, intermediates = runner(func).run([inputs[n] for n in names], keep)
     named = dict(zip(graph_io.output_names(func), outputs, strict=True))
     return named if keep is None else (named, intermediates)
+
+

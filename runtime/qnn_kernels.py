@@ -30,7 +30,7 @@ from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.tensors import from_dense, numpy_dtype
 
 from . import nn_interpreter
-from .kernels import integer, movement, pool, resize
+from .kernels import integer, movement, pool, reduce, resize
 from .kernels import qnn_arith as qa
 from .nn_interpreter import (
     _CONSTANTS,
@@ -321,7 +321,14 @@ def _reduce_max(op: qnn.ReduceMaxOp, a: list[np.ndarray]) -> list[np.ndarray]:
 
 @register_qnn_kernel(qnn.ArgMaxOp)
 def _argmax(op: qnn.ArgMaxOp, a: list[np.ndarray]) -> list[np.ndarray]:
-    return [qa.arg_max(a[0], _v(op.axis), _bool(op.keepdims))]
+    index = qa.arg_max(a[0], _v(op.axis), _bool(op.keepdims))
+    return [index.astype(numpy_dtype(op.output.type.get_element_type()))]
+
+
+@register_qnn_kernel(qnn.ArgMinOp)
+def _argmin(op: qnn.ArgMinOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    index = reduce.arg_reduce(a[0], "min", _v(op.axis), _bool(op.keepdims))
+    return [index.astype(numpy_dtype(op.output.type.get_element_type()))]
 
 
 # --------------------------------------------------------------------------- graph execution
@@ -434,4 +441,6 @@ def dequantized_outputs(module: ModuleOp, outputs: Mapping[str, np.ndarray]) -> 
     return result
 
 
+from .kernels import qnn_int16_lut as _qnn_int16_lut  # noqa: E402, F401
 from .kernels import qnn_more as _qnn_more  # noqa: E402, F401  (registers those kernels)
+from .kernels import qnn_transpose as _qnn_transpose  # noqa: E402, F401

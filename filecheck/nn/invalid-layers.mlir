@@ -423,7 +423,7 @@ func.func @argmax_result_type(%x: tensor<2x3xf32>) {
   func.return
 }
 // CHECK:      result 'output' at position 0 does not verify:
-// CHECK-NEXT: Expected attribute i64 but got f32
+// CHECK-NEXT: Expected one of i32, i64, but got f32
 
 // -----
 

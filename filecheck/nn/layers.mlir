@@ -76,6 +76,7 @@ func.func @normalisation(%x: tensor<2x3x4x4xf32>, %c: tensor<3xf32>, %l: tensor<
 // CHECK-NEXT:    %5 = nn.argmax %x {axis = 1 : i64} : (tensor<2x3x4xf32>) -> tensor<2x1x4xi64>
 // CHECK-NEXT:    %6 = nn.argmax %x {axis = -1 : i64, keepdims = false, select_last_index = true} : (tensor<2x3x4xf32>) -> tensor<2x3xi64>
 // CHECK-NEXT:    %7 = nn.argmin %x {axis = 0 : i64, keepdims = false} : (tensor<2x3x4xf32>) -> tensor<3x4xi64>
+// CHECK-NEXT:    %8 = nn.argmin %x {axis = 0 : i64, keepdims = false} : (tensor<2x3x4xf32>) -> tensor<3x4xi32>
 // CHECK-NEXT:    func.return
 func.func @reductions(%x: tensor<2x3x4xf32>) {
   %0 = nn.reduce_mean %x {axes = array<i64: 1>} : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
@@ -86,5 +87,6 @@ func.func @reductions(%x: tensor<2x3x4xf32>) {
   %5 = nn.argmax %x {axis = 1 : i64} : (tensor<2x3x4xf32>) -> tensor<2x1x4xi64>
   %6 = nn.argmax %x {axis = -1 : i64, keepdims = false, select_last_index = true} : (tensor<2x3x4xf32>) -> tensor<2x3xi64>
   %7 = nn.argmin %x {axis = 0 : i64, keepdims = false} : (tensor<2x3x4xf32>) -> tensor<3x4xi64>
+  %8 = nn.argmin %x {axis = 0 : i64, keepdims = false} : (tensor<2x3x4xf32>) -> tensor<3x4xi32>
   func.return
 }

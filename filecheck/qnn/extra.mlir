@@ -109,11 +109,11 @@ func.func @reduce_max_per_axis(%x: tensor<2x3x!qnn.uniform<i8:f32:0, {0.5, 0.25}
 
 // -----
 
-func.func @argmax_i32(%x: tensor<2x3x!qnn.uniform<i8:f32, 0.05:-3>>) {
-  %0 = qnn.argmax %x {axis = 1 : i64, keepdims = false} : (tensor<2x3x!qnn.uniform<i8:f32, 0.05:-3>>) -> tensor<2xi32>
+func.func @argmax_i16(%x: tensor<2x3x!qnn.uniform<i8:f32, 0.05:-3>>) {
+  %0 = qnn.argmax %x {axis = 1 : i64, keepdims = false} : (tensor<2x3x!qnn.uniform<i8:f32, 0.05:-3>>) -> tensor<2xi16>
   func.return
 }
-// CHECK: Expected attribute i64 but got i32
+// CHECK: Expected one of i32, i64, but got i16
 
 // -----
 

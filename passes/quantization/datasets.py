@@ -26,6 +26,8 @@ from npuc.diagnostics import NpucError
 from npuc.graph_io import entry_function, input_names
 from npuc.tensors import numpy_dtype
 
+from .state import state_arguments
+
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm")
 ARRAY_SUFFIXES = (".npy", ".npz")
 
@@ -50,13 +52,16 @@ class InputSpec:
 
 
 def model_inputs(module: ModuleOp) -> list[InputSpec]:
-    """The entry function's inputs; each must be a tensor with a batch dimension."""
+    """The entry function's data inputs (not state); each a tensor with a batch dimension."""
     try:
         func = entry_function(module)
     except ValueError as e:
         raise NpucError(str(e)) from e
+    state = state_arguments(func)  # fed by the previous call, not by the data set
     specs = []
-    for name, arg in zip(input_names(func), func.body.block.args, strict=True):
+    for index, (name, arg) in enumerate(zip(input_names(func), func.body.block.args, strict=True)):
+        if index in state:
+            continue
         ty = arg.type
         if not isinstance(ty, TensorType) or not ty.get_shape():
             raise NpucError(f"input '{name}' must be a tensor with a batch dimension to calibrate")

@@ -21,11 +21,12 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from npuc.diagnostics import NpucError
-from npuc.graph_io import entry_function, output_names
+from npuc.graph_io import entry_function, input_names, output_names
 from npuc.progress import Progress
 from npuc.runtime.nn_interpreter import FunctionRunner
 
 from .datasets import InputSpec, model_inputs
+from .state import StateCarrier
 
 BINS = 2048
 MOMENTUM = 0.9
@@ -415,6 +416,7 @@ def collect_statistics(
         raise NpucError(str(e)) from e
     runner = FunctionRunner(func)
     specs = model_inputs(module)
+    state = StateCarrier(module)  # a stateful model is calibrated as one stream of calls
     names = [spec.name for spec in specs]
     outputs = output_names(func)
     stats: dict[str, TensorStatistics] = {}
@@ -430,9 +432,12 @@ def collect_statistics(
     with Progress(total, "calibrating", unit="batch", enabled=progress) as bar:
         for batch in batches:
             for feeds in _model_calls(batch, specs, seen):
-                results, intermediates = runner.run(feeds, keep="all")
+                for name, array in state.state.items():
+                    record(name, array)
+                results, intermediates = runner.run(state.arguments(feeds), keep="all")
+                state.update(results)
                 if aliases is None:
-                    aliases = _output_aliases(runner, names, outputs, intermediates)
+                    aliases = _output_aliases(runner, input_names(func), outputs, intermediates)
                 for name, array in zip(names, feeds, strict=True):
                     record(name, array)
                 for key, array in intermediates.items():

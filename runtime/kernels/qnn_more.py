@@ -16,13 +16,20 @@ I64 = np.int64
 
 @register_qnn_kernel(qm.ReduceSumOp)
 def _reduce_sum(op: qm.ReduceSumOp, a: list[np.ndarray]) -> list[np.ndarray]:
-    xc = _centred(a[0], op.input)
+    as_bytes = op.storage_view.data == "uint8"
+    x = a[0].astype(I64)
+    if as_bytes:
+        x &= 0xFF  # LiteRT reads the int8 storage as uint8 bytes
+    xc = x - _zp(op.input)
     axes = tuple(_ints(op.axes)) or tuple(range(xc.ndim))
     acc = xc.sum(axis=axes, keepdims=True)
     (multiplier,), (shift,) = op.multiplier.get_values(), op.shift.get_values()
-    r = qa.wide_requantize(acc, multiplier, shift, op.rounding.data)
-    lo, hi = op.clamp_bounds()
-    y = np.clip(r + _zp(op.output).reshape(()), lo, hi).astype(_dtype(op.output))
+    r = qa.wide_requantize(acc, multiplier, shift, op.rounding.data) + _zp(op.output).reshape(())
+    if as_bytes:  # saturate as uint8, then the byte is the int8 result
+        y = np.clip(r, 0, 255).astype(np.uint8).view(np.int8)
+    else:
+        lo, hi = op.clamp_bounds()
+        y = np.clip(r, lo, hi).astype(_dtype(op.output))
     return [y.reshape(shape_of(op.output))]
 
 

@@ -79,6 +79,23 @@ CASES = {
     "transpose_conv_same": lambda: single(
         "TRANSPOSE_CONV", [np.array([1, 8, 8, 2], np.int32), const(2, 3, 3, 3), [1, 4, 4, 3]],
         [1, 8, 8, 2], "TransposeConvOptions", Padding=SAME, StrideH=2, StrideW=2),
+    # Bias and fused clip activations (LiteRT's reference kernel applies both).
+    "transpose_conv_same_bias_relu6": lambda: single(
+        "TRANSPOSE_CONV", [np.array([1, 8, 8, 2], np.int32), const(2, 3, 3, 3), [1, 4, 4, 3],
+                           const(2)], [1, 8, 8, 2], "TransposeConvOptions", Padding=SAME,
+        StrideH=2, StrideW=2, FusedActivationFunction=3),
+    "transpose_conv_same_odd_output_relu": lambda: single(
+        "TRANSPOSE_CONV", [np.array([1, 7, 7, 2], np.int32), const(2, 3, 3, 3), [1, 4, 4, 3],
+                           const(2)], [1, 7, 7, 2], "TransposeConvOptions", Padding=SAME,
+        StrideH=2, StrideW=2, FusedActivationFunction=1),
+    "transpose_conv_valid_s1_bias": lambda: single(
+        "TRANSPOSE_CONV", [np.array([1, 6, 7, 2], np.int32), const(2, 3, 3, 3), [1, 4, 5, 3],
+                           const(2)], [1, 6, 7, 2], "TransposeConvOptions", Padding=VALID,
+        StrideH=1, StrideW=1),
+    "transpose_conv_valid_s2_output_padding_relu_n1": lambda: single(
+        "TRANSPOSE_CONV", [np.array([1, 8, 8, 2], np.int32), const(2, 3, 3, 3), [1, 3, 3, 3]],
+        [1, 8, 8, 2], "TransposeConvOptions", Padding=VALID, StrideH=2, StrideW=2,
+        FusedActivationFunction=2),
     "batch_matmul_adj_y": lambda: single(
         "BATCH_MATMUL", [[2, 3, 4], [2, 5, 4]], [2, 3, 5], "BatchMatMulOptions", AdjY=True),
     "add_broadcast_relu": lambda: single(
@@ -201,3 +218,26 @@ def test_residual_add_runs_in_nchw() -> None:
     xi = RNG.standard_normal((1, 6, 6, 3)).astype(np.float32)
     got = run_module(module, {"image": xi})["y"]
     np.testing.assert_allclose(got, run_litert(data, [xi])[0], rtol=1e-5, atol=1e-5)
+
+
+def _arg_model(op: str, shape: list[int], axis: int, out_dtype: type) -> tuple[bytes, np.ndarray]:
+    m = TFLiteModel()
+    x = m.tensor("x", shape)
+    a = m.tensor("axis", [1], np.int32, data=np.array([axis], np.int32))
+    out_shape = [d for i, d in enumerate(shape) if i != axis % len(shape)]
+    y = m.tensor("y", out_shape, out_dtype)
+    code = 2 if out_dtype == np.int32 else 4  # tflite.TensorType.INT32 / INT64
+    options = "ArgMaxOptions" if op == "ARG_MAX" else "ArgMinOptions"
+    m.op(op, [x, a], [y], options, OutputType=code)
+    return m.build([x], [y]), RNG.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("op", ["ARG_MAX", "ARG_MIN"])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+@pytest.mark.parametrize(("shape", "axis"), [([3, 7], 1), ([2, 5, 4], 0), ([1, 3, 3, 6], -1)])
+def test_arg_reduce_matches_litert(op: str, dtype: type, shape: list[int], axis: int) -> None:
+    data, x = _arg_model(op, shape, axis, dtype)
+    (got,) = run_module(import_tflite(data), {"x": x}).values()
+    (want,) = run_litert(data, [x])
+    assert got.dtype == want.dtype == dtype
+    np.testing.assert_array_equal(got, want)

@@ -14,7 +14,7 @@ from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
 
 RNG = np.random.default_rng(2024)
-INT64 = 4  # tflite.TensorType.INT64
+INT32, INT64 = 2, 4  # tflite.TensorType.INT32, INT64
 
 
 class Q:
@@ -119,6 +119,22 @@ CASES = {
     "arg_max_nhwc_channels": lambda: model(
         "ARG_MAX", [Q([1, 3, 3, 5], 0.05, -1), np.array([-1], np.int32)], ([1, 3, 3], np.int64),
         "ArgMaxOptions", OutputType=INT64),
+    # ARG_MAX/ARG_MIN with an int32 result (ArgMaxOptions.output_type), and ARG_MIN int64.
+    "arg_max_int32": lambda: model("ARG_MAX", [Q([3, 10], 0.1, 2), np.array([1], np.int32)],
+                                   ([3], np.int32), "ArgMaxOptions", OutputType=INT32),
+    "arg_max_int32_axis0_ties": lambda: model(
+        "ARG_MAX", [Q([5, 4, 3], 0.1, 2), np.array([0], np.int32)], ([4, 3], np.int32),
+        "ArgMaxOptions", feeds=[RNG.integers(-2, 2, [5, 4, 3]).astype(np.int8)],
+        OutputType=INT32),
+    "arg_min_int32_ties": lambda: model(
+        "ARG_MIN", [Q([4, 6], 0.1, 2), np.array([1], np.int32)], ([4], np.int32),
+        "ArgMinOptions", feeds=[RNG.integers(-2, 2, [4, 6]).astype(np.int8)], OutputType=INT32),
+    "arg_min_int64_nhwc_channels": lambda: model(
+        "ARG_MIN", [Q([1, 3, 3, 5], 0.05, -1), np.array([-1], np.int32)], ([1, 3, 3], np.int64),
+        "ArgMinOptions", OutputType=INT64),
+    "arg_min_int64_axis0": lambda: model(
+        "ARG_MIN", [Q([6, 4], 0.2, 0), np.array([0], np.int32)], ([4], np.int64),
+        "ArgMinOptions", OutputType=INT64),
     # BATCH_MATMUL.
     "batch_matmul_2d": lambda: matmul(Q([4, 16], 0.05, -3), Q([16, 5], 0.03, 7),
                                       Q([4, 5], 0.4, 2)),
@@ -167,10 +183,17 @@ def refused(data: bytes) -> str:
     return str(info.value)
 
 
-def test_arg_max_int32_output_is_refused() -> None:
-    data, _ = model("ARG_MAX", [Q([3, 10], 0.1, 2), np.array([1], np.int32)], ([3], np.int32),
-                    "ArgMaxOptions", OutputType=2)  # fmt: skip
-    assert "ARG_MAX with output type int32" in refused(data)
+def test_arg_results_have_the_model_dtype() -> None:
+    for case, kind, dtype in (("arg_max_int32", qnn.ArgMaxOp, "i32"),
+                              ("arg_min_int64_axis0", qnn.ArgMinOp, "i64")):  # fmt: skip
+        (op,) = [op for op in import_tflite(CASES[case]()[0]).walk() if isinstance(op, kind)]
+        assert str(op.output.type.get_element_type()) == dtype
+
+
+def test_arg_max_int16_output_is_refused() -> None:
+    data, _ = model("ARG_MAX", [Q([3, 10], 0.1, 2), np.array([1], np.int32)], ([3], np.int16),
+                    "ArgMaxOptions", OutputType=7)  # fmt: skip
+    assert "ARG_MAX with output type" in refused(data)
 
 
 def test_maximum_with_different_params_is_refused() -> None:

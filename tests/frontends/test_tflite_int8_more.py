@@ -1,4 +1,4 @@
-"""int8 MEAN, SUM, SQUARED_DIFFERENCE and PRELU: npuc's qnn import equals LiteRT's reference."""
+"""int8 MEAN, SUM, SQUARED_DIFFERENCE, PRELU, RESIZE_BILINEAR, DIV: npuc equals LiteRT."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 from tflite_builder import TFLiteModel, check_exact, run_litert
+from xdsl.dialects.builtin import StringAttr
 
 import npuc.frontends.tflite_int8_more  # installs the converters
 import npuc.runtime.kernels.qnn_more  # noqa: F401  (installs the kernels)
@@ -79,6 +80,19 @@ CASES = {
                                                     (0.1, 0), (0.1, 0)),
     "mean_same_params": lambda: reduce_case("MEAN", [2, 6, 9], [1, 2], True,
                                             (0.1, 3), (0.1, 3)),
+    # SUM: LiteRT's reference kernel reads the int8 bytes as uint8 (storage_view = "uint8").
+    "sum_last_axis_rescaled": lambda: reduce_case("SUM", [2, 6], [1], False, (0.1, 3), (0.3, -2)),
+    "sum_equal_params": lambda: reduce_case("SUM", [3, 10], [-1], False, (0.1, 3), (0.1, 3)),
+    "sum_equal_params_zero_zp_all_axes": lambda: reduce_case("SUM", [3, 10], [0, 1], False,
+                                                             (0.1, 0), (0.1, 0)),
+    "sum_hw_keepdims": lambda: reduce_case("SUM", [1, 7, 7, 8], [1, 2], True, (0.02, -3),
+                                           (0.9, 0)),
+    "sum_two_axes_keepdims": lambda: reduce_case("SUM", [4, 5, 6], [2, 1], True, (0.05, -7),
+                                                 (0.4, 10)),
+    "sum_first_axis_low_output_zp": lambda: reduce_case("SUM", [4, 5, 6], [0], False,
+                                                        (0.05, 5), (0.2, -128)),
+    "sum_finer_output_saturates": lambda: reduce_case("SUM", [2, 3, 16], [2], False,
+                                                      (0.2, 0), (0.01, -20)),
     "squared_difference": lambda: single(
         "SQUARED_DIFFERENCE", [Q([2, 4, 8], 0.05, -3), Q([2, 4, 8], 0.11, 12)],
         Q([2, 4, 8], 0.4, -128)),
@@ -166,11 +180,16 @@ def test_div_overshift_modes() -> None:
     assert (exact == 3).all()
 
 
-def test_refused() -> None:
-    from npuc.diagnostics import NpucError
-
-    # LiteRT's int8 SUM kernels disagree with TFLite's integer arithmetic (tflite_int8_more).
-    for q_out in ((0.1, 3), (0.3, -2)):
-        data, _ = reduce_case("SUM", [2, 6], [1], False, (0.1, 3), q_out)
-        with pytest.raises(NpucError, match="SUM"):
-            import_tflite(data)
+def test_sum_is_the_uint8_view_of_the_int8_bytes() -> None:
+    # The row -67, 45, -105, -74 (zero point 0) at ratio 0.1: LiteRT sums the bytes
+    # 189 + 45 + 151 + 182 = 567 -> 57, where the real sum -201 would give -20.
+    data, _ = reduce_case("SUM", [1, 4], [1], False, (0.1, 0), (1.0, 0))
+    feeds = [np.array([[-67, 45, -105, -74]], np.int8)]
+    (got,) = run_module(import_tflite(data), {"x0": feeds[0]}).values()
+    np.testing.assert_array_equal(got, run_litert(data, feeds)[0])
+    assert got.tolist() == [57]
+    (op,) = [op for op in import_tflite(data).walk() if isinstance(op, qm.ReduceSumOp)]
+    assert op.storage_view.data == "uint8"
+    op.storage_view = StringAttr("native")  # the canonical integer sum
+    (native,) = run_module(op.get_toplevel_object(), {"x0": feeds[0]}).values()
+    assert native.tolist() == [-20]

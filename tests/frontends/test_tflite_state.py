@@ -1,7 +1,8 @@
 """Stateful TFLite models: resource variables become state pairs on `@main`.
 
 LiteRT is the reference: one interpreter invoked repeatedly keeps its variables, and
-npuc carries the state results of each call into the next.
+npuc carries the state results of each call into the next. Quantized, a stateful model
+is calibrated as one stream and must track the float model call after call.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ from npuc.graph_io import (
     output_names,
     state_names,
 )
+from npuc.passes.quantization.datasets import model_inputs, random_dataset
+from npuc.passes.quantize import QuantizeConfig, quantize_module
+from npuc.quantize_flow import calibrate, quantize
+from npuc.runtime.qnn_kernels import dequantized_outputs
 
 FRAME, WINDOW, CLASSES = 8, 4, 3
 
@@ -213,3 +218,128 @@ def test_npu_run_sequence_carries_state(tmp_path: Path) -> None:
         capture_output=True, text=True,
     )  # fmt: skip
     assert bad.returncode == 1 and "leading axis of length 3" in bad.stderr
+
+
+# --------------------------------------------------------------------------- quantizing
+
+
+def ema_model(decay: float, init: np.ndarray, seed: int = 3) -> bytes:
+    """A running average as state: acc = decay * acc + frame, scores = dense(acc)."""
+    rng = np.random.default_rng(seed)
+    m = TFLiteModel()
+    x = m.tensor("frame", [1, FRAME])
+    h = m.resource("acc_handle")
+    acc = m.tensor("acc_in", [1, FRAME])
+    k = m.tensor("decay", [1, FRAME], data=np.full([1, FRAME], decay, np.float32))
+    decayed = m.tensor("decayed", [1, FRAME])
+    new = m.tensor("acc_new", [1, FRAME])
+    w = m.tensor("w", [CLASSES, FRAME],
+                 data=rng.standard_normal([CLASSES, FRAME]).astype(np.float32))  # fmt: skip
+    b = m.tensor("b", [CLASSES], data=rng.standard_normal([CLASSES]).astype(np.float32))
+    scores = m.tensor("scores", [1, CLASSES])
+    sub = m.add_subgraph(_init_subgraph("acc", init), [], [])
+    m.op("CALL_ONCE", [], [], "CallOnceOptions", InitSubgraphIndex=sub)
+    m.op("VAR_HANDLE", [], [h], "VarHandleOptions", SharedName="acc")
+    m.op("READ_VARIABLE", [h], [acc])
+    m.op("MUL", [acc, k], [decayed], "MulOptions")
+    m.op("ADD", [decayed, x], [new], "AddOptions")
+    m.op("ASSIGN_VARIABLE", [h, new], [])
+    m.op("FULLY_CONNECTED", [new, w, b], [scores], "FullyConnectedOptions")
+    return m.build([x], [scores])
+
+
+SQNR_DB = 20  # per step, over the 3 scores; a lost or reset state falls far below
+
+
+def sqnr_db(reference: np.ndarray, candidate: np.ndarray) -> float:
+    noise = float(np.sum((reference.astype(np.float64) - candidate) ** 2))
+    return 10 * np.log10(float(np.sum(reference.astype(np.float64) ** 2)) / max(noise, 1e-30))
+
+
+def quantized_ema(io: str, init: np.ndarray):
+
+    module = import_tflite(ema_model(0.9, init))
+    statistics = calibrate(module, random_dataset(module, 48), progress=False)
+    quantized, _ = quantize(module, statistics, QuantizeConfig(scheme="int8", io=io))
+    return module, quantized, statistics
+
+
+@pytest.mark.parametrize("io", ["float", "quantized"])
+def test_quantized_state_tracks_the_float_model_over_a_sequence(io: str) -> None:
+    init = np.full([1, FRAME], 2.0, np.float32)  # a non-zero start: step 0 depends on it
+    module, quantized, _ = quantized_ema(io, init)
+    func = entry_function(quantized)
+    ((arg, res, _),) = state_names(func)
+    state_type = func.function_type.inputs.data[arg]
+    assert func.function_type.outputs.data[res] == state_type  # carried without conversion
+    xs = [{"frame": x} for x in frames(16, seed=11)]
+    want, _ = run_sequence(module, xs)
+    got, final = run_sequence(quantized, xs)
+    steps = [sqnr_db(w["scores"], dequantized_outputs(quantized, g)["scores"])
+             for w, g in zip(want, got, strict=True)]  # fmt: skip
+    assert min(steps) > SQNR_DB, steps
+    # The state matters: restarting every call from the initial state loses the average.
+    reset = [run_sequence(quantized, [x])[0][0] for x in xs]
+    lost = [sqnr_db(w["scores"], dequantized_outputs(quantized, r)["scores"])
+            for w, r in zip(want, reset, strict=True)]  # fmt: skip
+    assert max(lost[1:]) < SQNR_DB, lost  # every later step would fail the threshold
+    if io == "quantized":  # the initial value is stored integers of the state type
+        assert initial_state(quantized)["acc"].dtype == np.int8
+        assert final["acc"].dtype == np.int8
+
+
+def test_calibration_carries_the_state_from_its_initial_value() -> None:
+    init = np.full([1, FRAME], 2.0, np.float32)
+    module, _, statistics = quantized_ema("float", init)
+    assert [spec.name for spec in model_inputs(module)] == ["frame"]  # data feeds no state
+    # The calibrated state range is that of the float model's own running average over the
+    # same 48 seeded frames as one stream (calls 0..47), not of random state samples.
+    seen, current = [], initial_state(module)
+    for feed in random_dataset(module, 48):
+        seen.append(current["acc"])
+        _, current = run_sequence(module, [feed], state=current)
+    stats = statistics["acc"]
+    assert (stats.min, stats.max) == pytest.approx((np.min(seen), np.max(seen)))
+    assert np.max(seen) > 4.5  # beyond what random standard-normal state would show
+
+
+def test_npu_run_quantizes_a_stateful_model_and_runs_a_sequence(tmp_path: Path) -> None:
+    init = np.zeros([1, FRAME], np.float32)
+    data = ema_model(0.9, init)
+    model = tmp_path / "ema.tflite"
+    model.write_bytes(data)
+    xs = frames(10, seed=13)
+    np.save(tmp_path / "frames.npy", np.stack(xs))
+    out = tmp_path / "out.npz"
+    bin_dir = Path(sys.executable).parent
+    run = subprocess.run(
+        [bin_dir / "npu-run", model, "--quantize", "int8", "--calib-random", "32",
+         "--sequence", "10", "--input", f"frame={tmp_path / 'frames.npy'}", "-o", out],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    got = np.load(out)["scores"]
+    want = np.stack([w[0] for w in run_litert_sequence(data, [[x] for x in xs])])
+    assert got.shape == want.shape == (10, 1, CLASSES)
+    assert min(sqnr_db(w, g) for w, g in zip(want, got, strict=True)) > SQNR_DB
+
+
+def test_quantize_module_gives_a_state_pair_one_type() -> None:
+    """Ranges that differ for a state argument and its result are merged, so no rescale."""
+    module = import_tflite(ema_model(0.9, np.full([1, FRAME], 2.0, np.float32)))
+    ranges = {"frame": (-4.0, 4.0), "acc": (-8.0, 8.0), "decayed": (-8.0, 8.0),
+              "acc_new": (-12.0, 12.0), "scores": (-20.0, 20.0)}  # fmt: skip
+    quantize_module(module, ranges, QuantizeConfig(scheme="int8", io="quantized"))
+    func = entry_function(module)
+    state_type = func.function_type.inputs.data[1]
+    assert func.function_type.outputs.data[1] == state_type
+    q = state_type.element_type
+    assert q.scale == pytest.approx(24.0 / 255)  # the union of -8..8 and -12..12
+    stored = initial_state(module)["acc"]
+    np.testing.assert_array_equal(stored, np.round(2.0 / q.scale) + q.zero_point)
+    xs = [{"frame": x} for x in frames(12, seed=5)]
+    want, _ = run_sequence(import_tflite(ema_model(0.9, np.full([1, FRAME], 2.0, np.float32))), xs)
+    got, _ = run_sequence(module, xs)
+    steps = [sqnr_db(w["scores"], dequantized_outputs(module, g)["scores"])
+             for w, g in zip(want, got, strict=True)]  # fmt: skip
+    assert min(steps) > SQNR_DB, steps
