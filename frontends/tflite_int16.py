@@ -31,6 +31,9 @@ arithmetic reproduced, kernel by kernel (reference kernels):
 - AVERAGE_POOL_2D, MAX_POOL_2D, RESHAPE, CONCATENATION and the other data movement:
   the int8 converters (same parameters in and out; zero point 0 leaves no tie issue).
 - QUANTIZE (float -> int16, or int8/int16 requantization) and DEQUANTIZE: as int8.
+
+LOGISTIC, TANH, SOFTMAX: tflite_int16_luts; TRANSPOSE_CONV, BATCH_MATMUL, MEAN, DIV, the
+activations, the stored-value ops and LiteRT's 16-bit refusals: tflite_int16_more.
 """
 
 from __future__ import annotations
@@ -271,4 +274,5 @@ def install(converters: dict[str, Callable]) -> None:
 
 install(qops.CONVERTERS)
 
-from . import tflite_int16_luts  # noqa: E402, F401  (LOGISTIC, TANH, SOFTMAX; installs itself)
+# LOGISTIC, TANH, SOFTMAX; TRANSPOSE_CONV, BATCH_MATMUL and the rest (each installs itself)
+from . import tflite_int16_luts, tflite_int16_more  # noqa: E402, F401
