@@ -271,6 +271,10 @@ def run_litert(data: bytes, feeds: Sequence[np.ndarray]) -> list[np.ndarray]:
     return [interp.get_tensor(d["index"]).copy() for d in interp.get_output_details()]
 
 
+#: (input dtype, elements compared) of every check_exact that passed; bench_tflite.py counts them.
+EXACT_CASES: list[tuple[str, int]] = []
+
+
 def check_exact(data: bytes, feeds: list[np.ndarray]) -> None:
     """npuc (import + qnn interpreter) and LiteRT's reference kernels give identical outputs.
 
@@ -287,6 +291,8 @@ def check_exact(data: bytes, feeds: list[np.ndarray]) -> None:
     for (name, value), ref in zip(got.items(), expected, strict=True):
         assert value.dtype == ref.dtype, (name, value.dtype, ref.dtype)
         np.testing.assert_array_equal(value, ref, err_msg=name)
+    kind = str(feeds[0].dtype) if feeds else "none"
+    EXACT_CASES.append((kind, sum(int(r.size) for r in expected)))
 
 
 def run_litert_sequence(

@@ -51,41 +51,23 @@ def litert_runner(data: bytes, kind: OpResolverType, threads: int | None, x: np.
 
 
 def count_cases() -> None:
-    """Single-op test cases that npuc reproduces (int8: bit for bit)."""
-    import test_tflite_float as tf_float
-    import test_tflite_int8 as tf_int8
-    import test_tflite_int8_activations as tf_act
-    from tflite_builder import run_litert
+    """Single-op cases where npuc equals LiteRT's reference kernels bit for bit.
 
-    def passes(check: Callable[[], None]) -> bool:
-        try:
-            check()
-        except Exception:  # a failing case is counted, not raised
-            return False
-        return True
+    Runs the TFLite test files in this process and counts the `check_exact` comparisons
+    that passed, by the model's input type.
+    """
+    import collections
 
-    int8 = [passes(lambda c=c: tf_int8.check_exact(*tf_int8.CASES[c]())) for c in tf_int8.CASES]
-    print(f"int8 single-op cases bit-exact vs BUILTIN_REF: {sum(int8)}/{len(int8)}")
-    act = [
-        passes(lambda c=c, p=p: tf_act.test_activation_table_is_bit_exact(c, p))
-        for c in tf_act.OPS
-        for p in tf_act.INPUT_PARAMS
-    ]
-    print(f"int8 activation tables (all 256 inputs) bit-exact: {sum(act)}/{len(act)} "
-          f"({len(tf_act.OPS)} op variants x {len(tf_act.INPUT_PARAMS)} input params)")  # fmt: skip
+    import pytest
+    import tflite_builder
 
-    def float_exact(case: str) -> bool:
-        data, feeds = tf_float.CASES[case]()
-        module = import_tflite(data)
-        names = input_names(entry_function(module))
-        got = run_module(module, dict(zip(names, feeds, strict=True)))
-        ref = run_litert(data, feeds)
-        return all(np.array_equal(g, r) for g, r in zip(got.values(), ref, strict=True))
-
-    close = [passes(lambda c=c: tf_float.check(*tf_float.CASES[c]())) for c in tf_float.CASES]
-    exact = [passes(lambda c=c: float_exact(c) or 1 / 0) for c in tf_float.CASES]
-    print(f"float single-op cases within rtol=atol=1e-5: {sum(close)}/{len(close)}, "
-          f"bit-exact: {sum(exact)}/{len(exact)}")  # fmt: skip
+    files = sorted(str(p) for p in (TESTS / "frontends").glob("test_tflite_*.py"))
+    code = pytest.main(["-q", "-p", "no:cacheprovider", "--no-header", *files])
+    counts = collections.Counter(kind for kind, _ in tflite_builder.EXACT_CASES)
+    elements = sum(n for _, n in tflite_builder.EXACT_CASES)
+    print(f"bit-exact single-op cases vs BUILTIN_REF (pytest exit {int(code)}): "
+          + ", ".join(f"{kind} input: {n}" for kind, n in sorted(counts.items()))
+          + f"; {sum(counts.values())} cases, {elements} output elements")  # fmt: skip
 
 
 def main() -> None:
