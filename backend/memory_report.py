@@ -1,11 +1,21 @@
-"""Checking a placement and reporting it next to its bounds (see docs/memory-planning.md)."""
+"""Checking a placement and reporting it next to its bounds (see docs/memory-planning.md).
+
+`verify_placement` and `plan_with_report` work on `Buffer`s; `format_memory_report`
+and `memory_json` describe a planned module (read back with `memory_ir.read_plan`).
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import IO
 
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.target import Target as OutputTarget
+
+from npuc.backend.memory_ir import CONSTANTS, MUTABLE, PlannedModule, PlannedValue
 from npuc.backend.memory_plan import (
     Buffer,
     Placement,
@@ -18,6 +28,7 @@ from npuc.backend.memory_plan import (
     plan,
     resolve_aliases,
 )
+from npuc.target import Target
 
 
 def verify_placement(buffers: Sequence[Buffer], placement: Placement, alignment: int = 64) -> None:
@@ -111,3 +122,140 @@ def plan_with_report(
         seconds,
     )
     return placement, report
+
+
+# --------------------------------------------------------------------------- planned modules
+
+
+def _kib(n: int) -> str:
+    return f"{n / 1024:.1f} KiB"
+
+
+def liveness_regions(planned: PlannedModule) -> list[str]:
+    """Regions planned by liveness (activations and per-memory regions), in module order."""
+    return [r for r in planned.regions if r not in (CONSTANTS, MUTABLE)]
+
+
+def memory_usage(planned: PlannedModule, target: Target) -> list[tuple[str, int, int]]:
+    """(memory, bytes used by the regions placed there, capacity) for each memory used."""
+    used: dict[str, int] = {}
+    for r in planned.regions.values():
+        used[r.memory] = used.get(r.memory, 0) + r.size
+    return [(m, n, target.memory(m).size) for m, n in used.items()]
+
+
+def format_memory_report(planned: PlannedModule, target: Target | None = None) -> str:
+    """Regions next to their bounds, memory use, and the per-step live-memory profile."""
+    lines = [f"{'region':<12} {'memory':<10} {'planned':>12} {'lower bound':>12} {'naive':>12}"]
+    for r in planned.regions.values():
+        lb = "" if r.lower_bound is None else _kib(r.lower_bound)
+        naive = "" if r.naive is None else _kib(r.naive)
+        lines.append(f"{r.name:<12} {r.memory:<10} {_kib(r.size):>12} {lb:>12} {naive:>12}")
+    if target is not None:
+        lines.append("")
+        for memory, used, capacity in memory_usage(planned, target):
+            verdict = "fits" if used <= capacity else "DOES NOT FIT"
+            lines.append(
+                f"memory {memory}: {_kib(used)} of {_kib(capacity)} ({used} of {capacity} bytes)"
+                f": {verdict}"
+            )
+    regions = liveness_regions(planned)
+    profiles = {r: planned.live_profile(r) for r in regions}
+    lines += ["", "live bytes per step:"]
+    width = max([len(s.op) for s in planned.steps] + [2])
+    lwidth = max([len(s.layer) for s in planned.steps] + [5])
+    lines.append(
+        f"{'step':>5}  {'op':<{width}}  {'layer':<{lwidth}}  "
+        + "  ".join(f"{r:>12}" for r in regions)
+    )
+    for s in planned.steps:
+        cells = "  ".join(f"{profiles[r][s.index]:>12}" for r in regions)
+        lines.append(f"{s.index:>5}  {s.op:<{width}}  {s.layer:<{lwidth}}  {cells}")
+    return "\n".join(lines) + "\n"
+
+
+def memory_json(planned: PlannedModule, target: Target | None = None) -> dict[str, object]:
+    """The report as JSON-ready data (fields: docs/memory-planning.md, "Reports")."""
+    regions = liveness_regions(planned)
+    profiles = {r: planned.live_profile(r) for r in regions}
+
+    def value(v: PlannedValue) -> dict[str, object]:
+        return {
+            "name": v.label,
+            "kind": v.kind,
+            "op": v.op,
+            "region": v.region,
+            "offset": v.offset,
+            "size": v.size,
+            "live": list(v.live) if v.live is not None else None,
+        }
+
+    data: dict[str, object] = {
+        "format": "npuc-memory-report",
+        "version": 1,
+        "regions": [
+            {
+                "name": r.name,
+                "memory": r.memory,
+                "size": r.size,
+                "alignment": r.alignment,
+                "lower_bound": r.lower_bound,
+                "naive": r.naive,
+            }
+            for r in planned.regions.values()
+        ],
+        "inputs": [value(v) for v in planned.inputs],
+        "outputs": [value(v) for v in planned.outputs],
+        "buffers": [value(v) for v in planned.values],
+        "profile": [
+            {
+                "step": s.index,
+                "op": s.op,
+                "layer": s.layer,
+                "live_bytes": {r: profiles[r][s.index] for r in regions},
+            }
+            for s in planned.steps
+        ],
+    }
+    if target is not None:
+        data["target"] = target.name
+        data["memories"] = [
+            {"name": m, "used": used, "capacity": cap, "fits": used <= cap}
+            for m, used, cap in memory_usage(planned, target)
+        ]
+    return data
+
+
+# --------------------------------------------------------------------------- npu-opt targets
+
+
+@dataclass(frozen=True)
+class MemoryReportTarget(OutputTarget):
+    """`npu-opt -t memory-report{target=T}`: the text report of a planned module."""
+
+    name = "memory-report"
+    target: str = ""
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from npuc.backend.memory_ir import read_plan
+        from npuc.target import load_target
+
+        hw = load_target(self.target) if self.target else None
+        output.write(format_memory_report(read_plan(module), hw))
+
+
+@dataclass(frozen=True)
+class MemoryJsonTarget(OutputTarget):
+    """`npu-opt -t memory-json{target=T}`: the JSON report of a planned module."""
+
+    name = "memory-json"
+    target: str = ""
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        import json
+
+        from npuc.backend.memory_ir import read_plan
+        from npuc.target import load_target
+
+        hw = load_target(self.target) if self.target else None
+        output.write(json.dumps(memory_json(read_plan(module), hw), indent=1) + "\n")

@@ -11,6 +11,7 @@ order with the lowest peak among a few candidates, the given order included.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -98,43 +99,60 @@ def _greedy_order(
     prod = _producers(nodes)
     outs = set(graph_outputs)
     readers: dict[str, int] = {}
+    readers_of: dict[str, list[int]] = {}
     deps = [0] * len(nodes)
     users: list[list[int]] = [[] for _ in nodes]
     for i, n in enumerate(nodes):
         for t in set(n.inputs):
             readers[t] = readers.get(t, 0) + 1
+            readers_of.setdefault(t, []).append(i)
             if t in prod:
                 deps[i] += 1
                 users[prod[t]].append(i)
+
+    def score(i: int) -> tuple[int, int, int]:
+        n = nodes[i]
+        alloc = sum(sizes.get(t, 0) for t in n.outputs)
+        freed = sum(sizes.get(t, 0) for t in set(n.inputs) if readers[t] == 1 and t not in outs)
+        # Outputs nobody reads are dead right after this step.
+        freed += sum(sizes.get(t, 0) for t in n.outputs if t not in readers and t not in outs)
+        net = alloc - freed
+        return (net, alloc, i) if key == "net" else (alloc, net, i)
+
     ready = [i for i in range(len(nodes)) if deps[i] == 0]
+    # Scores only fall (when a tensor is down to its last reader), so a heap with
+    # a fresh entry pushed at every change, and stale entries skipped, gives the
+    # same pick as a minimum over the ready nodes.
+    is_ready = [False] * len(nodes)
+    heap: list[tuple[tuple[int, int, int], int]] = []
+    for i in ready:
+        is_ready[i] = True
+        heap.append((score(i), i))
+    heapq.heapify(heap)
     order: list[int] = []
-    while ready:
+    while ready if key == "lifo" else heap:
         if key == "lifo":
-            pick = ready[-1]
+            pick = ready.pop()
         else:
-
-            def score(i: int) -> tuple[int, int, int]:
-                n = nodes[i]
-                alloc = sum(sizes.get(t, 0) for t in n.outputs)
-                freed = sum(
-                    sizes.get(t, 0) for t in set(n.inputs) if readers[t] == 1 and t not in outs
-                )
-                # Outputs nobody reads are dead right after this step.
-                freed += sum(
-                    sizes.get(t, 0) for t in n.outputs if t not in readers and t not in outs
-                )
-                net = alloc - freed
-                return (net, alloc, i) if key == "net" else (alloc, net, i)
-
-            pick = min(ready, key=score)
-        ready.remove(pick)
+            entry, pick = heapq.heappop(heap)
+            if not is_ready[pick] or entry != score(pick):
+                continue
+        is_ready[pick] = False
         order.append(pick)
         for t in set(nodes[pick].inputs):
             readers[t] -= 1
+            if readers[t] == 1 and key != "lifo":
+                for r in readers_of[t]:
+                    if is_ready[r]:
+                        heapq.heappush(heap, (score(r), r))
         for u in users[pick]:
             deps[u] -= 1
             if deps[u] == 0:
-                ready.append(u)
+                is_ready[u] = True
+                if key == "lifo":
+                    ready.append(u)
+                else:
+                    heapq.heappush(heap, (score(u), u))
     if len(order) != len(nodes):
         raise PlacementError("graph has a cycle")
     return order

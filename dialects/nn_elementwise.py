@@ -48,8 +48,11 @@ class ConstantOp(NNOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_attribute(self.value)
+        attrs = dict(self.attributes)  # discardable ones, e.g. a memory plan's mem.buffer
         if self.layer_name is not None:
-            printer.print_op_attributes({"name": self.layer_name}, print_keyword=False)
+            attrs = {"name": self.layer_name, **attrs}
+        if attrs:
+            printer.print_op_attributes(attrs, print_keyword=False)
 
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:
@@ -58,8 +61,10 @@ class ConstantOp(NNOperation):
         if not isinstance(value, DenseIntOrFPElementsAttr):
             parser.raise_error("nn.constant expects a dense elements attribute", start, parser.pos)
         attrs = parser.parse_optional_attr_dict()
-        name = attrs.get("name")
-        return cls(value, name.data if isinstance(name, StringAttr) else None)
+        name = attrs.pop("name", None)
+        op = cls(value, name.data if isinstance(name, StringAttr) else None)
+        op.attributes.update(attrs)
+        return op
 
 
 # --------------------------------------------------------------------------- elementwise

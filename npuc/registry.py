@@ -26,6 +26,8 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
     "arith": _lazy("xdsl.dialects.arith", "Arith"),
     "nn": _lazy("npuc.dialects.nn", "NN"),
     "qnn": _lazy("npuc.dialects.qnn", "QNN"),
+    "tile": _lazy("npuc.dialects.tile", "TILE"),
+    "mem": _lazy("npuc.dialects.mem", "MEM"),
 }
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
@@ -38,6 +40,8 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "dce": _lazy("npuc.passes.dce", "DCEPass"),
     "quantize": _lazy("npuc.passes.quantize", "QuantizePass"),
     "preprocess": _lazy("npuc.passes.preprocess", "PreprocessPass"),
+    "tile": _lazy("npuc.passes.tile", "TilePass"),
+    "plan-memory": _lazy("npuc.passes.plan_memory", "PlanMemoryPass"),
 }
 
 DEFAULT_PIPELINE = (

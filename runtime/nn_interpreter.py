@@ -547,3 +547,4 @@ def run_module(
     return named if keep is None else (named, intermediates)
 
 
+from . import tile_kernels as _tile_kernels  # noqa: E402, F401  (registers the tile kernels)

@@ -42,6 +42,17 @@ class NpuOptMain(xDSLOptMain):
 
         self.available_targets["mlir"] = mlir_target
 
+        def memory_target(name: str):
+            def load():
+                from ..backend import memory_report
+
+                return getattr(memory_report, name)
+
+            return load
+
+        self.available_targets["memory-report"] = memory_target("MemoryReportTarget")
+        self.available_targets["memory-json"] = memory_target("MemoryJsonTarget")
+
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
         self.available_frontends["onnx"] = self._import_onnx

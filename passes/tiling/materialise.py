@@ -1,0 +1,253 @@
+"""Rewrite planned groups into unrolled tiles: ordinary `nn`/`qnn` ops on tile-sized
+tensors joined by `tile` ops.
+
+For each tile of a group (output-channel part outermost, then H stripes, then W
+parts), every layer of the group runs on the region it needs: the previous layer's
+tile in a cascade, a `tile.slice` view of a tensor in the arena, or a `tile.load`
+from another memory (function inputs where I/O is not in the arena). Weights are
+sliced or loaded once per group and channel part. Window layers get the tile's own
+padding; per-channel multipliers, shifts, biases and per-axis quantized types follow
+the output channels. The last layer's tiles are assembled with `tile.empty` and
+`tile.insert` (or `tile.store` into another memory). Every op made for layer k
+carries `tile.layer = k`, and `tile.part = [h, w, c]` when the group has several tiles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, StringAttr, TensorType, i64
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from npuc.dialects import tile
+from npuc.dialects.nn_base import ints
+
+from .layers import Kind, Layer
+from .search import Group
+from .working_set import (
+    Channels,
+    Memories,
+    Region,
+    Span,
+    box,
+    cascade_spans,
+    chain_index,
+    channel_parts,
+    output_region,
+    transposed_region,
+)
+
+
+class Materialiser:
+    """Emits the tiles of one group before the group's last op, then removes its ops."""
+
+    def __init__(self, layers: Sequence[Layer], group: Group, memories: Memories):
+        self.seg = list(layers[group.first : group.last + 1])
+        self.group = group
+        self.memories = memories
+        self.anchor = self.seg[-1].op
+        self.constants: dict[tuple[SSAValue, Region], SSAValue] = {}
+        self.props: dict[tuple[int, tuple[int, int]], dict[str, Attribute]] = {}
+
+    def needed(self) -> bool:
+        """Whether the group changes the IR (more than one tile, a DMA or a folded transpose)."""
+        if self.group.estimate.tiles > 1 or len(self.seg) > 1:
+            return True
+        layer = self.seg[0]
+        if layer.kind is Kind.WHOLE and len(layer.op.results) != 1:
+            return False
+        m = self.memories
+        values = [layer.source(i) for i in range(len(layer.op.operands))] + [layer.result]
+        return bool(layer.transposes) or any(m.of(v) != m.arena for v in values)
+
+    def emit(self, op: Operation) -> Operation:
+        Rewriter.insert_op(op, InsertPoint.before(self.anchor))
+        return op
+
+    def tag(self, op: Operation, layer: Layer, part: tuple[int, int, int] | None) -> Operation:
+        op.attributes[tile.LAYER_ATTR] = IntegerAttr(layer.index, i64)
+        if part is not None:
+            op.attributes[tile.PART_ATTR] = ints(part)
+        return op
+
+    def region(
+        self, value: SSAValue, region: Region, layer: Layer, part: tuple[int, int, int] | None
+    ) -> SSAValue:
+        """`value` itself, a view of its region, or a load of it into the arena."""
+        ty = value.type
+        assert isinstance(ty, TensorType)
+        full = tuple(ty.get_shape())
+        offsets = [lo for lo, _ in region]
+        sizes = [hi - lo for lo, hi in region]
+        memory = self.memories.of(value)
+        if memory == self.memories.arena and tuple(sizes) == full:
+            return value
+        result_type = tile.region_type(ty, offsets, sizes)
+        props: dict[str, Attribute] = {"offsets": ints(offsets)}
+        if memory == self.memories.arena:
+            op: Operation = tile.SliceOp.create(
+                operands=[value], result_types=[result_type], properties=props
+            )
+        else:
+            props |= {"from": StringAttr(memory), "to": StringAttr(self.memories.arena)}
+            op = tile.LoadOp.create(operands=[value], result_types=[result_type], properties=props)
+        return self.emit(self.tag(op, layer, part)).results[0]
+
+    def constant(self, value: SSAValue, region: Region, layer: Layer) -> SSAValue:
+        """A weight region, sliced or loaded once per group and channel part (so no part)."""
+        key = (value, region)
+        if key not in self.constants:
+            self.constants[key] = self.region(value, region, layer, None)
+        return self.constants[key]
+
+    def run(self) -> None:
+        seg, (h, w, c) = self.seg, self.group.estimate.parts
+        last = seg[-1]
+        many = h * w * c > 1
+        result = last.result
+        result_type = result.type
+        assert isinstance(result_type, TensorType)
+        out_memory = self.memories.of(result)
+        direct = not many and out_memory == self.memories.arena
+        dest: SSAValue | None = None
+        if not direct:
+            props: dict[str, Attribute] = {}
+            if out_memory != self.memories.arena:
+                props["to"] = StringAttr(out_memory)
+            empty = tile.EmptyOp.create(result_types=[result_type], properties=props)
+            dest = self.emit(self.tag(empty, last, None)).results[0]
+        hs = cascade_spans(seg, 0, h) if last.spatial else None
+        ws = cascade_spans(seg, 1, w) if last.spatial else None
+        final: SSAValue | None = None
+        for p in range(c):
+            for i in range(h):
+                for j in range(w):
+                    part = (i, j, p) if many else None
+                    value: SSAValue | None = None
+                    out: Region = ()
+                    for k, layer in enumerate(seg):
+                        hspan = hs[k][i] if hs is not None else None
+                        wspan = ws[k][j] if ws is not None else None
+                        channels = channel_parts(layer, c)[p if layer.channel_units > 1 else 0]
+                        out = output_region(layer, hspan, wspan, channels)
+                        value = self.layer_tile(k, hspan, wspan, channels, value, part)
+                    assert value is not None
+                    if dest is None:
+                        final = value
+                        continue
+                    final = dest = self.assemble(value, dest, out, last, part, out_memory)
+        assert final is not None
+        result.replace_all_uses_with(final)
+        for layer in reversed(seg):
+            Rewriter.erase_op(layer.op)
+            for transpose in layer.transposes.values():
+                Rewriter.erase_op(transpose)
+
+    def layer_tile(
+        self,
+        k: int,
+        hspan: Span | None,
+        wspan: Span | None,
+        channels: Channels,
+        previous: SSAValue | None,
+        part: tuple[int, int, int] | None,
+    ) -> SSAValue:
+        """Layer k of the group on one tile; `previous` is the tile of layer k - 1."""
+        layer = self.seg[k]
+        out = output_region(layer, hspan, wspan, channels)
+        inp = (hspan.inp, wspan.inp) if hspan and wspan else ((0, 0), (0, 0))
+        chain = chain_index(self.seg, k)
+        operands = []
+        for index, operand in enumerate(layer.op.operands):
+            region = box(layer, index, out, inp, channels)
+            if index == chain:
+                assert previous is not None
+                operands.append(previous)
+            elif index in layer.constants:
+                operands.append(self.constant(operand, region, layer))
+            elif index in layer.transposes:
+                operands.append(self.transposed(layer, index, region, part))
+            else:
+                operands.append(self.region(operand, region, layer, part))
+        pads = None
+        if hspan is not None and wspan is not None and layer.kind is Kind.WINDOW:
+            pads = (hspan.pads[0], wspan.pads[0], hspan.pads[1], wspan.pads[1])
+        op = self.tile_op(layer, operands, out, channels, pads)
+        return self.emit(self.tag(op, layer, part)).results[0]
+
+    def transposed(self, layer: Layer, index: int, region: Region, part) -> SSAValue:
+        """The tile of a folded transpose's result: the transpose of a tile of its input."""
+        transpose = layer.transposes[index]
+        source = transpose.operands[0]
+        piece = self.region(source, transposed_region(layer, index, region), layer, part)
+        ty = transpose.results[0].type
+        assert isinstance(ty, TensorType)
+        offsets, sizes = [lo for lo, _ in region], [hi - lo for lo, hi in region]
+        new = type(transpose).create(
+            operands=[piece],
+            result_types=[tile.region_type(ty, offsets, sizes)],
+            properties=dict(transpose.properties),
+            attributes=dict(transpose.attributes),
+        )
+        return self.emit(self.tag(new, layer, part)).results[0]
+
+    def tile_op(self, layer: Layer, operands, out: Region, channels, pads) -> Operation:
+        """`layer`'s op on tile operands: result box `out`, tile pads, channel slices."""
+        op = layer.op
+        ty = op.results[0].type
+        assert isinstance(ty, TensorType)
+        offsets, sizes = [lo for lo, _ in out], [hi - lo for lo, hi in out]
+        props = dict(op.properties)
+        if pads is not None:
+            props["pads"] = ints(pads)
+            props.pop("ceil_mode", None)
+        if layer.channel_units > 1:
+            props.update(self.channel_props(layer, channels))
+        return type(op).create(
+            operands=list(operands),
+            result_types=[tile.region_type(ty, offsets, sizes)],
+            properties=props,
+            attributes=dict(op.attributes),
+        )
+
+    def channel_props(self, layer: Layer, channels: Channels) -> dict[str, Attribute]:
+        """Per-channel multipliers and shifts, and conv groups, of an output-channel part."""
+        key = (layer.index, channels.out)
+        if key not in self.props:
+            lo, hi = channels.out
+            props: dict[str, Attribute] = {}
+            for name in ("multiplier", "shift"):
+                values = layer.op.properties.get(name)
+                sliced = isinstance(values, DenseArrayBase) and (lo, hi) != (0, len(values))
+                if sliced and len(values) > 1:
+                    props[name] = ints(list(values.get_values())[lo:hi])
+            if "groups" in layer.op.properties:
+                props["groups"] = IntegerAttr(channels.groups, i64)
+            self.props[key] = props
+        return self.props[key]
+
+    def assemble(
+        self, value: SSAValue, dest: SSAValue, out: Region, last: Layer, part, memory: str
+    ) -> SSAValue:
+        props: dict[str, Attribute] = {"offsets": ints([lo for lo, _ in out])}
+        if memory == self.memories.arena:
+            op: Operation = tile.InsertOp.create(
+                operands=[value, dest], result_types=[dest.type], properties=props
+            )
+        else:
+            props |= {"from": StringAttr(self.memories.arena), "to": StringAttr(memory)}
+            op = tile.StoreOp.create(
+                operands=[value, dest], result_types=[dest.type], properties=props
+            )
+        return self.emit(self.tag(op, last, part)).results[0]
+
+
+def materialise(layers: Sequence[Layer], groups: Sequence[Group], memories: Memories) -> None:
+    """Rewrite every group that needs it; tag the layers of the others."""
+    for group in groups:
+        m = Materialiser(layers, group, memories)
+        if m.needed():
+            m.run()
+        else:
+            m.tag(m.seg[0].op, m.seg[0], None)
