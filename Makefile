@@ -35,6 +35,9 @@ test: lint filecheck pytest
 bench: setup
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_interpreter.py
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_quantization.py
+	PYTHONPATH=tests $(BIN)/python tests/bench/bench_tflite.py
+	PYTHONPATH=tests $(BIN)/python tests/bench/bench_memory_plan.py
+	PYTHONPATH=tests $(BIN)/python tests/bench/bench_plan_memory.py
 
 clean:
 	rm -rf $(VENV) out build *.egg-info
