@@ -389,10 +389,12 @@ def run_module(module: ModuleOp, inputs: Mapping[str, np.ndarray], *, keep: Keep
 
 LEVELS = {"nn": ("builtin", "func", "arith", "nn")}
 LEVELS["qnn"] = (*LEVELS["nn"], "qnn")
+LEVELS["tile"] = (*LEVELS["qnn"], "tile")
+LEVELS["mem"] = (*LEVELS["tile"], "mem")
 
 
 def check_level(module: ModuleOp, level: str) -> None:
-    """Raise NpucError unless every op and tensor of `module` is at `level` (nn, qnn) or below."""
+    """Raise NpucError unless every op and tensor of `module` belongs to `level` (LEVELS)."""
     allowed = LEVELS[level]
     for op in module.walk():
         dialect = op.name.split(".", 1)[0]

@@ -51,10 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--level",
-        choices=("nn", "qnn"),
-        help="require the model to be at this level or below (nn: float ops; qnn: also "
-        "quantized ops). Quantized outputs are reported dequantized as NAME and as stored "
-        "integers as NAME.q",
+        choices=("nn", "qnn", "tile", "mem"),
+        help="require the model to use only this level's ops (nn: float ops; qnn: also "
+        "quantized ops; tile: also tiles and DMA; mem: also memory plans). Quantized outputs "
+        "are reported dequantized as NAME and as stored integers as NAME.q",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
     parser.add_argument(

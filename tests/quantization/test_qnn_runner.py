@@ -205,3 +205,22 @@ def test_npu_run_takes_stored_integers_and_generates_quantized_inputs(tmp_path):
     np.save(tmp_path / "bad.npy", np.zeros((2, 3), np.int64))
     bad = run_tool("npu-run", model, "--input", f"x={tmp_path / 'bad.npy'}")
     assert bad.returncode != 0 and "has dtype int64" in bad.stderr
+
+
+def test_npu_run_levels_below_qnn_take_tiled_and_planned_modules(tmp_path):
+    module = parse_mlir(HYBRID)
+    x = np.random.default_rng(1).normal(0, 1, (1, 3, 4, 4)).astype(np.float32)
+    want = run_module(module, {"x": x})
+    apply_pipeline(module, 'tile{target="mcu-64" manual="(0,0,2,1)"},plan-memory{target="mcu-64"}')
+    names = {op.name.split(".")[0] for op in module.walk()}
+    assert {"tile", "mem"} <= names
+    model = tmp_path / "planned.mlir"
+    model.write_text(str(module))
+    np.save(tmp_path / "x.npy", x)
+    done = run_tool("npu-run", model, "--level", "mem", "--input", f"x={tmp_path / 'x.npy'}",
+                    "-o", tmp_path / "out.npz")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["y.q"], want["y"])
+    refused = run_tool("npu-run", model, "--level", "tile")
+    assert refused.returncode != 0
+    assert "'mem.region' is above the tile level" in refused.stderr
