@@ -1,7 +1,8 @@
 """An embedded-SDK style bundle of a planned module: `NAME.h` and the constants' bytes.
 
 `NAME.h` defines the size of each region, the alignment, and the offset and size of
-every input and output in the mutable region. `NAME.weights.bin` is the constants
+every input and output in the mutable region (or, planned with `io=arena`, in the
+activations region). `NAME.weights.bin` is the constants
 region, each constant at its planned offset with zero padding; `NAME.weights.txt`
 holds the same bytes as a C array initializer. Output is deterministic.
 """
@@ -83,11 +84,22 @@ def header_text(name: str, planned: PlannedModule, model: str = "", target: str 
     for region, stem in zip(extra, sanitised_names(extra), strict=True):
         lines.append(f"#define {prefix}_{stem}_MEM_SIZE {planned.regions[region].size}")
     lines.append(f"#define {prefix}_MEM_ALIGN {align}")
+    io_regions = {v.region for v in (*planned.inputs, *planned.outputs)}
+    if io_regions - {MUTABLE, ACTIVATIONS} or len(io_regions) > 1:
+        raise NpucError("inputs and outputs must all be in the mutable or all in the "
+                        f"activations region, not in {', '.join(sorted(io_regions))}")  # fmt: skip
+    io_region = io_regions.pop() if io_regions else MUTABLE
+    if io_region == ACTIVATIONS:
+        lines += ["", "// Inputs and outputs live in the activations region (io=arena): write",
+                  "// inputs there before each call and read outputs after it; an input",
+                  "// buffer may be overwritten during the call.",
+                  f"#define {prefix}_IO_IN_ACTIVATIONS 1"]  # fmt: skip
     for kind, values in (("INPUT", planned.inputs), ("OUTPUT", planned.outputs)):
-        lines += ["", f"// {kind.lower()}s: byte offset in the mutable region, and size in bytes."]
+        lines += [
+            "",
+            f"// {kind.lower()}s: byte offset in the {io_region} region, and size in bytes.",
+        ]
         for v, stem in zip(values, sanitised_names([v.label for v in values]), strict=True):
-            if v.region != MUTABLE:
-                raise NpucError(f"{kind.lower()} '{v.label}' is not in the mutable region")
             lines.append(f"#define {prefix}_{kind}_{stem}_OFFSET {v.offset}")
             lines.append(f"#define {prefix}_{kind}_{stem}_SIZE {v.size}")
     lines += ["", f"#endif  // {guard}", ""]

@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
+from npuc import graph_io
 from npuc.diagnostics import NpucError
 from npuc.target import Target
 
@@ -114,7 +115,7 @@ def _shape(v: SSAValue) -> tuple[int, ...] | None:
 
 
 class _Planner:
-    def __init__(self, func: FuncOp, target: Target, alignment: int):
+    def __init__(self, func: FuncOp, target: Target, alignment: int, io_in_arena: bool = False):
         self.func, self.target, self.alignment = func, target, alignment
         block = func.body.block
         ret = block.last_op
@@ -129,8 +130,17 @@ class _Planner:
         self.vals: dict[SSAValue, _Value] = {}
         self.views: dict[str, int] = {}
         returned = set(self.returned)
+        try:
+            pairs = graph_io.state_names(func)
+        except ValueError as e:
+            raise NpucError(f"plan-memory: {e}") from None
+        state = {block.args[a] for a, _, _ in pairs} | {ret.operands[r] for _, r, _ in pairs}
+        # With io_in_arena, inputs and outputs share the activations arena (reused by
+        # liveness); persistent state must survive between calls, so it stays mutable.
+        io_region = ACTIVATIONS if io_in_arena else MUTABLE
+        self.io_in_arena = io_in_arena
         for a in block.args:
-            self._add(a, MUTABLE, True, None)
+            self._add(a, MUTABLE if a in state else io_region, True, None)
         for op in self.constants:
             for r in op.results:
                 self._add(r, MUTABLE if r in returned else CONSTANTS, True, op)
@@ -147,7 +157,7 @@ class _Planner:
                 region = memory
             for r in op.results:
                 if r in returned:
-                    self._add(r, MUTABLE, True, op)
+                    self._add(r, MUTABLE if r in state else io_region, True, op)
                 else:
                     self._add(r, region, memory is not None, op)
 
@@ -394,6 +404,10 @@ class _Planner:
             for x in op.operands:
                 if x in self.vals and self.liveness(x):
                     self.vals[x].end = max(self.vals[x].end, step[op])
+        last = max(len(order) - 1, 0)
+        for v in self.returned:  # the caller reads the outputs after the last step
+            if v in self.vals and self.liveness(v):
+                self.vals[v].end = last
 
     def in_place(self, order: list[Operation]) -> None:
         last: dict[SSAValue, int] = {}
@@ -484,9 +498,15 @@ def plan_function(
     reorder: bool = True,
     budget_seconds: float | None = None,
     seed: int = 0,
+    io_in_arena: bool = False,
 ) -> FunctionPlan:
-    """Plan every value of `func`; raises UnsoundPlanError if verification fails."""
-    p = _Planner(func, target, alignment)
+    """Plan every value of `func`; raises UnsoundPlanError if verification fails.
+
+    With `io_in_arena`, inputs and outputs are planned in the activations region by
+    liveness (inputs live from the first step, outputs to the last) instead of being
+    stacked in the mutable region.
+    """
+    p = _Planner(func, target, alignment, io_in_arena)
     p.static_views()
     order = p.choose_order(alignment) if reorder else list(p.compute)
     changed = any(a is not b for a, b in zip(order, p.compute, strict=True))

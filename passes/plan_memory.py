@@ -31,6 +31,9 @@ class PlanMemoryPass(ModulePass):
 
     `alignment=0` takes the target's; `budget_seconds` bounds the placement search
     per region (the plan is deterministic when the search ends before the budget).
+    `io="separate"` stacks inputs and outputs in the mutable region; `io="arena"` plans
+    them in the activations region by liveness, so their bytes are reused (the peak
+    memory is then the activations size alone; persistent state stays mutable).
     """
 
     name = "plan-memory"
@@ -39,6 +42,7 @@ class PlanMemoryPass(ModulePass):
     alignment: int = 0
     schedule: bool = True
     budget_seconds: float = 2.0
+    io: str = "separate"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if not self.target:
@@ -47,6 +51,8 @@ class PlanMemoryPass(ModulePass):
         alignment = self.alignment or target.alignment
         if alignment < 1 or alignment & (alignment - 1):
             raise NpucError(f"plan-memory: alignment must be a power of two, got {alignment}")
+        if self.io not in ("separate", "arena"):
+            raise NpucError(f'plan-memory: io must be "separate" or "arena", got "{self.io}"')
         if not self.budget_seconds > 0:
             raise NpucError(
                 f"plan-memory: budget_seconds must be positive, got {self.budget_seconds}"
@@ -62,6 +68,7 @@ class PlanMemoryPass(ModulePass):
             alignment,
             reorder=self.schedule,
             budget_seconds=self.budget_seconds,
+            io_in_arena=self.io == "arena",
         )
         write_plan(op, func, plan, alignment)
 

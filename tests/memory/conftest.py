@@ -111,11 +111,17 @@ def check_layout(module: ModuleOp) -> dict[str, int]:
         if op in step:
             for r in op.results:
                 live[r] = [step[op], step[op]]
+    for arg in func.body.block.args:  # the caller writes inputs before the first step
+        live[arg] = [-1, -1]
     for op in ops:
         if op in step:
             for x in op.operands:
                 if x in live:
                     live[x][1] = max(live[x][1], step[op])
+    end = max(step.values(), default=0) + 1
+    for v in func.body.block.last_op.operands:  # ... and reads outputs after the last one
+        if v in live:
+            live[v][1] = end
     parent = {v: v for v in where}
 
     def find(v):
