@@ -1,0 +1,68 @@
+"""The files a planned module turns into, and writing a set of files all or nothing.
+
+`memory_files` is shared by `npu-bundle` and `npu-compile`: the embedded header,
+the weights (binary and C text), the planned IR and the memory reports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from xdsl.dialects.builtin import ModuleOp
+
+from npuc.diagnostics import NpucError
+from npuc.target import Target
+
+from .bundle import header_text, weights_bytes, weights_text
+from .memory_ir import PlannedModule
+from .memory_plot import plot_profile
+from .memory_report import format_memory_report, memory_json
+
+
+def memory_files(
+    name: str, module: ModuleOp, planned: PlannedModule, target: Target, model: str
+) -> dict[str, bytes]:
+    """NAME.h, NAME.weights.bin/.txt, NAME.mem.mlir and NAME.memory.txt/.json/.png."""
+    from npuc.printing import print_module
+
+    weights = weights_bytes(planned)
+    report = memory_json(planned, target)
+    return {
+        f"{name}.h": header_text(name, planned, model, target.name).encode(),
+        f"{name}.weights.bin": weights,
+        f"{name}.weights.txt": weights_text(weights).encode(),
+        f"{name}.mem.mlir": print_module(module, elide_above=None).encode(),
+        f"{name}.memory.txt": format_memory_report(planned, target).encode(),
+        f"{name}.memory.json": (json.dumps(report, indent=1) + "\n").encode(),
+        f"{name}.memory.png": plot_profile(planned, f"{name} on {target.name}"),
+    }
+
+
+def check_output_dir(outdir: Path) -> None:
+    if outdir.exists() and not outdir.is_dir():
+        raise NpucError(f"output directory is a file: {outdir}")
+    if not outdir.resolve().parent.is_dir():
+        raise NpucError(f"parent of the output directory does not exist: {outdir.parent}")
+
+
+def write_all(outdir: Path, files: dict[str, bytes]) -> list[Path]:
+    """Write every file into a temporary folder beside `outdir`, then move them in.
+
+    A failure while writing leaves `outdir` as it was.
+    """
+    tmp = Path(tempfile.mkdtemp(prefix=".npuc-out-", dir=outdir.resolve().parent))
+    try:
+        for file, data in files.items():
+            (tmp / file).write_bytes(data)
+        outdir.mkdir(exist_ok=True)
+        paths = []
+        for file in files:
+            os.replace(tmp / file, outdir / file)
+            paths.append(outdir / file)
+        return paths
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
