@@ -26,6 +26,7 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
     "arith": _lazy("xdsl.dialects.arith", "Arith"),
     "nn": _lazy("npuc.dialects.nn", "NN"),
     "qnn": _lazy("npuc.dialects.qnn", "QNN"),
+    "npu": _lazy("npuc.dialects.npu", "NPU"),
     "tile": _lazy("npuc.dialects.tile", "TILE"),
     "mem": _lazy("npuc.dialects.mem", "MEM"),
 }

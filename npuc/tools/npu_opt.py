@@ -11,7 +11,7 @@ from typing import IO
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from .. import __version__
-from ..diagnostics import reported_errors
+from ..diagnostics import NpucError, reported_errors
 from ..registry import DIALECTS, PASSES
 from .cli_options import add_import_options, import_options
 
@@ -41,6 +41,7 @@ class NpuOptMain(xDSLOptMain):
             return MLIRTarget
 
         self.available_targets["mlir"] = mlir_target
+        self.available_targets["npubin"] = _npubin_target
 
         def memory_target(name: str):
             def load():
@@ -57,6 +58,7 @@ class NpuOptMain(xDSLOptMain):
         super().register_all_frontends()
         self.available_frontends["onnx"] = self._import_onnx
         self.available_frontends["tflite"] = self._import_tflite
+        self.available_frontends["npubin"] = self._import_npubin
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
@@ -76,6 +78,33 @@ class NpuOptMain(xDSLOptMain):
         options.pop("prequantized", None)  # int8 TFLite always keeps its quantization
         return import_tflite(stream.read(), location=self.get_input_name(), **options)
 
+    def _import_npubin(self, stream: IO[bytes]):
+        from ..backend.npubin_disasm import disassemble
+        from ..runtime.loader import load
+
+        location = self.get_input_name()
+        return disassemble(load(stream.read(), location=location), self.ctx, location)
+
+    _binary: bytes | None = None
+
+    def output_resulting_program(self, prog) -> str:
+        if self.args.target.split("{")[0] != "npubin":
+            return super().output_resulting_program(prog)
+        if self._binary is not None:
+            raise NpucError("the npubin target writes one program; give one input chunk")
+        self._binary = _npubin_target()().emit_bytes(self.ctx, prog)
+        return ""
+
+    def _write_binary(self, data: bytes) -> None:
+        if self.args.output_file is not None:
+            with open(self.args.output_file, "wb") as f:
+                f.write(data)
+        elif sys.stdout.isatty():
+            raise NpucError("refusing to write a binary to the terminal; give -o FILE")
+        else:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+
     def prepare_output(self) -> IO[str]:
         self._held = _HeldOutput()
         return self._held
@@ -84,12 +113,20 @@ class NpuOptMain(xDSLOptMain):
         if self.args.input_file is not None and not os.path.isfile(self.args.input_file):
             raise FileNotFoundError(f"{self.args.input_file}: no such file")
         super().run()
+        if self._binary is not None:
+            return self._write_binary(self._binary)
         text = self._held.getvalue()
         if self.args.output_file is None:
             sys.stdout.write(text)
         else:
             with open(self.args.output_file, "w") as f:
                 f.write(text)
+
+
+def _npubin_target():
+    from ..backend.npubin import NpubinTarget
+
+    return NpubinTarget
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,197 @@
+"""The `.npubin` encoder: an `npu.program` (or its plain-data `Program`) to bytes.
+
+The layout is docs/binary-format.md; the output is deterministic (a function
+of the program alone). `npu-opt -t npubin -o FILE` uses `NpubinTarget`.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import IO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.target import Target
+
+from npuc.diagnostics import NpucError
+from npuc.dialects import npu_isa as isa
+
+from .npubin_format import (
+    COUNT,
+    DEBUG_ENTRY,
+    DEFAULT_ALIGNMENT,
+    DIM,
+    HEADER,
+    INSTRUCTION,
+    IO_ENTRY,
+    IO_HEAD,
+    MAGIC,
+    NO_LAYER,
+    REGION,
+    SECTION,
+    SECTION_ALIGNMENT,
+    SECTION_IDS,
+    STRING,
+    TENSOR,
+    VERSION,
+    align,
+    pad8,
+    params_size,
+    params_struct,
+)
+
+
+class _Strings:
+    """The string table: each distinct string once, in order of first use."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        return self.index.setdefault(text, len(self.index))
+
+    def section(self) -> bytes:
+        encoded = [s.encode("utf-8") for s in self.index]
+        head = COUNT.pack(len(encoded), 0)
+        table, offset = [], 0
+        for data in encoded:
+            table.append(STRING.pack(offset, len(data)))
+            offset += len(data)
+        return head + b"".join(table) + b"".join(encoded)
+
+
+def _tensor(t: isa.TensorRef) -> bytes:
+    head = TENSOR.pack(
+        isa.REGION_KINDS.index(t.region), isa.DTYPE_NAMES.index(t.dtype), len(t.shape), 0, 0,
+        t.offset,
+    )  # fmt: skip
+    return head + b"".join(DIM.pack(d, s) for d, s in zip(t.shape, t.strides, strict=True))
+
+
+def _field_values(f: isa.Field, value, strings: _Strings) -> list[int]:
+    if f.choices:
+        return [f.choices.index(value)]
+    if f.flag:
+        return [int(value)]
+    if f.string:
+        return [strings(value)]
+    if f.count:
+        return [*value, *([0] * (f.count - len(value)))]
+    return [value]
+
+
+def _params(inst: isa.Instruction, strings: _Strings) -> bytes:
+    values = []
+    for f in inst.spec.fields:
+        values.extend(_field_values(f, inst.params[f.name], strings))
+    packed = params_struct(inst.spec).pack(*values)
+    return packed.ljust(params_size(inst.spec), b"\0")
+
+
+def _instruction(inst: isa.Instruction, strings: _Strings) -> bytes:
+    params = _params(inst, strings)
+    deps = struct.pack(f"<{len(inst.deps)}I", *inst.deps)
+    deps = deps.ljust(pad8(len(deps)), b"\0")
+    operands = b"".join(_tensor(t) for t in inst.operands)
+    size = INSTRUCTION.size + len(params) + len(deps) + len(operands)
+    head = INSTRUCTION.pack(
+        inst.spec.opcode, isa.ENGINES.index(inst.engine), len(inst.operands), len(inst.deps),
+        len(params), NO_LAYER if inst.layer is None else inst.layer, size,
+    )  # fmt: skip
+    return head + params + deps + operands
+
+
+def _io(program: isa.Program, strings: _Strings) -> bytes:
+    parts = [IO_HEAD.pack(strings(program.name), len(program.inputs), len(program.outputs), 0)]
+    for desc in (*program.inputs, *program.outputs):
+        parts.append(IO_ENTRY.pack(strings(desc.name), desc.zero_point, desc.scale))
+        parts.append(_tensor(desc.tensor))
+    return b"".join(parts)
+
+
+def encode_program(program: isa.Program) -> bytes:
+    """The binary of a program (checked first: invalid programs raise NpucError)."""
+    from npuc.dialects.npu_rules import check_instruction, check_program
+
+    try:
+        for inst in program.instructions:
+            check_instruction(inst)
+        check_program(program)
+    except isa.ISAError as e:
+        raise NpucError(f"cannot encode program '{program.name}': {e}") from None
+    strings = _Strings()
+    strings(program.name)
+    regions = COUNT.pack(len(program.regions), 0) + b"".join(
+        REGION.pack(isa.REGION_KINDS.index(r.kind), strings(r.memory), r.size)
+        for r in program.regions
+    )
+    io = _io(program, strings)
+    layers = COUNT.pack(len(program.layers), 0) + struct.pack(
+        f"<{len(program.layers)}I", *(strings(name) for name in program.layers)
+    )
+    commands = COUNT.pack(len(program.instructions), 0) + b"".join(
+        _instruction(inst, strings) for inst in program.instructions
+    )
+    layers = layers.ljust(pad8(len(layers)), b"\0")
+    sections = [("REGIONS", regions), ("IO", io), ("LAYERS", layers), ("COMMANDS", commands),
+                ("CONSTANTS", program.constants)]  # fmt: skip
+    if program.debug:
+        debug = COUNT.pack(len(program.debug), 0) + b"".join(
+            DEBUG_ENTRY.pack(strings(k), strings(v)) for k, v in program.debug
+        )
+        sections.append(("DEBUG", debug))
+    sections.insert(0, ("STRINGS", strings.section()))
+    return _assemble(sections)
+
+
+def _assemble(sections: list[tuple[str, bytes]]) -> bytes:
+    table_end = HEADER.size + SECTION.size * len(sections)
+    entries, body, offset = [], bytearray(), table_end
+    for name, data in sections:
+        alignment = SECTION_ALIGNMENT.get(name, DEFAULT_ALIGNMENT)
+        start = align(offset, alignment)
+        body += b"\0" * (start - offset) + data
+        offset = start + len(data)
+        entries.append(
+            SECTION.pack(SECTION_IDS[name], alignment, start, len(data), zlib.crc32(data), 0)
+        )
+    table = b"".join(entries)
+    head = HEADER.pack(MAGIC, *VERSION, HEADER.size, len(sections), offset, 0, 0)[:-4]
+    crc = zlib.crc32(head + table)
+    return head + struct.pack("<I", crc) + table + bytes(body)
+
+
+def program_op(module: ModuleOp):
+    """The one npu.program of a module (NpucError otherwise)."""
+    from npuc.dialects.npu import ProgramOp
+
+    programs = [op for op in module.ops if isinstance(op, ProgramOp)]
+    others = [op.name for op in module.ops if not isinstance(op, ProgramOp)]
+    if len(programs) != 1 or others:
+        raise NpucError(
+            "the npubin target needs a module holding exactly one npu.program"
+            + (f" (found {', '.join(sorted(set(others)))})" if others else "")
+        )
+    return programs[0]
+
+
+def encode_module(module: ModuleOp) -> bytes:
+    """The binary of a module's npu.program, verified first (hazards included)."""
+    op = program_op(module)
+    op.verify()
+    return encode_program(op.program())
+
+
+@dataclass(frozen=True)
+class NpubinTarget(Target):
+    """`-t npubin`: the module's npu.program as a .npubin binary (bytes: needs `-o FILE`)."""
+
+    name = "npubin"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        raise NpucError("the npubin target writes bytes; give an output file with -o FILE")
+
+    def emit_bytes(self, ctx: Context, module: ModuleOp) -> bytes:
+        return encode_module(module)
