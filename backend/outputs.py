@@ -24,18 +24,26 @@ from .memory_report import format_memory_report, memory_json
 
 
 def memory_files(
-    name: str, module: ModuleOp, planned: PlannedModule, target: Target, model: str
+    name: str,
+    module: ModuleOp,
+    planned: PlannedModule,
+    target: Target,
+    model: str,
+    with_ir: bool = True,
 ) -> dict[str, bytes]:
-    """NAME.h, NAME.weights.bin/.txt, NAME.mem.mlir and NAME.memory.txt/.json/.png."""
+    """NAME.h, NAME.weights.bin/.txt, NAME.mem.mlir (`with_ir`), NAME.memory.txt/.json/.png."""
     from npuc.printing import print_module
 
     weights = weights_bytes(planned)
     report = memory_json(planned, target)
-    return {
+    files = {
         f"{name}.h": header_text(name, planned, model, target.name).encode(),
         f"{name}.weights.bin": weights,
         f"{name}.weights.txt": weights_text(weights).encode(),
-        f"{name}.mem.mlir": print_module(module, elide_above=None).encode(),
+    }
+    if with_ir:
+        files[f"{name}.mem.mlir"] = print_module(module, elide_above=None).encode()
+    return files | {
         f"{name}.memory.txt": format_memory_report(planned, target).encode(),
         f"{name}.memory.json": (json.dumps(report, indent=1) + "\n").encode(),
         f"{name}.memory.png": plot_profile(planned, f"{name} on {target.name}"),

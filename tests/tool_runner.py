@@ -20,7 +20,12 @@ func.func @main(%x: tensor<1x4xf32> {nn.name = "x"}) -> (tensor<1x4xf32> {nn.nam
 def run_tool(
     tool: str, *args: str | Path, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    module = {"npu-opt": "npuc.tools.npu_opt", "npu-run": "npuc.tools.npu_run"}[tool]
+    module = {
+        "npu-opt": "npuc.tools.npu_opt",
+        "npu-run": "npuc.tools.npu_run",
+        "npu-compile": "npuc.tools.npu_compile",
+        "npu-bundle": "npuc.tools.npu_bundle",
+    }[tool]
     return subprocess.run(
         [sys.executable, "-m", module, *map(str, args)],
         capture_output=True,

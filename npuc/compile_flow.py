@@ -1,0 +1,181 @@
+"""The one-shot compilation flow behind `npu-compile`: model in, deployable files out.
+
+Stages: import, optimise (the default float pipeline), quantize (calibrate a float
+model, or keep a quantized model's own parameters), tile, plan memory, and emit.
+Every stage is timed; nothing is written until all of them succeeded.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from xdsl.dialects.builtin import ModuleOp
+
+from .diagnostics import NpucError
+
+OPTIMISE = ("performance", "size")
+
+
+@dataclass
+class CompileOptions:
+    """Everything `npu-compile` takes (flags or a config file's [build] section)."""
+
+    model: Path
+    target: str
+    output: Path
+    name: str | None = None
+    optimise: str = "performance"
+    scheme: str | None = None  # None: int8 for a float model, the model's own if quantized
+    calib: str | None = None
+    calib_random: int | None = None
+    tiling: str = ""
+    import_options: dict = field(default_factory=dict)
+
+
+@dataclass
+class CompileResult:
+    name: str
+    files: dict[str, bytes]
+    summary: list[str]
+    timings: list[tuple[str, float]]
+
+
+class Stages:
+    """Times each stage and reports it on `stream` as `[i/n] stage: detail (t s)`."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, enabled: bool = True):
+        self.total, self.index, self.enabled = total, 0, enabled
+        self.stream = stream
+        self.timings: list[tuple[str, float]] = []
+
+    @contextmanager
+    def stage(self, label: str, detail: str = "") -> Iterator[None]:
+        self.index += 1
+        out = self.stream or sys.stderr
+        if self.enabled:
+            print(f"[{self.index}/{self.total}] {label}{': ' + detail if detail else ''} ...",
+                  end="", file=out, flush=True)  # fmt: skip
+        start = time.perf_counter()
+        yield
+        seconds = time.perf_counter() - start
+        self.timings.append((label, seconds))
+        if self.enabled:
+            print(f" {seconds:.2f} s", file=out, flush=True)
+
+
+def is_quantized(module: ModuleOp) -> bool:
+    return any(op.name.startswith("qnn.") for op in module.walk())
+
+
+def check_options(options: CompileOptions) -> None:
+    if options.optimise not in OPTIMISE:
+        raise NpucError(f"--optimise must be size or performance, got '{options.optimise}'")
+    if options.calib is not None and options.calib_random is not None:
+        raise NpucError("give one of --calib DIR and --calib-random N, not both")
+    if options.calib_random is not None and options.calib_random < 1:
+        raise NpucError("--calib-random needs a positive number of samples")
+    if options.calib is not None and not Path(options.calib).is_dir():
+        raise NpucError(f"--calib: no such directory: {options.calib}")
+
+
+def compile_model(
+    options: CompileOptions, progress: bool = True, stream: TextIO | None = None
+) -> CompileResult:
+    """Run every stage; returns the files to write (name -> bytes) and a summary."""
+    from .api import apply_pipeline, load_model
+    from .backend.bundle import check_name, identifier_from
+    from .backend.memory_ir import ACTIVATIONS, CONSTANTS, MUTABLE, read_plan
+    from .backend.memory_report import memory_usage
+    from .backend.outputs import memory_files
+    from .registry import DEFAULT_PIPELINE
+    from .target import load_target
+
+    check_options(options)
+    target = load_target(options.target)
+    name = check_name(options.name) if options.name else identifier_from(options.model.stem)
+    spec = json.dumps(options.target)
+    stages = Stages(6, stream, progress)
+    files: dict[str, bytes] = {}
+    summary: list[str] = []
+    with stages.stage("import", str(options.model)):
+        module = load_model(options.model, **options.import_options)
+    with stages.stage("optimise", "default pipeline"):
+        apply_pipeline(module, DEFAULT_PIPELINE)
+    with stages.stage("quantize", _quantize_detail(module, options)):
+        module, accuracy, warnings = _quantize(module, options)
+    summary += [f"warning: {w}" for w in warnings]
+    if accuracy is not None:
+        files[f"{name}.accuracy.txt"], files[f"{name}.accuracy.json"] = accuracy
+    tile = f"tile{{target={spec} optimise={options.optimise}"
+    tile += f" manual={json.dumps(options.tiling)}}}" if options.tiling else "}"
+    with stages.stage("tile", f"{target.name}, optimise for {options.optimise}"):
+        apply_pipeline(module, tile)
+    io = "arena" if target.placement.io == target.placement.arena else "separate"
+    with stages.stage(
+        "plan memory", f"inputs and outputs {'in the arena' if io == 'arena' else 'apart'}"
+    ):
+        apply_pipeline(module, f"plan-memory{{target={spec} io={io}}}")
+        planned = read_plan(module)
+    with stages.stage("emit", str(options.output)):
+        files.update(memory_files(name, module, planned, target, options.model.name, with_ir=False))
+    for region, label in (
+        (CONSTANTS, "constant"),
+        (MUTABLE, "mutable"),
+        (ACTIVATIONS, "activations"),
+    ):
+        size = planned.regions[region].size if region in planned.regions else 0
+        summary.append(f"{label} memory: {size} bytes ({size / 1024:.1f} KiB)")
+    for memory, used, capacity in memory_usage(planned, target):
+        if used > capacity:
+            summary.append(f"warning: memory '{memory}' needs {used} bytes but holds {capacity}")
+    return CompileResult(name, files, summary, stages.timings)
+
+
+def _quantize_detail(module: ModuleOp, options: CompileOptions) -> str:
+    if is_quantized(module):
+        return "keeping the model's own quantization"
+    source = f"{options.calib_random} random samples" if options.calib_random else options.calib
+    return f"{options.scheme or 'int8'}, calibrated on {source}"
+
+
+def _quantize(
+    module: ModuleOp, options: CompileOptions
+) -> tuple[ModuleOp, tuple[bytes, bytes] | None, list[str]]:
+    """The quantized module, a float model's accuracy report (text, JSON), warnings."""
+    if is_quantized(module):
+        if options.scheme is not None:
+            raise NpucError(
+                f"{options.model.name} is already quantized: it keeps its own quantization "
+                "(drop --scheme)"
+            )
+        return module, None, []
+    if options.calib is None and options.calib_random is None:
+        raise NpucError(
+            f"{options.model.name} is a float model: give calibration data with --calib DIR "
+            "or --calib-random N"
+        )
+    from .passes.quantization.datasets import folder_dataset, random_dataset
+    from .passes.quantize import QuantizeConfig
+    from .quantize_flow import calibrate, compare, quantize
+    from .runtime.accuracy import to_json, to_table
+
+    def data() -> Callable[[], object]:
+        if options.calib is not None:
+            return folder_dataset(module, options.calib)
+        return random_dataset(module, options.calib_random, seed=0)
+
+    statistics = calibrate(module, data(), progress=False)
+    config = QuantizeConfig(scheme=options.scheme or "int8", io="quantized")
+    quantized, report = quantize(module, statistics, config)
+    outputs, tensors = compare(module, quantized, list(data()))
+    meta = {"model": str(options.model), "scheme": config.scheme}
+    text = to_table(outputs, tensors) + "\n"
+    accuracy = (text.encode(), to_json(outputs, tensors, meta).encode())
+    return quantized, accuracy, list(report.warnings)

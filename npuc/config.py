@@ -1,0 +1,87 @@
+"""`npu-compile --config FILE`: a TOML file holding every option the flags hold.
+
+`[build]` holds the driver's options (model, target, optimise, scheme, calib or
+calib_random, tiling, name, output, input_shape); `[run]` the options of running the
+compiled program (input, output, profile, json, dump_tensors). Relative paths are
+relative to the file. Flags given on the command line override the file.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .diagnostics import NpucError
+
+#: key -> (type, is a path) per section
+BUILD_KEYS: dict[str, tuple[type | tuple[type, ...], bool]] = {
+    "model": (str, True),
+    "target": (str, False),
+    "optimise": (str, False),
+    "scheme": (str, False),
+    "calib": (str, True),
+    "calib_random": (int, False),
+    "tiling": (str, False),
+    "name": (str, False),
+    "output": (str, True),
+    "input_shape": (list, False),
+}
+RUN_KEYS: dict[str, tuple[type | tuple[type, ...], bool]] = {
+    "input": (dict, False),
+    "output": (str, True),
+    "profile": (bool, False),
+    "json": (str, True),
+    "dump_tensors": (str, False),
+}
+SECTIONS = {"build": BUILD_KEYS, "run": RUN_KEYS}
+
+
+def read_config(path: str | Path) -> dict[str, dict[str, Any]]:
+    """The checked sections of a config file, paths resolved against its folder."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise NpucError(f"{path}: no such config file") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise NpucError(f"{path}: not a valid TOML file: {e}") from None
+    unknown = sorted(set(data) - set(SECTIONS))
+    if unknown:
+        raise NpucError(f"{path}: unknown section [{unknown[0]}] (known: build, run)")
+    return {name: _section(path, name, data.get(name, {}), keys) for name, keys in SECTIONS.items()}
+
+
+def _section(
+    path: Path, name: str, values: object, keys: Mapping[str, tuple[Any, bool]]
+) -> dict[str, Any]:
+    if not isinstance(values, dict):
+        raise NpucError(f"{path}: [{name}] must be a table")
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in keys:
+            raise NpucError(
+                f"{path}: unknown key '{name}.{key}' (known: {', '.join(sorted(keys))})"
+            )
+        kind, is_path = keys[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise NpucError(f"{path}: '{name}.{key}' must be {_kind(kind)}, got {value!r}")
+        if key == "input":
+            value = {k: str(_resolve(path, v, f"{name}.input.{k}")) for k, v in value.items()}
+        elif key == "input_shape" and not all(isinstance(v, str) for v in value):
+            raise NpucError(f"{path}: '{name}.input_shape' must list 'NAME:D0,D1,...' strings")
+        out[key] = str(_resolve(path, value, f"{name}.{key}")) if is_path else value
+    return out
+
+
+def _resolve(path: Path, value: object, key: str) -> Path:
+    if not isinstance(value, str):
+        raise NpucError(f"{path}: '{key}' must be a string path, got {value!r}")
+    p = Path(value)
+    return p if p.is_absolute() else path.parent / p
+
+
+def _kind(kind: object) -> str:
+    names = {str: "a string", int: "an integer", bool: "a boolean", list: "a list", dict: "a table"}
+    return names.get(kind, str(kind))  # type: ignore[call-overload]

@@ -1,0 +1,108 @@
+"""`npu-compile`: the one-shot driver, model in, deployable files and reports out."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..diagnostics import NpucError, reported_errors
+from .cli_options import add_import_options, import_options
+from .quantize_options import SCHEMES
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="npu-compile",
+        description="Compile a model for a target: import, optimise, quantize (or keep the "
+        "model's quantization), tile, plan memory and write the bundle and reports.",
+    )
+    parser.add_argument("model", nargs="?", help="model file: .onnx, .tflite or .mlir")
+    parser.add_argument("--target", "-t", help="target name or TOML file (see docs/targets.md)")
+    parser.add_argument(
+        "--optimise",
+        choices=("performance", "size"),
+        help="tile for the fewest estimated cycles (default) or the least peak SRAM",
+    )
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--calib", metavar="DIR", help="calibration data for a float model")
+    source.add_argument("--calib-random", type=int, metavar="N", help="N seeded random samples")
+    parser.add_argument(
+        "--scheme", choices=SCHEMES, help="quantization scheme of a float model (default int8)"
+    )
+    parser.add_argument(
+        "--tiling", metavar="MANUAL", help='manual tiling, e.g. "(0,3,4,1);(7,7,1,2)"'
+    )
+    parser.add_argument("--name", help="output name, a C identifier (default: the model's)")
+    parser.add_argument("--config", metavar="FILE", help="TOML file with a [build] section")
+    parser.add_argument("-o", "--output-dir", metavar="OUTDIR")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    add_import_options(parser)
+    return parser
+
+
+def options_from(args: argparse.Namespace):
+    """CompileOptions from the flags, over the config file's [build] section."""
+    from ..compile_flow import CompileOptions
+    from ..config import read_config
+
+    build = read_config(args.config)["build"] if args.config else {}
+    flags = {
+        "model": args.model,
+        "target": args.target,
+        "optimise": args.optimise,
+        "scheme": args.scheme,
+        "calib": args.calib,
+        "calib_random": args.calib_random,
+        "tiling": args.tiling,
+        "name": args.name,
+        "output": args.output_dir,
+    }
+    merged = {**build, **{k: v for k, v in flags.items() if v is not None}}
+    if args.calib is not None or args.calib_random is not None:
+        merged.pop("calib_random" if args.calib is not None else "calib", None)
+    if not args.input_shape and "input_shape" in build:
+        args.input_shape = build["input_shape"]
+    for key, flag in (("model", "MODEL"), ("target", "--target"), ("output", "-o OUTDIR")):
+        if not merged.get(key):
+            raise NpucError(f"missing {flag} (give it as a flag or in the config's [build])")
+    return CompileOptions(
+        model=Path(merged["model"]),
+        target=merged["target"],
+        output=Path(merged["output"]),
+        name=merged.get("name"),
+        optimise=merged.get("optimise", "performance"),
+        scheme=merged.get("scheme"),
+        calib=merged.get("calib"),
+        calib_random=merged.get("calib_random"),
+        tiling=merged.get("tiling", ""),
+        import_options=import_options(args),
+    )
+
+
+def run(argv: list[str] | None = None) -> int:
+    from ..backend.outputs import check_output_dir, write_all
+    from ..compile_flow import compile_model
+
+    args = build_parser().parse_args(argv)
+    options = options_from(args)
+    check_output_dir(options.output)
+    result = compile_model(options, progress=not args.quiet)
+    written = write_all(options.output, result.files)
+    for line in result.summary:
+        print(line)
+    total = sum(t for _, t in result.timings)
+    print(f"compiled {options.model.name} for {options.target} in {total:.2f} s")
+    print(f"wrote {len(written)} files to {options.output}/:")
+    for path in written:
+        print(f"  {path.name}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    with reported_errors("npu-compile"):
+        sys.exit(run(argv))
+
+
+if __name__ == "__main__":
+    main()
