@@ -1,0 +1,292 @@
+"""Cycle-approximate model of an NPU program on a target (docs/cycle-model.md).
+
+Each instruction gets a cost from the target description: compute cycles from
+the MAC array geometry (with the edge effects of shapes that do not fill it),
+memory cycles per memory from bytes, bus width, clock scale, burst length and
+latency; its duration is the larger of the two. A two-engine schedule (DMA and
+compute, plus the host CPU) then starts each instruction when its engine is
+free and the instructions it waits for are done, so DMA overlaps compute exactly
+where the tokens allow. Results are aggregated per layer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from npuc.dialects import npu_isa as isa
+from npuc.target import Memory, Target
+
+UNASSIGNED = "(no layer)"
+SOFTMAX_PASSES = 4  # max, exponentials, sum, normalise: each a pass over the row
+
+
+@dataclass(frozen=True)
+class InstructionCost:
+    """One instruction on the timeline (cycles at the target clock)."""
+
+    index: int
+    op: str
+    engine: str
+    layer: str
+    start: int
+    end: int
+    compute_cycles: int
+    memory_cycles: dict[str, int]
+    macs: int
+    bytes_read: dict[str, int]
+    bytes_written: dict[str, int]
+
+    @property
+    def cycles(self) -> int:
+        return self.end - self.start
+
+
+@dataclass
+class LayerProfile:
+    """One layer: `cycles` are the timeline cycles attributed to it (they sum to the total)."""
+
+    name: str
+    cycles: int = 0
+    macs: int = 0
+    instructions: int = 0
+    busy: dict[str, int] = field(default_factory=dict)  # engine -> cycles
+    bytes_read: dict[str, int] = field(default_factory=dict)  # memory -> bytes
+    bytes_written: dict[str, int] = field(default_factory=dict)
+    start: int = 0
+    end: int = 0
+    utilization: float = 0.0
+    share: float = 0.0
+
+
+@dataclass
+class Profile:
+    target: str
+    clock_mhz: float
+    macs_per_cycle: int
+    total_cycles: int
+    instructions: list[InstructionCost]
+    layers: list[LayerProfile]
+    busy: dict[str, int]  # engine -> cycles
+    memories: dict[str, float]  # memory -> bytes per cycle
+
+    @property
+    def total_macs(self) -> int:
+        return sum(layer.macs for layer in self.layers)
+
+    @property
+    def inference_ms(self) -> float:
+        return self.total_cycles / (self.clock_mhz * 1e3)
+
+    @property
+    def inferences_per_s(self) -> float:
+        return 1e3 / self.inference_ms if self.total_cycles else math.inf
+
+    @property
+    def utilization(self) -> float:
+        return _ratio(self.total_macs, self.total_cycles * self.macs_per_cycle)
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else 0.0
+
+
+# --------------------------------------------------------------------------- bytes
+
+
+def distinct_bytes(t: isa.TensorRef) -> int:
+    """Bytes the view covers once: a broadcast (stride 0) dimension is read once."""
+    return math.prod(d for d, s in zip(t.shape, t.strides, strict=True) if s) * t.itemsize
+
+
+def burst_bytes(t: isa.TensorRef, burst: int) -> int:
+    """Bytes the bus moves for `t`: each contiguous run rounded up to whole bursts."""
+    run, step = 1, 1
+    for stride, dim in sorted(
+        (s, d) for d, s in zip(t.shape, t.strides, strict=True) if s and d > 1
+    ):
+        if stride != step:
+            break
+        run *= dim
+        step *= dim
+    total = distinct_bytes(t)
+    run_bytes = run * t.itemsize
+    return (total // run_bytes) * (-(-run_bytes // burst) * burst)
+
+
+# --------------------------------------------------------------------------- per instruction
+
+
+def macs(inst: isa.Instruction) -> int:
+    """Multiply-accumulates of a conv2d or matmul (0 for other kinds)."""
+    if inst.op == "conv2d":
+        return inst.operand("ofm").numel * math.prod(inst.operand("weights").shape[1:])
+    if inst.op == "matmul":
+        return inst.operand("ofm").numel * inst.operand("lhs").shape[2]
+    return 0
+
+
+def compute_cycles(inst: isa.Instruction, target: Target) -> int:
+    """Cycles on the MAC array (docs/cycle-model.md): whole blocks of oc x px x ic."""
+    a = target.mac_array
+    lanes = a.output_channels * a.pixels  # output elements produced per cycle
+    if inst.op == "conv2d":
+        n, _, oh, ow = inst.operand("ofm").shape
+        co, cg, kh, kw = inst.operand("weights").shape
+        groups = inst.params["groups"]
+        pixels = -(-(n * oh * ow) // a.pixels)
+        if cg == 1 and groups > 1:  # depthwise: channels on the oc lanes, taps one per cycle
+            return -(-co // a.output_channels) * pixels * kh * kw
+        per_group = -(-(co // groups) // a.output_channels) * -(-cg // a.input_channels)
+        return groups * per_group * pixels * kh * kw
+    if inst.op == "matmul":
+        b, m, k = inst.operand("lhs").shape
+        n = inst.operand("ofm").shape[2]
+        blocks = -(-m // a.pixels) * -(-n // a.output_channels) * -(-k // a.input_channels)
+        return b * blocks
+    if inst.op == "pool":
+        kh, kw = inst.params["kernel"]
+        return -(-inst.operand("ofm").numel // lanes) * kh * kw
+    if inst.op in ("eltwise", "lut", "move"):
+        return -(-inst.operands[-1].numel // lanes)
+    if inst.op == "softmax":
+        return SOFTMAX_PASSES * -(-inst.operand("ofm").numel // lanes)
+    if inst.op == "host":  # one element per cycle on the host CPU, in and out
+        return sum(t.numel for t in inst.operands)
+    return 0
+
+
+def memory_for(region: isa.Region | None, kind: str, target: Target) -> Memory:
+    """The target memory holding a region: the one it names, else the placement's by kind."""
+    if region is not None:
+        for memory in target.memories:
+            if memory.name == region.memory:
+                return memory
+    placement = target.placement
+    name = {"constants": placement.constants, "mutable": placement.io}.get(kind, placement.arena)
+    return target.memory(name)
+
+
+class CycleModel:
+    """Costs and schedules the instructions of one program on one target."""
+
+    def __init__(self, program: isa.Program, target: Target) -> None:
+        self.program = program
+        self.target = target
+        self.memories = {r.kind: memory_for(r, r.kind, target) for r in program.regions}
+
+    def memory(self, t: isa.TensorRef) -> Memory:
+        if t.region not in self.memories:
+            self.memories[t.region] = memory_for(None, t.region, self.target)
+        return self.memories[t.region]
+
+    def traffic(self, inst: isa.Instruction) -> tuple[dict, dict, dict[str, int]]:
+        """(bytes read, bytes written per memory, memory cycles per memory)."""
+        reads: dict[str, int] = {}
+        writes: dict[str, int] = {}
+        moved: dict[str, int] = {}  # burst-rounded bytes per memory
+        latency: dict[str, int] = {}
+        for refs, counts, is_write in ((inst.read(), reads, False), (inst.written(), writes, True)):
+            for t in refs:
+                m = self.memory(t)
+                counts[m.name] = counts.get(m.name, 0) + distinct_bytes(t)
+                moved[m.name] = moved.get(m.name, 0) + burst_bytes(t, m.burst_length)
+                wait = m.write_latency if is_write else m.read_latency
+                latency[m.name] = max(latency.get(m.name, 0), wait)
+        cycles = {}
+        for name, n in moved.items():
+            m = self.target.memory(name)
+            cycles[name] = latency[name] + math.ceil(n / m.bytes_per_cycle)
+        return reads, writes, cycles
+
+    def cost(self, index: int, inst: isa.Instruction, start: int) -> InstructionCost:
+        reads, writes, memory = self.traffic(inst)
+        compute = compute_cycles(inst, self.target)
+        if inst.op == "dma":  # the read and write sides are pipelined: the slower one counts
+            duration = max(memory.values(), default=0)
+        elif inst.op == "host":
+            duration = compute
+        else:
+            duration = max(compute, *memory.values()) if memory else compute
+        layer = UNASSIGNED if inst.layer is None else self.program.layers[inst.layer]
+        return InstructionCost(index, inst.op, inst.engine, layer, start, start + duration,
+                               compute, memory, macs(inst), reads, writes)  # fmt: skip
+
+    def schedule(self) -> list[InstructionCost]:
+        """Start each instruction when its engine is free and its dependencies are done."""
+        free = dict.fromkeys(isa.ENGINES, 0)
+        costs: list[InstructionCost] = []
+        for index, inst in enumerate(self.program.instructions):
+            start = max([free[inst.engine], *(costs[d].end for d in inst.deps)])
+            cost = self.cost(index, inst, start)
+            free[inst.engine] = cost.end
+            costs.append(cost)
+        return costs
+
+    def profile(self) -> Profile:
+        costs = self.schedule()
+        total = max((c.end for c in costs), default=0)
+        names = list(self.program.layers)
+        if any(c.layer == UNASSIGNED for c in costs):
+            names.append(UNASSIGNED)
+        layers = {name: LayerProfile(name) for name in names}
+        busy = dict.fromkeys(isa.ENGINES, 0)
+        for c in costs:
+            layer = layers[c.layer]
+            if not layer.instructions:
+                layer.start = c.start
+            layer.start, layer.end = min(layer.start, c.start), max(layer.end, c.end)
+            layer.instructions += 1
+            layer.macs += c.macs
+            layer.busy[c.engine] = layer.busy.get(c.engine, 0) + c.cycles
+            busy[c.engine] += c.cycles
+            _add(layer.bytes_read, c.bytes_read)
+            _add(layer.bytes_written, c.bytes_written)
+        for name, cycles in attribute(costs).items():
+            layers[name].cycles = cycles
+        mpc = self.target.macs_per_cycle
+        for layer in layers.values():
+            layer.utilization = _ratio(layer.macs, layer.cycles * mpc)
+            layer.share = _ratio(layer.cycles, total)
+        return Profile(
+            self.target.name, self.target.clock_mhz, mpc, total, costs, list(layers.values()),
+            busy, {m.name: m.bytes_per_cycle for m in self.target.memories},
+        )  # fmt: skip
+
+
+def _add(into: dict[str, int], more: dict[str, int]) -> None:
+    for key, value in more.items():
+        into[key] = into.get(key, 0) + value
+
+
+PRIORITY = {"compute": 0, "dma": 1, "host": 2}
+
+
+def attribute(costs: Iterable[InstructionCost]) -> dict[str, int]:
+    """Cycles per layer: each stretch of the timeline goes to the layer of the instruction
+    running then, compute before DMA before host (hidden DMA costs nothing), so the
+    layers' cycles sum to the total."""
+    events: dict[int, list[tuple[bool, InstructionCost]]] = {}
+    for c in costs:
+        if c.cycles:
+            events.setdefault(c.start, []).append((True, c))
+            events.setdefault(c.end, []).append((False, c))
+    result: dict[str, int] = {}
+    running: dict[int, InstructionCost] = {}  # at most one per engine
+    edges = sorted(events)
+    for lo, hi in zip(edges, [*edges[1:], edges[-1] if edges else 0], strict=True):
+        for starts, c in events[lo]:
+            if starts:
+                running[c.index] = c
+            else:
+                running.pop(c.index, None)
+        if running and hi > lo:
+            owner = min(running.values(), key=lambda c: (PRIORITY.get(c.engine, 3), c.index))
+            result[owner.layer] = result.get(owner.layer, 0) + hi - lo
+    return result
+
+
+def estimate(program: isa.Program, target: Target) -> Profile:
+    """The profile of `program` on `target`."""
+    return CycleModel(program, target).profile()

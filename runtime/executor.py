@@ -1,0 +1,312 @@
+"""Runs an NPU `Program` on numpy: one byte arena per region, instructions on strided views.
+
+`Executor(program)` prepares once: the constants arena, a numpy view of every
+operand, and for each conv2d / matmul / lut whose weights, parameter table or
+table are constants (read in the constants region, or a DMA copy of them that
+nothing overwrote since) the decoded table and the centred GEMM weights.
+`run(inputs)` zeroes the writable arenas, writes the inputs at their I/O
+descriptors, runs the instructions in program order and reads the outputs back.
+Results are bit-exact with the `qnn` reference semantics (runtime/npu_kernels.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
+
+import numpy as np
+
+from npuc.diagnostics import NpucError
+from npuc.dialects import npu_isa as isa
+
+from . import npu_kernels as nk
+from .kernels import integer
+
+Step = Callable[[], None]
+#: Called after each instruction with its index, the instruction and the views it wrote
+#: (live views of the arenas: copy them to keep them, e.g. to dump intermediate tensors).
+Observer = Callable[[int, isa.Instruction, tuple[np.ndarray, ...]], None]
+
+
+def numpy_dtype(dtype: str) -> np.dtype:
+    return np.dtype(isa.DTYPES[dtype][1])
+
+
+class _Copies:
+    """Which views of writable regions hold a DMA copy of constants (still unchanged)."""
+
+    def __init__(self) -> None:
+        self.copies: list[tuple[isa.TensorRef, isa.TensorRef]] = []  # (dst, constant src)
+
+    def resolve(self, t: isa.TensorRef) -> isa.TensorRef | None:
+        """The same elements as a view of the constants region, if they are known constants."""
+        if t.region == "constants":
+            return t
+        for dst, src in reversed(self.copies):
+            if dst.region != t.region:
+                continue
+            if dst.offset == t.offset and dst.shape == t.shape and dst.strides == t.strides:
+                return replace(src, dtype=t.dtype) if src.dtype == t.dtype else None
+            contiguous = dst.is_contiguous() and src.is_contiguous()
+            if contiguous and dst.offset <= t.offset and t.end <= dst.end:
+                return replace(t, region="constants", offset=src.offset + t.offset - dst.offset)
+        return None
+
+    def wrote(self, t: isa.TensorRef) -> None:
+        self.copies = [
+            (d, s)
+            for d, s in self.copies
+            if d.region != t.region or d.end <= t.offset or t.end <= d.offset
+        ]
+
+    def dma(self, src: isa.TensorRef, dst: isa.TensorRef) -> None:
+        constant = self.resolve(src)
+        self.wrote(dst)
+        if constant is not None:
+            self.copies.append((dst, constant))
+
+
+def _blas_threads(threads: int | None) -> Callable[[], AbstractContextManager]:
+    """A context limiting BLAS to `threads` (None: leave it), if threadpoolctl is installed.
+
+    One thread is the default: the GEMMs are small, and OpenBLAS spinning threads on a
+    loaded machine cost far more than they bring.
+    """
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return nullcontext
+    if threads is None:
+        return nullcontext
+    controller = ThreadpoolController()
+    return lambda: controller.limit(limits=threads, user_api="blas")
+
+
+class Executor:
+    """Executes one program; `run` may be called many times (not from several threads)."""
+
+    def __init__(self, program: isa.Program, *, threads: int | None = 1) -> None:
+        self.program = program
+        self._limit = _blas_threads(threads)
+        self.scratch = nk.Scratch()
+        self.arenas: dict[str, np.ndarray] = {}
+        for region in program.regions:
+            arena = np.zeros(region.size, np.uint8)
+            if region.kind == "constants":
+                arena[: len(program.constants)] = np.frombuffer(program.constants, np.uint8)
+                arena.flags.writeable = False
+            self.arenas[region.kind] = arena
+        self._inputs = {d.name: (d, self.view(d.tensor)) for d in program.inputs}
+        self._outputs = [(d, self.view(d.tensor)) for d in program.outputs]
+        copies = _Copies()
+        self._steps: list[tuple[Step, tuple[np.ndarray, ...]]] = []
+        for index, inst in enumerate(program.instructions):
+            try:
+                step = self._prepare(inst, copies)
+            except NpucError as e:
+                raise NpucError(f"instruction {index} ({inst.op}): {e.message}") from None
+            self._steps.append((step, tuple(self.view(t) for t in inst.written())))
+            if inst.op == "dma":
+                copies.dma(*inst.operands)
+            else:
+                for t in inst.written():
+                    copies.wrote(t)
+
+    # ------------------------------------------------------------------ views
+
+    def view(self, t: isa.TensorRef) -> np.ndarray:
+        """The elements of `t` as a numpy view of its region's arena."""
+        size = t.itemsize
+        return np.ndarray(
+            t.shape, numpy_dtype(t.dtype), buffer=self.arenas[t.region], offset=t.offset,
+            strides=tuple(s * size for s in t.strides),
+        )  # fmt: skip
+
+    def _constant(self, t: isa.TensorRef, copies: _Copies) -> np.ndarray | None:
+        source = copies.resolve(t)
+        return None if source is None else self.view(source)
+
+    # ------------------------------------------------------------------ running
+
+    def run(
+        self, inputs: Mapping[str, np.ndarray], observe: Observer | None = None
+    ) -> dict[str, np.ndarray]:
+        """Outputs (stored values) by name; inputs take stored values, or floats to quantize."""
+        unknown = sorted(set(inputs) - set(self._inputs))
+        if unknown:
+            raise NpucError(
+                f"unknown input(s) {', '.join(unknown)} (inputs: {', '.join(self._inputs)})"
+            )
+        for kind, arena in self.arenas.items():
+            if kind != "constants":
+                arena.fill(0)
+        for name, (desc, view) in self._inputs.items():
+            if name not in inputs:
+                raise NpucError(f"missing input '{name}'")
+            view[...] = _stored_input(desc, np.asarray(inputs[name]))
+        with self._limit():
+            self._execute(observe)
+        return {d.name: view.copy() for d, view in self._outputs}
+
+    def _execute(self, observe: Observer | None) -> None:
+        for index, (step, written) in enumerate(self._steps):
+            try:
+                step()
+            except (ValueError, OverflowError, NotImplementedError, NpucError) as e:
+                inst = self.program.instructions[index]
+                message = e.message if isinstance(e, NpucError) else str(e)
+                raise NpucError(f"instruction {index} ({inst.op}): {message}") from None
+            if observe is not None:
+                observe(index, self.program.instructions[index], written)
+
+    # ------------------------------------------------------------------ preparation
+
+    def _prepare(self, inst: isa.Instruction, copies: _Copies) -> Step:
+        p = dict(inst.params)
+        views = [self.view(t) for t in inst.operands]
+        if inst.op == "dma":
+            src, dst = views
+            return lambda: np.copyto(dst, src)
+        if inst.op == "conv2d":
+            return self._conv2d(inst, p, views, copies)
+        if inst.op == "matmul":
+            return self._matmul(inst, p, views, copies)
+        if inst.op == "pool":
+            return lambda: nk.pool(views[0], p, views[1])
+        if inst.op == "eltwise":
+            return lambda: nk.eltwise(views[0], views[1], p, views[2])
+        if inst.op == "lut":
+            static = self._constant(inst.operand("table"), copies)
+            table = views[1] if static is None else np.ascontiguousarray(static)
+            return lambda: nk.lut(views[0], table, p["table_base"], views[2])
+        if inst.op == "softmax":
+            from .kernels.qnn_arith import softmax_int8
+
+            args = (p["input_multiplier"], p["input_left_shift"], p["diff_min"])
+            return lambda: np.copyto(views[1], softmax_int8(views[0], *args))
+        if inst.op == "move":
+            return lambda: nk.move(views[0], p, views[1])
+        if inst.op == "host":
+            from .host import host_step
+
+            return host_step(inst, views)
+        raise NpucError(f"no kernel for instruction '{inst.op}'")
+
+    def _table(
+        self, inst: isa.Instruction, p: dict, weights: str, copies: _Copies
+    ) -> Callable[[], nk.Table]:
+        t = inst.operand("bias_scale")
+        wrange = isa.dtype_range(inst.operand(weights).dtype)
+        static = self._constant(t, copies)
+        if static is not None:
+            table = nk.Table.decode(static, wrange, p["rounding"])
+            return lambda: table
+        view = self.view(t)
+        return lambda: nk.Table.decode(view, wrange, p["rounding"])
+
+    def _conv2d(self, inst: isa.Instruction, p: dict, views: list, copies: _Copies) -> Step:
+        _, w, _, ofm = inst.operands
+        groups = p["groups"]
+        geo = nk.ConvGeometry(
+            p["strides"], p["pads"], p["dilations"], groups, w.shape[2:], ofm.shape[2:],
+            depthwise=w.shape[1] == 1 and groups > 1,
+        )  # fmt: skip
+        table = self._table(inst, p, "weights", copies)
+        static = self._constant(w, copies)
+        if static is not None and self._constant(inst.operand("bias_scale"), copies) is not None:
+            operand = nk.conv_weights(static, table().weight_zero_point, geo)
+            weights = lambda t: operand  # noqa: E731
+        else:
+            weights = lambda t: nk.conv_weights(views[1], t.weight_zero_point, geo)  # noqa: E731
+        x, out = views[0], views[3].transpose(0, 2, 3, 1)
+        zp, clamp = p["ifm_zero_point"], (p["clamp_min"], p["clamp_max"])
+
+        def step() -> None:
+            t = table()
+            correction, bands = nk.conv2d_bands(x, zp, weights(t), geo, self.scratch)
+            bias = t.bias + correction
+            for rows, acc, bound in bands:
+                nk.output_stage(acc, bound, bias, t, p["rounding"], p["ofm_zero_point"], clamp,
+                                out[:, rows], self.scratch)  # fmt: skip
+
+        return step
+
+    def _matmul(self, inst: isa.Instruction, p: dict, views: list, copies: _Copies) -> Step:
+        rhs = inst.operand("rhs")
+        table = self._table(inst, p, "rhs", copies)
+
+        def centred_rhs(values: np.ndarray, t: nk.Table) -> nk.Operand:
+            if rhs.strides[0] == 0:
+                values = values[:1]
+            return nk.Operand.of(values.astype(np.int64) - t.weight_zero_point)
+
+        static = self._constant(rhs, copies)
+        if static is not None and self._constant(inst.operand("bias_scale"), copies) is not None:
+            operand = centred_rhs(static, table())
+            weights = lambda t: operand  # noqa: E731
+        else:
+            weights = lambda t: centred_rhs(views[1], t)  # noqa: E731
+        lhs, out = views[0], views[3]
+        zp, clamp, k = p["lhs_zero_point"], (p["clamp_min"], p["clamp_max"]), rhs.shape[1]
+
+        def step() -> None:
+            t = table()
+            w = weights(t)
+            peak = nk.storage_peak(lhs.dtype)
+            a = lhs.astype(nk.exact_dtype(peak))
+            acc, bound = nk.exact_gemm(a, peak, w, k, self.scratch)
+            bias = t.bias - zp * w.sums[:, None, :]  # lhs zero point folded into the bias
+            nk.output_stage(acc, bound, bias, t, p["rounding"], p["ofm_zero_point"], clamp, out,
+                            self.scratch)  # fmt: skip
+
+        return step
+
+
+def run_with_dump(
+    executor: Executor, inputs: Mapping[str, np.ndarray], layers: set[str] | None = None
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(outputs, the tensors the instructions wrote), for every layer or those in `layers`.
+
+    Tensors are named `LAYER/INDEX.OP.ROLE` (`-` for an instruction without a layer), in
+    program order; a later write to the same bytes does not change an earlier copy.
+    """
+    names = executor.program.layers
+    dumped: dict[str, np.ndarray] = {}
+
+    def keep(index: int, inst: isa.Instruction, written: tuple[np.ndarray, ...]) -> None:
+        layer = "-" if inst.layer is None else names[inst.layer]
+        if layers is not None and layer not in layers:
+            return
+        for role, view in zip(inst.written_roles(), written, strict=True):
+            dumped[f"{layer}/{index}.{inst.op}.{role}"] = view.copy()
+
+    outputs = executor.run(inputs, observe=keep)
+    return outputs, dumped
+
+
+def _stored_input(desc: isa.IODesc, array: np.ndarray) -> np.ndarray:
+    """An input's stored values: given as such, or floats quantized with its scale."""
+    t = desc.tensor
+    if array.shape != t.shape:
+        raise NpucError(
+            f"input '{desc.name}' has shape {list(array.shape)}, expected {list(t.shape)}"
+        )
+    dtype = numpy_dtype(t.dtype)
+    if array.dtype.kind == "f" and desc.scale and isa.is_integer(t.dtype):
+        lo, hi = isa.dtype_range(t.dtype)
+        x = np.nan_to_num(array.astype(np.float32).astype(np.float64), nan=0.0)
+        limit = desc.scale * 2.0**40  # as qnn_kernels.quantize_array: keeps int64 defined
+        x = np.clip(x, -limit, limit)
+        return integer.quantize(x, desc.scale, desc.zero_point, lo, hi).astype(dtype)
+    if array.dtype != dtype:
+        raise NpucError(
+            f"input '{desc.name}' has dtype {array.dtype}, expected {dtype.name}"
+            + (" or floats to quantize" if desc.scale else "")
+        )
+    return array
+
+
+def run(program: isa.Program, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """One-shot `Executor(program).run(inputs)`."""
+    return Executor(program).run(inputs)

@@ -1,0 +1,157 @@
+"""Profiler outputs: JSON fields and their consistency, the Chrome trace, the HTML page."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from itertools import pairwise
+
+import pytest
+
+from npuc.dialects.npu_isa import (
+    Instruction,
+    IODesc,
+    Program,
+    Region,
+    TensorRef,
+    default_params,
+    row_major,
+)
+from npuc.runtime import profile_report as report
+from npuc.runtime.cycle_model import Profile, estimate
+from npuc.target import load_target
+
+
+def tensor(region, offset, shape, dtype="i8", strides=None) -> TensorRef:
+    shape = tuple(shape)
+    return TensorRef(region, offset, shape, tuple(strides or row_major(shape)), dtype)
+
+
+def inst(op, operands, deps=(), layer=None, **params) -> Instruction:
+    values = default_params(op, operands)
+    values.update(params)
+    return Instruction(op, tuple(operands), values, tuple(deps), layer)
+
+
+@pytest.fixture(scope="module")
+def profile() -> Profile:
+    """conv <double-buffered weights> -> conv -> pool, plus an unassigned copy."""
+    w = [tensor("constants", 0, (16, 8, 3, 3)), tensor("constants", 2048, (16, 16, 1, 1))]
+    tables = [tensor("constants", 4096 + 256 * i, (16, 4), "i32") for i in range(2)]
+    sw = [tensor("sram", 0, (16, 8, 3, 3)), tensor("sram", 2048, (16, 16, 1, 1))]
+    x = tensor("mutable", 0, (1, 8, 12, 12))
+    a, b = tensor("sram", 4096, (1, 16, 12, 12)), tensor("sram", 8192, (1, 16, 12, 12))
+    y = tensor("mutable", 2048, (1, 16, 6, 6))
+    body = [
+        inst("dma", (w[0], sw[0]), layer=0),
+        inst("dma", (w[1], sw[1]), layer=1),
+        inst("conv2d", (x, sw[0], tables[0], a), deps=(0,), layer=0, pads=(1, 1, 1, 1)),
+        inst("conv2d", (a, sw[1], tables[1], b), deps=(1, 2), layer=1),
+        inst("pool", (b, y), deps=(3,), layer=2, mode="max", kernel=(2, 2), strides=(2, 2)),
+        inst("dma", (y, tensor("mutable", 4096, (1, 16, 6, 6))), deps=(4,)),
+    ]
+    regions = (
+        Region("constants", 8192, "flash"),
+        Region("mutable", 8192, "sram"),
+        Region("sram", 16384, "sram"),
+    )
+    prog = Program("net", regions, (IODesc("x", x),), (IODesc("y", y),),
+                   ("conv1", "conv2", "pool"), tuple(body))  # fmt: skip
+    return estimate(prog, load_target("ethos-u55-256-hee"))
+
+
+def test_json_fields_and_consistency(profile: Profile) -> None:
+    data = json.loads(json.dumps(report.to_json(profile)))
+    assert data["clock_mhz"] == 500
+    assert data["total_cycles"] == profile.total_cycles > 0
+    assert data["inference_ms"] == pytest.approx(data["total_cycles"] / 500e3)
+    assert data["inferences_per_s"] == pytest.approx(1e3 / data["inference_ms"])
+    names = [layer["name"] for layer in data["layers"]]
+    assert names == ["conv1", "conv2", "pool", "(no layer)"]
+    for layer in data["layers"]:
+        for key in ("name", "cycles", "macs", "utilization", "bytes_read", "bytes_written"):
+            assert key in layer
+        assert layer["bytes_read"] == sum(layer["bytes_read_per_memory"].values())
+        assert 0 <= layer["utilization"] <= 1
+    assert sum(layer["cycles"] for layer in data["layers"]) == data["total_cycles"]
+    assert sum(layer["share"] for layer in data["layers"]) == pytest.approx(1.0)
+    conv1 = data["layers"][0]
+    assert conv1["macs"] == 16 * 144 * 8 * 9
+    assert conv1["bytes_read_per_memory"]["flash"] == 16 * 8 * 9 + 256  # weights by DMA + table
+    assert conv1["busy_cycles"]["dma"] > 0 and conv1["busy_cycles"]["compute"] > 0
+    assert sum(layer["macs"] for layer in data["layers"]) == data["total_macs"]
+    busy = data["busy_cycles"]
+    assert busy["dma"] == sum(c.cycles for c in profile.instructions if c.engine == "dma")
+
+
+def test_chrome_trace(profile: Profile) -> None:
+    trace = json.loads(json.dumps(report.chrome_trace(profile)))
+    events = trace["traceEvents"]
+    threads = {e["args"]["name"]: e["tid"] for e in events if e["name"] == "thread_name"}
+    assert set(threads) == {"dma", "compute", "host"}
+    assert len(set(threads.values())) == 3
+    spans = [e for e in events if e["ph"] == "X"]
+    assert len(spans) == len(profile.instructions)
+    for e, c in zip(spans, profile.instructions, strict=True):
+        assert e["tid"] == threads[c.engine]
+        assert e["ts"] == pytest.approx(c.start / 500) and e["dur"] == pytest.approx(c.cycles / 500)
+    # on one track, events never overlap (an engine runs one instruction at a time)
+    for tid in threads.values():
+        track = sorted((e["ts"], e["ts"] + e["dur"]) for e in spans if e["tid"] == tid)
+        assert all(a[1] <= b[0] + 1e-9 for a, b in pairwise(track))
+
+
+class _Collect(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self.tags: list[str] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        if tag == "tr" and ("class", "layer") in attrs:
+            self.rows.append([])
+        if tag == "td" and self.rows:
+            self._cell = []
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self._cell is not None:
+            self.rows[-1].append("".join(self._cell))
+            self._cell = None
+
+
+def test_html_report(profile: Profile) -> None:
+    page = report.html(profile, "net")
+    parser = _Collect()
+    parser.feed(page)
+    assert [row[0] for row in parser.rows] == [layer.name for layer in profile.layers]
+    assert [int(row[1]) for row in parser.rows] == [layer.cycles for layer in profile.layers]
+    assert parser.tags.count("svg") == 2 and "script" in parser.tags
+    assert len(re.findall(r"<rect ", page)) == len(profile.layers)  # one bar per layer
+    assert "http" not in page.replace("http://www.w3.org/2000/svg", "")  # self-contained
+    text = report.table(profile)
+    assert all(layer.name in text for layer in profile.layers)
+    assert f"total: {profile.total_cycles} cycles" in text
+
+
+def test_memory_timeline_conserves_bytes(profile: Profile) -> None:
+    series = report.memory_timeline(profile, buckets=20)
+    for memory, values in series.items():
+        moved = sum(
+            c.bytes_read.get(memory, 0) + c.bytes_written.get(memory, 0)
+            for c in profile.instructions
+        )
+        assert sum(values) == pytest.approx(moved)
+
+
+def test_write_reports(profile: Profile, tmp_path) -> None:
+    paths = report.write_reports(profile, tmp_path / "out", "net")
+    assert json.loads(paths["json"].read_text())["total_cycles"] == profile.total_cycles
+    assert json.loads(paths["trace"].read_text())["traceEvents"]
+    assert paths["html"].read_text().startswith("<!DOCTYPE html>")
