@@ -154,11 +154,8 @@ def _tflite_multiply_float(x: np.ndarray, multiplier: np.ndarray, right: np.ndar
     p += 0.5
     np.floor(p, out=p)
     p *= np.ldexp(1.0, -right)
-    negative = np.signbit(p)
-    np.abs(p, out=p)
-    p += 0.5
-    np.floor(p, out=p)
-    np.negative(p, out=p, where=negative)
+    p += np.copysign(0.5, p)  # half away from zero: trunc(t + sign(t) / 2), exact here
+    np.trunc(p, out=p)
     return p
 
 
