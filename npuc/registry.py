@@ -43,6 +43,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "preprocess": _lazy("npuc.passes.preprocess", "PreprocessPass"),
     "tile": _lazy("npuc.passes.tile", "TilePass"),
     "plan-memory": _lazy("npuc.passes.plan_memory", "PlanMemoryPass"),
+    "lower-to-npu": _lazy("npuc.passes.lower_to_npu", "LowerToNpuPass"),
 }
 
 DEFAULT_PIPELINE = (

@@ -1,0 +1,315 @@
+"""`lower-to-npu`: a memory-planned module (`mem` level) becomes one `npu.program`.
+
+Every value already has its bytes (`mem.buffer`); each `qnn` compute op becomes an
+instruction on strided views of those bytes (passes/npu_lowering/compute.py), data
+movement becomes views where possible and moves or DMAs otherwise (movement.py),
+conv/matmul parameters become `bias_scale` tables appended to the constants region,
+and tokens order the instructions by the bytes they touch (deps.py). Ops with no
+instruction are refused all at once, except that `host` lets float ops (`float`) or
+every such op (`all`) run on the host CPU as `npu.host`. Binary format of the result:
+docs/binary-format.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, Operation, Region
+from xdsl.passes import ModulePass
+
+from npuc import graph_io
+from npuc.backend.memory_ir import constant_bytes, is_constant, is_planned
+from npuc.diagnostics import NpucError
+from npuc.dialects import npu_isa as isa
+from npuc.dialects.mem import BUFFER_ATTR, BufferAttr, RegionOp, buffer_list
+from npuc.dialects.npu import ProgramOp, YieldOp, host_body_text
+from npuc.dialects.npu_rules import check_hazards, check_instruction, check_program
+from npuc.dialects.quant_types import UniformQuantizedType
+from npuc.dialects.tile import LAYER_ATTR, InsertOp
+
+from .npu_lowering import movement  # noqa: F401  (registers the data-movement rules)
+from .npu_lowering.builder import Builder, Constants, LoweringError
+from .npu_lowering.compute import COMPUTE, RULES
+from .npu_lowering.deps import with_deps
+from .npu_lowering.views import ViewError, contiguous, same_place, shape_of, sliced
+
+HOST_MODES = ("none", "float", "all")
+MAX_ROUNDS = 32
+
+
+@dataclass(frozen=True)
+class LowerToNpuPass(ModulePass):
+    """Lower a planned module to one `npu.program` (see the module docstring).
+
+    `host`: `none` refuses every op without an instruction; `float` (default) runs
+    float ops (nn ops, quantize/dequantize at float inputs and outputs) on the host;
+    `all` also runs quantized ops without an instruction there.
+    """
+
+    name = "lower-to-npu"
+
+    host: str = "float"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        program = lower_module(op, self.host)
+        from npuc.backend.npubin_disasm import disassemble
+
+        lowered = disassemble(program).body.block.first_op
+        assert isinstance(lowered, ProgramOp)
+        lowered.detach()
+        for o in list(op.body.block.ops):
+            op.body.block.erase_op(o, safe_erase=False)
+        op.body.block.add_op(lowered)
+
+
+def program_of(module: ModuleOp) -> isa.Program:
+    """The program of a lowered module (the one npu.program), as plain data."""
+    from npuc.backend.npubin import program_op
+
+    return program_op(module).program()
+
+
+# --------------------------------------------------------------------------- the lowering
+
+
+def _is_float(op: Operation) -> bool:
+    types = [v.type for v in (*op.operands, *op.results)]
+    return op.name.startswith("nn.") or any(
+        isinstance(t, TensorType) and isinstance(t.element_type, Float32Type) for t in types
+    )
+
+
+def _describe(op: Operation) -> str:
+    attr = op.properties.get("name") or op.attributes.get("name")
+    name = getattr(attr, "data", None)
+    return f"'{op.name}'" + (f" (layer '{name}')" if name else "")
+
+
+def _regions(module: ModuleOp) -> dict[str, tuple[str, RegionOp]]:
+    """Planned region name -> (NPU region kind, region). A region named after another memory
+    (tiles spilled to DRAM while the arena is SRAM) holds the activations; the arena is then
+    the NPU's `sram`."""
+    regions = {r.region_name: r for r in module.ops if isinstance(r, RegionOp)}
+    kinds = {name: name for name in regions if name in isa.REGION_KINDS}
+    extra = sorted(set(regions) - set(kinds))
+    if len(extra) == 1 and "sram" not in regions and "activations" in regions:
+        kinds["activations"], kinds[extra[0]] = "sram", "activations"
+    elif extra:
+        raise NpucError(
+            f"lower-to-npu: region(s) {', '.join(extra)} have no NPU region kind "
+            f"(known: {', '.join(isa.REGION_KINDS)})"
+        )
+    return {name: (kinds[name], r) for name, r in regions.items()}
+
+
+def _constants(func: FuncOp, regions: dict[str, tuple[str, RegionOp]]) -> Constants:
+    region = regions["constants"][1] if "constants" in regions else None
+    data = bytearray(region.size.value.data if region else 0)
+    for op in func.body.block.ops:
+        buffers = buffer_list(op.attributes.get(BUFFER_ATTR))
+        if is_constant(op) and buffers and buffers[0].region.data == "constants":
+            blob, offset = constant_bytes(op), buffers[0].offset.data
+            data[offset : offset + len(blob)] = blob
+    alignment = region.alignment.value.data if region else 64
+    return Constants(data, alignment)
+
+
+def _layer_names(func: FuncOp) -> dict[int, str]:
+    names: dict[int, str] = {}
+    for op in func.body.block.ops:
+        index, attr = op.attributes.get(LAYER_ATTR), op.properties.get("name")
+        if index is not None and attr is not None:
+            names.setdefault(index.value.data, attr.data)
+    return names
+
+
+def _io_buffer(func: FuncOp, attrs, i: int, kind: str, name: str) -> BufferAttr:
+    b = attrs.data[i].data.get(BUFFER_ATTR) if attrs is not None else None
+    if not isinstance(b, BufferAttr):
+        raise NpucError(f"lower-to-npu: {kind} '{name}' has no mem.buffer: run plan-memory")
+    return b
+
+
+def _quantization(ty) -> tuple[float, int]:
+    q = ty.element_type if isinstance(ty, TensorType) else None
+    if isinstance(q, UniformQuantizedType) and not q.per_axis:
+        return q.scale, q.zero_point
+    return 0.0, 0
+
+
+def host_body(op: Operation) -> Region:
+    """A body running `op` on the host: block arguments in, npu.yield out."""
+    block = Block(arg_types=[v.type for v in op.operands])
+    clone = op.clone(value_mapper=dict(zip(op.operands, block.args, strict=True)))
+    for key in [k for k in clone.attributes if k.startswith(("mem.", "tile."))]:
+        del clone.attributes[key]
+    block.add_ops([clone, YieldOp.create(operands=list(clone.results))])
+    return Region(block)
+
+
+def _lower_host(b: Builder, op: Operation) -> None:
+    ins = [b.ref(v) for v in op.operands]
+    outs = [b.out(r) for r in op.results]
+    b.emit("host", (*ins, *outs), op.operands, body=host_body_text(host_body(op)),
+           inputs=len(ins))  # fmt: skip
+
+
+def _bias_load(op: Operation) -> bool:
+    """A load whose result only feeds biases: they go to bias_scale tables instead."""
+    return op.name in ("tile.load", "tile.slice") and all(
+        use.index == 2 and use.operation.name in ("qnn.conv2d", "qnn.fully_connected")
+        for use in op.results[0].uses
+    )
+
+
+def _plan_ops(func: FuncOp, host: str) -> dict[Operation, str]:
+    """How each op is lowered ("rule", "host", "constant"); refuses the others all at once."""
+    how: dict[Operation, str] = {}
+    refused = []
+    for op in func.body.block.ops:
+        if isinstance(op, ReturnOp):
+            continue
+        if is_constant(op):
+            how[op] = "constant"
+        elif _bias_load(op):
+            how[op] = "skip"
+        elif op.name in RULES and not _is_float(op):
+            how[op] = "rule"
+        elif host == "all" or (host == "float" and _is_float(op)):
+            how[op] = "host"
+        elif _is_float(op):
+            refused.append(f"{_describe(op)}: float ops run on the host (host=float)")
+        else:
+            refused.append(f"{_describe(op)}: no NPU instruction (host=all runs it on the host)")
+    if refused:
+        raise NpucError(
+            f"lower-to-npu: {len(refused)} op(s) cannot be lowered:\n  " + "\n  ".join(refused)
+        )
+    return how
+
+
+def _redirect(b: Builder, op: Operation) -> None:
+    """A compute op whose result only fills an in-place insert writes its slice directly."""
+    if op.name not in COMPUTE or op in b.copies or len(op.results) != 1:
+        return
+    uses = list(op.results[0].uses)
+    if len(uses) != 1 or uses[0].index != 0 or not isinstance(uses[0].operation, InsertOp):
+        return
+    insert = uses[0].operation
+    if insert.dest not in b.refs or not same_place(b.ref(insert.dest), b.planned(insert.result)):
+        return
+    target = sliced(b.ref(insert.dest), [int(v) for v in insert.offsets.get_values()],
+                    shape_of(insert.source.type))  # fmt: skip
+    b.redirect(op, op.results[0], target)
+
+
+def _lower_once(func: FuncOp, how, regions, layer_names, copies) -> Builder:
+    kinds = {name: kind for name, (kind, _) in regions.items()}
+    b = Builder(_constants(func, regions), layer_names, copies, kinds)
+    block = func.body.block
+    for i, arg in enumerate(block.args):
+        name = graph_io.input_names(func)[i]
+        buf = _io_buffer(func, func.arg_attrs, i, "input", name)
+        b.bind(arg, contiguous(kinds[buf.region.data], buf.offset.data, arg.type))
+    errors = []
+    for op in block.ops:
+        b.op = op
+        try:
+            if isinstance(op, ReturnOp):
+                for i, value in enumerate(op.operands):
+                    name = graph_io.output_names(func)[i]
+                    buf = _io_buffer(func, func.res_attrs, i, "output", name)
+                    out = contiguous(kinds[buf.region.data], buf.offset.data, value.type)
+                    if not same_place(b.ref(value), out):
+                        b.emit("dma", (b.ref(value), out), (value,))
+            elif how[op] == "skip":
+                continue
+            elif how[op] == "constant":
+                ref = b.planned(op.results[0])
+                if ref.region != "constants":
+                    raise LoweringError("a constant outside the constants region")
+                b.bind(op.results[0], ref)
+            elif how[op] == "host":
+                _lower_host(b, op)
+            else:
+                _redirect(b, op)
+                RULES[op.name](b, op)
+        except (LoweringError, ViewError) as e:
+            errors.append(f"{_describe(op)}: {e}")
+    if errors:
+        raise NpucError(
+            f"lower-to-npu: {len(errors)} op(s) cannot be lowered:\n  " + "\n  ".join(errors)
+        )
+    return b
+
+
+def lower_module(module: ModuleOp, host: str = "float") -> isa.Program:
+    """The program of a module planned by plan-memory (NpucError if it cannot be lowered)."""
+    if host not in HOST_MODES:
+        raise NpucError(f"lower-to-npu: host must be one of {', '.join(HOST_MODES)}, got {host!r}")
+    if not is_planned(module):
+        raise NpucError(
+            "lower-to-npu needs a memory-planned module (no mem.region): run "
+            "plan-memory{target=NAME} first"
+        )
+    try:
+        func = graph_io.entry_function(module)
+    except ValueError as e:
+        raise NpucError(f"lower-to-npu: {e}") from None
+    regions = _regions(module)
+    how = _plan_ops(func, host)
+    layer_names = _layer_names(func)
+    copies: set[Operation] = set()
+    for _ in range(MAX_ROUNDS):
+        b = _lower_once(func, how, regions, layer_names, copies)
+        broken = set(b.broken_views()) - copies
+        if not broken:
+            break
+        copies |= broken
+    else:
+        raise NpucError("lower-to-npu: views kept breaking (a compiler bug)")
+    return _program(func, b, regions)
+
+
+def _program(func: FuncOp, b: Builder, regions: dict[str, tuple[str, RegionOp]]) -> isa.Program:
+    data = bytes(b.constants.data)
+    data = data.rstrip(b"\0")
+    isa_regions = []
+    for kind, r in sorted(regions.values(), key=lambda kr: isa.REGION_KINDS.index(kr[0])):
+        size = r.size.value.data
+        if kind == "constants":
+            align = r.alignment.value.data
+            size = max(size, -(-len(b.constants.data) // align) * align)
+        isa_regions.append(isa.Region(kind, size, r.memory.data))
+    block = func.body.block
+    inputs = []
+    for i, (arg, name) in enumerate(zip(block.args, graph_io.input_names(func), strict=True)):
+        buf = _io_buffer(func, func.arg_attrs, i, "input", name)
+        ref = contiguous(regions[buf.region.data][0], buf.offset.data, arg.type)
+        inputs.append(isa.IODesc(name, ref, *_quantization(arg.type)))
+    outputs = []
+    ret = block.last_op
+    assert isinstance(ret, ReturnOp)
+    for i, (value, name) in enumerate(zip(ret.operands, graph_io.output_names(func),
+                                          strict=True)):  # fmt: skip
+        buf = _io_buffer(func, func.res_attrs, i, "output", name)
+        ref = contiguous(regions[buf.region.data][0], buf.offset.data, value.type)
+        outputs.append(isa.IODesc(name, ref, *_quantization(value.type)))
+    program = isa.Program(
+        func.sym_name.data, tuple(isa_regions), tuple(inputs), tuple(outputs), tuple(b.layers),
+        tuple(with_deps(b.instructions)), data,
+    )  # fmt: skip
+    try:
+        for index, inst in enumerate(program.instructions):
+            try:
+                check_instruction(inst)
+            except isa.ISAError as e:
+                raise isa.ISAError(f"instruction {index} ({inst.op}): {e}") from None
+        check_program(program)
+        check_hazards(program)
+    except isa.ISAError as e:
+        raise NpucError(f"lower-to-npu produced an invalid program (a compiler bug): {e}") from e
+    return program

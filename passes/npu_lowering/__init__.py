@@ -1,0 +1,1 @@
+"""Helpers of the `lower-to-npu` pass: strided views, op rules, dependencies (tokens)."""

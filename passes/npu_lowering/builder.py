@@ -1,0 +1,186 @@
+"""The state of one lowering: where each value's elements are, the instructions so far, and the
+constants region (planned constants plus the parameter tables and LUTs the lowering adds)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Operation, SSAValue
+
+from npuc.dialects.mem import BUFFER_ATTR, buffer_list
+from npuc.dialects.npu_isa import Instruction, TensorRef, default_params
+from npuc.dialects.tile import LAYER_ATTR
+
+from .deps import overlaps
+from .views import contiguous
+
+
+def _name(op: Operation) -> str | None:
+    attr = op.properties.get("name") or op.attributes.get("name")
+    return attr.data if isinstance(attr, StringAttr) else None
+
+
+class LoweringError(Exception):
+    """An op that cannot be lowered (collected, then reported together)."""
+
+
+@dataclass
+class Virtual:
+    """A view that stands in for a copy the plan made: valid while nobody touches its bytes.
+
+    `op` is the op whose copy was skipped; its bytes must not be written (by anyone but
+    `owner`, and for a redirected output: not read either) between `start` and `end`.
+    """
+
+    op: Operation
+    ref: TensorRef
+    start: int
+    end: int
+    owner: int | None = None  # a redirected output's producer
+
+
+@dataclass
+class Constants:
+    """The constants region: the planned bytes, then appended tables at `alignment`."""
+
+    data: bytearray
+    alignment: int
+    tables: dict[bytes, int] = field(default_factory=dict)
+
+    def add(self, array: np.ndarray) -> int:
+        blob = np.ascontiguousarray(array).tobytes()
+        if blob in self.tables:
+            return self.tables[blob]
+        offset = -(-len(self.data) // self.alignment) * self.alignment
+        self.data += bytes(offset - len(self.data)) + blob
+        self.tables[blob] = offset
+        return offset
+
+
+class Builder:
+    """Instructions in program order (deps come later) and each value's current view."""
+
+    def __init__(
+        self,
+        constants: Constants,
+        layer_names: dict[int, str],
+        copies: set[Operation],
+        kinds: dict[str, str],
+    ):
+        self.constants = constants
+        self.kinds = kinds  # planned region name -> NPU region kind
+        self.cache: dict[Operation, np.ndarray] = {}  # constant values (bias tables)
+        self.copies = copies  # ops whose result must be a real copy (a view was unsafe)
+        self.redirects: dict[SSAValue, TensorRef] = {}
+        self.pending: dict[SSAValue, list[Virtual]] = {}
+        self.refs: dict[SSAValue, TensorRef] = {}
+        self.instructions: list[Instruction] = []
+        self.layers: list[str] = []
+        self.layer_names = layer_names
+        self.virtual: list[Virtual] = []
+        self.origins: dict[SSAValue, list[Virtual]] = {}
+        self.op: Operation | None = None
+
+    # ------------------------------------------------------------------ values
+
+    def planned(self, value: SSAValue) -> TensorRef:
+        """The row-major view of the bytes the plan gave `value`."""
+        owner = value.owner
+        assert isinstance(owner, Operation)
+        buffers = buffer_list(owner.attributes.get(BUFFER_ATTR))
+        assert buffers is not None
+        b = buffers[value.index]  # type: ignore[attr-defined]
+        return contiguous(self.kinds[b.region.data], b.offset.data, value.type)
+
+    def out(self, value: SSAValue) -> TensorRef:
+        """Where an op writes `value`: its planned bytes, or the slice it was redirected to."""
+        ref = self.redirects.get(value) or self.planned(value)
+        self.refs[value] = ref
+        return ref
+
+    def redirect(self, producer: Operation, value: SSAValue, ref: TensorRef) -> None:
+        """`producer` writes `value` straight into `ref` (its insert's slice of the result)."""
+        v = Virtual(producer, ref, len(self.instructions), len(self.instructions),
+                    len(self.instructions))  # fmt: skip
+        self.virtual.append(v)
+        self.pending[value] = [v]
+        self.redirects[value] = ref
+
+    def ref(self, value: SSAValue) -> TensorRef:
+        return self.refs[value]
+
+    def bind(self, value: SSAValue, ref: TensorRef, source: SSAValue | None = None) -> None:
+        """`value` lives at `ref`; a view of a virtual `source` inherits its validity."""
+        self.refs[value] = ref
+        if source is not None and source in self.origins:
+            self.origins[value] = self.origins[source]
+
+    def mark_virtual(self, value: SSAValue, v: Virtual) -> None:
+        self.virtual.append(v)
+        self.origins[value] = [*self.origins.get(value, []), v]
+
+    # ------------------------------------------------------------------ instructions
+
+    def layer(self, op: Operation) -> int | None:
+        """The layer of `op`: its name, else a direct user's or producer's (a tile's load
+        belongs to the layer it feeds), else its tile group's."""
+        near = [u.operation for r in op.results for u in r.uses]
+        near += [v.owner for v in op.operands if isinstance(v.owner, Operation)]
+        name = next((n for n in map(_name, [op, *near]) if n), None)
+        if name is None:
+            index = op.attributes.get(LAYER_ATTR)
+            name = self.layer_names.get(index.value.data) if index is not None else None
+        if not name:
+            return None
+        if name not in self.layers:
+            self.layers.append(name)
+        return self.layers.index(name)
+
+    def emit(
+        self,
+        kind: str,
+        operands: Sequence[TensorRef],
+        reads: Sequence[SSAValue] = (),
+        /,
+        **params: Any,
+    ) -> int:
+        """Append an instruction of the current op; `reads` are the values its inputs view."""
+        assert self.op is not None
+        values = default_params(kind, operands)
+        values.update(params)
+        index = len(self.instructions)
+        for value in reads:
+            for v in self.origins.get(value, ()):
+                v.end = max(v.end, index + 1)
+        self.instructions.append(
+            Instruction(kind, tuple(operands), values, (), self.layer(self.op))
+        )
+        return index
+
+    def copy(self, src: TensorRef, dst: TensorRef, reads: Sequence[SSAValue], dma: bool) -> None:
+        """dst = src (same shape): a DMA, or a move on the compute engine."""
+        if dma:
+            self.emit("dma", (src, dst), reads)
+        else:
+            self.emit("move", (src, dst), reads)
+
+    # ------------------------------------------------------------------ validity of views
+
+    def broken_views(self) -> list[Operation]:
+        """The ops whose skipped copy was not safe: someone touched the bytes meanwhile."""
+        broken = []
+        for v in self.virtual:
+            for index in range(v.start, min(v.end, len(self.instructions))):
+                inst = self.instructions[index]
+                if index == v.owner:
+                    touched = inst.read()
+                else:
+                    touched = inst.written() if v.owner is None else inst.operands
+                if any(overlaps(t, v.ref) for t in touched):
+                    broken.append(v.op)
+                    break
+        return broken

@@ -1,0 +1,122 @@
+"""Lowering rules of data movement: `tile` ops, reshapes, slices, transposes, concat, split.
+
+A result that is a view of its operand (a slice, reshape, transpose, split piece)
+costs no instruction: consumers read the strided view. Where the plan made a copy,
+the view is only valid while nobody writes the operand's bytes; the builder records
+it as `Virtual`, and a view found broken is lowered again as a copy (`npu.move`).
+`tile.load`/`tile.store` are DMAs between memories.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation, SSAValue
+
+from npuc.dialects import tile
+from npuc.dialects.npu_isa import TensorRef
+
+from .builder import Builder, LoweringError, Virtual
+from .compute import _ints, rule
+from .views import permuted, reshaped, same_place, shape_of, sliced
+
+
+def bind_view(b: Builder, op: Operation, result: SSAValue, source: SSAValue,
+              view: TensorRef | None) -> None:  # fmt: skip
+    """`result` is `view` of `source`: free if the plan put it there or nobody disturbs it."""
+    planned = b.planned(result)
+    if view is not None and same_place(view, planned):
+        b.bind(result, planned, source)
+    elif view is not None and (view.region == "constants" or op not in b.copies):
+        b.bind(result, view, source)
+        if view.region != "constants":
+            start = len(b.instructions)
+            b.mark_virtual(result, Virtual(op, view, start, start))
+    else:  # a move (it reshapes row-major when the view has no strided form)
+        b.emit("move", (b.ref(source) if view is None else view, planned), (source,))
+        b.bind(result, planned)
+
+
+@rule("tile.slice")
+def tile_slice(b: Builder, op: tile.SliceOp) -> None:
+    view = sliced(b.ref(op.source), _ints(op.offsets), shape_of(op.result.type))
+    bind_view(b, op, op.result, op.source, view)
+
+
+@rule("qnn.reshape", "nn.reshape")
+def reshape(b: Builder, op: Operation) -> None:
+    result = op.results[0]
+    bind_view(b, op, result, op.operands[0], reshaped(b.ref(op.operands[0]),
+                                                      shape_of(result.type)))  # fmt: skip
+
+
+@rule("qnn.transpose")
+def transpose(b: Builder, op: Operation) -> None:
+    perm = _ints(op.properties["perm"])
+    if op in b.copies:
+        b.emit("move", (b.ref(op.operands[0]), b.out(op.results[0])), (op.operands[0],),
+               perm=perm)  # fmt: skip
+        return
+    bind_view(b, op, op.results[0], op.operands[0], permuted(b.ref(op.operands[0]), perm))
+
+
+@rule("qnn.slice")
+def slice_(b: Builder, op: Operation) -> None:
+    starts, steps = _ints(op.properties["starts"]), _ints(op.properties["steps"])
+    if any(s < 1 for s in steps):
+        raise LoweringError("slices with negative steps have no NPU instruction")
+    source = b.ref(op.operands[0])
+    starts = tuple(s % d if s < 0 else s for s, d in zip(starts, source.shape, strict=True))
+    view = sliced(source, starts, shape_of(op.results[0].type), steps)
+    bind_view(b, op, op.results[0], op.operands[0], view)
+
+
+@rule("qnn.split", "nn.split")
+def split(b: Builder, op: Operation) -> None:
+    source = b.ref(op.operands[0])
+    axis = op.properties["axis"].value.data % len(source.shape)
+    start = 0
+    for result in op.results:
+        shape = shape_of(result.type)
+        offsets = [0] * len(shape)
+        offsets[axis] = start
+        start += shape[axis]
+        bind_view(b, op, result, op.operands[0], sliced(source, offsets, shape))
+
+
+@rule("qnn.concat", "nn.concat")
+def concat(b: Builder, op: Operation) -> None:
+    out = b.out(op.results[0])
+    axis = op.properties["axis"].value.data % len(out.shape)
+    start = 0
+    for value in op.operands:
+        ref = b.ref(value)
+        offsets = [0] * len(out.shape)
+        offsets[axis] = start
+        start += ref.shape[axis]
+        target = sliced(out, offsets, ref.shape)
+        if not same_place(ref, target):
+            b.emit("move", (ref, target), (value,))
+
+
+@rule("tile.empty")
+def empty(b: Builder, op: tile.EmptyOp) -> None:
+    b.bind(op.result, b.planned(op.result))
+
+
+@rule("tile.load")
+def load(b: Builder, op: tile.LoadOp) -> None:
+    src = sliced(b.ref(op.source), _ints(op.offsets), shape_of(op.result.type))
+    b.emit("dma", (src, b.out(op.result)), (op.source,))
+
+
+@rule("tile.insert", "tile.store")
+def assemble(b: Builder, op: tile.InsertOp) -> None:
+    dma = isinstance(op, tile.StoreOp)
+    out = b.out(op.result)
+    dest = b.ref(op.dest)
+    if not same_place(dest, out) and not isinstance(op.dest.owner, tile.EmptyOp):
+        b.copy(dest, out, (op.dest,), dma)
+    target = sliced(out, _ints(op.offsets), shape_of(op.source.type))
+    for v in b.pending.pop(op.source, ()):
+        v.end = len(b.instructions)
+    if not same_place(b.ref(op.source), target):
+        b.copy(b.ref(op.source), target, (op.source,), dma)
