@@ -1,4 +1,4 @@
-# npuc: `make demo` sets everything up and runs the example; `make test` runs every test.
+# npuc: `make demo` sets everything up and compiles and runs the example; `make test` runs every test.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -17,7 +17,8 @@ setup: $(STAMP)
 
 demo: setup
 	@mkdir -p out
-	$(BIN)/npu-run examples/tiny_cnn.onnx -p default --print-ir -o out/tiny_cnn.outputs.npz
+	$(BIN)/npu-compile examples/lenet5.onnx --target mcu-64 --calib-random 32 -o out/lenet5
+	$(BIN)/npu-run out/lenet5/lenet5.npubin --profile
 
 lint: setup
 	$(BIN)/ruff check .
@@ -38,6 +39,7 @@ bench: setup
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_tflite.py
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_memory_plan.py
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_plan_memory.py
+	PYTHONPATH=tests $(BIN)/python tests/bench/bench_runtime.py
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

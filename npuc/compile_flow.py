@@ -1,7 +1,8 @@
 """The one-shot compilation flow behind `npu-compile`: model in, deployable files out.
 
 Stages: import, optimise (the default float pipeline), quantize (calibrate a float
-model, or keep a quantized model's own parameters), tile, plan memory, and emit.
+model, or keep a quantized model's own parameters), tile, plan memory, lower to NPU
+instructions, and emit (binary, bundle, reports, cycle-model profile).
 Every stage is timed; nothing is written until all of them succeeded.
 """
 
@@ -21,6 +22,7 @@ from xdsl.dialects.builtin import ModuleOp
 from .diagnostics import NpucError
 
 OPTIMISE = ("performance", "size")
+TARGET_KEY = "target"  # debug-section key naming the target a binary was compiled for
 
 
 @dataclass
@@ -93,15 +95,19 @@ def compile_model(
     from .backend.bundle import check_name, identifier_from
     from .backend.memory_ir import ACTIVATIONS, CONSTANTS, MUTABLE, read_plan
     from .backend.memory_report import memory_usage
+    from .backend.npubin import encode_program
     from .backend.outputs import memory_files
+    from .passes.lower_to_npu import program_of
+    from .printing import print_module
     from .registry import DEFAULT_PIPELINE
+    from .runtime.cycle_model import estimate
     from .target import load_target
 
     check_options(options)
     target = load_target(options.target)
     name = check_name(options.name) if options.name else identifier_from(options.model.stem)
     spec = json.dumps(options.target)
-    stages = Stages(6, stream, progress)
+    stages = Stages(7, stream, progress)
     files: dict[str, bytes] = {}
     summary: list[str] = []
     with stages.stage("import", str(options.model)):
@@ -123,8 +129,19 @@ def compile_model(
     ):
         apply_pipeline(module, f"plan-memory{{target={spec} io={io}}}")
         planned = read_plan(module)
+    with stages.stage("lower", "npu instructions"):
+        apply_pipeline(module, "lower-to-npu")
+        program = _with_target(program_of(module), options.target)
     with stages.stage("emit", str(options.output)):
         files.update(memory_files(name, module, planned, target, options.model.name, with_ir=False))
+        files[f"{name}.npubin"] = encode_program(program)
+        files[f"{name}.npu.mlir"] = print_module(module).encode()
+        profile = estimate(program, target)
+        files.update(profile_files(name, profile))
+    summary.append(
+        f"{len(program.instructions)} instructions; estimated {profile.total_cycles:,} cycles, "
+        f"{profile.inference_ms:.2f} ms at {target.clock_mhz:g} MHz"
+    )
     for region, label in (
         (CONSTANTS, "constant"),
         (MUTABLE, "mutable"),
@@ -136,6 +153,25 @@ def compile_model(
         if used > capacity:
             summary.append(f"warning: memory '{memory}' needs {used} bytes but holds {capacity}")
     return CompileResult(name, files, summary, stages.timings)
+
+
+def _with_target(program, target: str):
+    """The program with the target it was compiled for in its debug section (for profiling)."""
+    from dataclasses import replace
+
+    return replace(program, debug=(*program.debug, (TARGET_KEY, target)))
+
+
+def profile_files(name: str, profile) -> dict[str, bytes]:
+    """NAME.profile.txt/.json/.html and NAME.trace.json of a cycle-model profile."""
+    from .runtime.profile_report import chrome_trace, html, table, to_json
+
+    return {
+        f"{name}.profile.txt": (table(profile) + "\n").encode(),
+        f"{name}.profile.json": (json.dumps(to_json(profile), indent=2) + "\n").encode(),
+        f"{name}.profile.html": html(profile, f"{name}: npuc profile").encode(),
+        f"{name}.trace.json": (json.dumps(chrome_trace(profile)) + "\n").encode(),
+    }
 
 
 def _quantize_detail(module: ModuleOp, options: CompileOptions) -> str:

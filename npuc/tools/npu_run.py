@@ -14,6 +14,7 @@ import numpy as np
 from ..diagnostics import NpucError, reported_errors
 from .cli_options import add_import_options, import_options
 from .quantize_options import add_quantize_options, check_options, quantize_and_report
+from .run_binary import add_binary_options, apply_config, run_binary
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -22,9 +23,12 @@ if TYPE_CHECKING:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="npu-run",
-        description="Run a model (.onnx, .tflite or .mlir) with npuc's reference interpreter.",
+        description="Run a model (.onnx, .tflite or .mlir) with npuc's reference interpreter, "
+        "or a compiled program (.npubin) with the NPU runtime.",
     )
-    parser.add_argument("model", help="model file: .onnx, .tflite or .mlir")
+    parser.add_argument(
+        "model", nargs="?", help="model file: .onnx, .tflite, .mlir, or a compiled .npubin"
+    )
     parser.add_argument(
         "--input",
         action="append",
@@ -66,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_import_options(parser)
     add_quantize_options(parser)
+    add_binary_options(parser)
     return parser
 
 
@@ -115,6 +120,14 @@ def run(argv: list[str] | None = None) -> int:
     from ..runtime.qnn_kernels import check_level, dequantized_outputs, random_inputs, run_module
 
     args = build_parser().parse_args(argv)
+    apply_config(args)
+    if args.model is None:
+        raise NpucError("missing the model (or --config FILE naming a build)")
+    if args.model.endswith(".npubin"):
+        return run_binary(args, dict(load_input(spec) for spec in args.input))
+    for option in ("profile", "dump_tensors", "target"):
+        if getattr(args, option):
+            raise NpucError(f"--{option.replace('_', '-')} needs a compiled .npubin program")
     check_options(args)
     feeds = dict(load_input(spec) for spec in args.input)
     if args.output and not Path(args.output).resolve().parent.is_dir():

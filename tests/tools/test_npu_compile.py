@@ -33,10 +33,11 @@ def test_float_model_is_quantized_and_every_file_is_written(lenet_build):
     out, log = lenet_build
     names = sorted(p.name for p in out.iterdir())
     for suffix in ("h", "weights.bin", "weights.txt", "memory.txt", "memory.json",
-                   "memory.png", "accuracy.txt", "accuracy.json"):  # fmt: skip
+                   "memory.png", "accuracy.txt", "accuracy.json", "npubin", "npu.mlir",
+                   "profile.txt", "profile.json", "profile.html", "trace.json"):  # fmt: skip
         assert f"lenet5.{suffix}" in names
-    for stage in ("import", "optimise", "quantize", "tile", "plan memory", "emit"):
-        assert re.search(rf"\[\d/6\] {stage}\b.* \d+\.\d\d s", log), stage
+    for stage in ("import", "optimise", "quantize", "tile", "plan memory", "lower", "emit"):
+        assert re.search(rf"\[\d/7\] {stage}\b.* \d+\.\d\d s", log), stage
     accuracy = json.loads((out / "lenet5.accuracy.json").read_text())
     assert accuracy["outputs"][0]["name"] == "prob"
     assert accuracy["outputs"][0]["cosine"] > 0.99
@@ -67,16 +68,82 @@ def test_header_sizes_match_the_memory_report(lenet_build):
     assert header["LENET5_IO_IN_ACTIVATIONS"] == 1  # mcu-64 keeps I/O in the SRAM arena
 
 
-def test_size_mode_on_the_shared_mobilenet_fits_below_vela(tmp_path):
-    out = tmp_path / "mbv2"
+@pytest.fixture(scope="module")
+def mbv2_build(tmp_path_factory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("mbv2") / "build"
     done = run_tool("npu-compile", MBV2, "--target", "ethos-u55-256-hee", "--optimise", "size",
                     "--name", "mbv2", "-o", out, "-q")  # fmt: skip
     assert done.returncode == 0, done.stderr
+    return out, done.stdout + done.stderr
+
+
+def test_size_mode_on_the_shared_mobilenet_fits_below_vela(mbv2_build):
+    out, log = mbv2_build
     header = macros((out / "mbv2.h").read_text())
     peak = header["MBV2_ACTIVATIONS_MEM_SIZE"]
     assert 224 * 224 * 3 < peak < VELA_SIZE_OPTIMISED_PEAK_SRAM
     assert not list(out.glob("*.accuracy.*"))  # the model keeps its own quantization
-    assert "keeping" not in done.stderr  # -q: no progress lines
+    assert "[1/7]" not in log  # -q: no progress lines
+    for suffix in ("npubin", "npu.mlir", "profile.html", "profile.json", "trace.json"):
+        assert (out / f"mbv2.{suffix}").is_file(), suffix
+
+
+def test_compiled_mobilenet_runs_bit_exact_with_litert(mbv2_build, tmp_path):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    out, _ = mbv2_build
+    x = np.random.default_rng(11).integers(-128, 128, (1, 224, 224, 3)).astype(np.int8)
+    np.save(tmp_path / "x.npy", x)
+    done = run_tool("npu-run", out / "mbv2.npubin", "--input", f"input={tmp_path / 'x.npy'}",
+                    "-o", tmp_path / "y.npz")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    litert = Interpreter(model_path=str(MBV2),
+                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)  # fmt: skip
+    litert.allocate_tensors()
+    litert.set_tensor(litert.get_input_details()[0]["index"], x)
+    litert.invoke()
+    want = litert.get_tensor(litert.get_output_details()[0]["index"])
+    got = np.load(tmp_path / "y.npz")
+    np.testing.assert_array_equal(got["softmax.q"], want)
+
+
+def test_profile_json_has_the_contract_fields(mbv2_build, tmp_path):
+    out, _ = mbv2_build
+    done = run_tool("npu-run", out / "mbv2.npubin", "--profile", "--json", tmp_path / "p.json")
+    assert done.returncode == 0, done.stderr
+    profile = json.loads((tmp_path / "p.json").read_text())
+    assert profile["clock_mhz"] == 500
+    assert profile["inference_ms"] == pytest.approx(profile["total_cycles"] / 500e3)
+    names = [layer["name"] for layer in profile["layers"]]
+    assert "conv0" in names and "logits" in names  # the TFLite model's own names
+    for layer in profile["layers"]:
+        assert {"name", "cycles", "macs", "utilization", "bytes_read", "bytes_written"} <= set(
+            layer
+        )
+        assert 0 <= layer["utilization"] <= 1
+    assert sum(layer["cycles"] for layer in profile["layers"]) >= profile["total_cycles"] * 0.99
+    # About 300 M MACs in the model (models/README.md); cascades may recompute halo rows,
+    # at most 50 % more (the tile pass's overlap limit).
+    assert 295e6 < sum(layer["macs"] for layer in profile["layers"]) <= 1.5 * 301e6
+    assert "conv0" in done.stdout  # the table
+
+
+def test_dump_tensors_and_bad_binaries(mbv2_build, tmp_path):
+    out, _ = mbv2_build
+    done = run_tool("npu-run", out / "mbv2.npubin", "--dump-tensors", "conv0", "-o",
+                    tmp_path / "d.npz")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    dumped = [k for k in np.load(tmp_path / "d.npz").files if k.startswith("conv0/")]
+    assert dumped
+    bad = run_tool("npu-run", out / "mbv2.npubin", "--dump-tensors", "nope")
+    assert bad.returncode == 1 and "no layer named nope" in bad.stderr
+    data = bytearray((out / "mbv2.npubin").read_bytes())
+    data[len(data) // 2] ^= 0x40
+    (tmp_path / "corrupt.npubin").write_bytes(bytes(data))
+    bad = run_tool("npu-run", tmp_path / "corrupt.npubin", "-o", tmp_path / "never.npz")
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
+    assert "CRC" in bad.stderr or "crc" in bad.stderr
+    assert not (tmp_path / "never.npz").exists()
 
 
 def test_config_file_gives_the_same_build(lenet_build, tmp_path):
@@ -119,3 +186,22 @@ def test_bad_input_is_one_diagnostic_and_writes_nothing(tmp_path, args, config, 
     assert "Traceback" not in done.stderr
     assert not out.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == (["c.toml"] if config else [])
+
+
+def test_config_run_section_runs_the_build(lenet_build, tmp_path):
+    out, _ = lenet_build
+    x = np.random.default_rng(3).normal(size=(1, 1, 28, 28)).astype(np.float32)
+    np.save(tmp_path / "digit.npy", x)
+    config = tmp_path / "c.toml"
+    config.write_text(
+        f'[build]\nmodel = "{LENET}"\noutput = "{out}"\n'
+        '[run]\ninput = { image = "digit.npy" }\noutput = "y.npz"\nprofile = true\n'
+    )
+    done = run_tool("npu-run", "--config", config)
+    assert done.returncode == 0, done.stderr
+    assert "conv1" in done.stdout  # the profile table
+    flags = run_tool("npu-run", out / "lenet5.npubin", "--input", f"image={tmp_path / 'digit.npy'}",
+                     "-o", tmp_path / "z.npz")  # fmt: skip
+    assert flags.returncode == 0, flags.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npz")["prob.q"],
+                                  np.load(tmp_path / "z.npz")["prob.q"])  # fmt: skip

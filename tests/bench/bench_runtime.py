@@ -1,0 +1,116 @@
+"""Figures for issue 6: compile time of the shared MobileNetV2, the NPU runtime's speed
+against LiteRT, and the cycle model's estimate next to Vela's.
+
+Run: .venv/bin/python tests/bench/bench_runtime.py [--repeat N] [--target T]
+All engines run in this process on the same int8 input; LiteRT with its reference
+kernels (BUILTIN_REF) and its default kernels without a delegate, one thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+from npuc.api import apply_pipeline, load_model
+from npuc.backend.npubin import encode_program
+from npuc.passes.lower_to_npu import program_of
+from npuc.runtime.cycle_model import estimate
+from npuc.runtime.executor import Executor
+from npuc.runtime.loader import load
+from npuc.runtime.qnn_kernels import run_module
+from npuc.target import load_target
+
+MODEL = Path("/work/shared/models/mbv2_int8_224.tflite")
+VELA_CYCLES = 5_815_345  # models/README.md: Vela 5.2, ethos-u55-256, Shared_Sram
+
+
+def times(fn: Callable[[], object], repeat: int) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def litert(data: bytes, kind: OpResolverType, x: np.ndarray) -> Callable[[], np.ndarray]:
+    interp = Interpreter(model_content=data, experimental_op_resolver_type=kind, num_threads=1)
+    interp.allocate_tensors()
+    inp, out = interp.get_input_details()[0]["index"], interp.get_output_details()[0]["index"]
+
+    def run() -> np.ndarray:
+        interp.set_tensor(inp, x)
+        interp.invoke()
+        return interp.get_tensor(out)
+
+    return run
+
+
+def compile_binary(target: str, optimise: str) -> bytes:
+    module = load_model(MODEL)
+    apply_pipeline(
+        module,
+        f"tile{{target={target} optimise={optimise}}},"
+        f"plan-memory{{target={target} io=arena}},lower-to-npu",
+    )
+    return encode_program(program_of(module))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--target", default="ethos-u55-256-hee")
+    args = parser.parse_args()
+
+    for optimise in ("performance", "size"):
+        seconds = times(lambda o=optimise: compile_binary(args.target, o), 3)
+        print(f"compile (import, tile, plan, lower, encode) {optimise}: "
+              f"best of 3 {min(seconds):.2f} s")  # fmt: skip
+    binary = compile_binary(args.target, "performance")
+    program = load(binary)
+    executor = Executor(program)
+    data = MODEL.read_bytes()
+    x = np.random.default_rng(0).integers(-128, 128, (1, 224, 224, 3)).astype(np.int8)
+    name = program.inputs[0].name
+
+    def ours() -> np.ndarray:
+        return next(iter(executor.run({name: x}).values()))
+
+    engines = {
+        "npuc runtime (.npubin)": ours,
+        "LiteRT reference kernels": litert(data, OpResolverType.BUILTIN_REF, x),
+        "LiteRT default kernels, no delegate": litert(
+            data, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, x
+        ),
+    }
+    outputs, medians = {}, {}
+    for label, run in engines.items():
+        outputs[label] = run()
+        medians[label] = statistics.median(times(run, args.repeat))
+    ours_t = medians["npuc runtime (.npubin)"]
+    print(f"latency, median of {args.repeat} (1 thread each):")
+    for label, t in medians.items():
+        print(f"  {label:38s} {t * 1e3:8.2f} ms   this / npuc = {t / ours_t:6.2f}x")
+    reference = next(iter(run_module(load_model(MODEL), {name: x}).values()))
+    same = np.array_equal(outputs["npuc runtime (.npubin)"], reference)
+    litert_same = np.array_equal(outputs["npuc runtime (.npubin)"],
+                                 outputs["LiteRT reference kernels"])  # fmt: skip
+    print(f"runtime output equals the qnn interpreter's: {same}; LiteRT reference's: "
+          f"{litert_same}")  # fmt: skip
+    target = load_target(args.target)
+    profile = estimate(program, target)
+    ms = profile.total_cycles / (target.clock_mhz * 1e3)
+    print(
+        f"cycle model on {target.name}: {profile.total_cycles:,} cycles ({ms:.2f} ms); "
+        f"Vela 5.2: {VELA_CYCLES:,} (ratio {profile.total_cycles / VELA_CYCLES:.2f})"
+    )
+
+
+if __name__ == "__main__":
+    main()
