@@ -34,12 +34,14 @@ pytest: setup
 test: lint filecheck pytest
 
 bench: setup
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_interpreter.py
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_quantization.py
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_tflite.py
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_memory_plan.py
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_plan_memory.py
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_runtime.py
+	PYTHONPATH=tests $(BIN)/python tests/bench/bench_vela.py
 
 clean:
 	rm -rf $(VENV) out build *.egg-info
