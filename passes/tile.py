@@ -7,8 +7,11 @@ that every tile's working set fits `sram_limit` (default: the arena memory's siz
 "performance" minimises estimated cycles with peak SRAM under the limit, "size"
 minimises peak SRAM. `manual="(3,7,4,1);(12,12,1,2)"` fixes groups by hand
 (`(first, last, h_parts[, w_parts])`, layers numbered as `report=true` prints them);
-the other layers are planned automatically. Cascades recompute halo rows, at most
-`overlap_limit` of the rows they need.
+the other layers are planned automatically. `cascade="rolling"` runs cascades split
+along H through rolling buffers, so that no row is computed twice; `cascade="recompute"`
+recomputes halo rows (as do the W parts of any cascade), at most `overlap_limit` of the
+rows they need; `cascade="auto"` (the default) picks per cascade by the estimates
+(manual cascades roll).
 
 The tiled function is an unrolled sequence of `nn`/`qnn` ops on tiles plus `tile`
 ops (dialects/tile.py), numerically identical to the original. The plan is
@@ -46,6 +49,7 @@ from .tiling.search import Group, Planner
 from .tiling.working_set import Memories
 
 OPTIMISE = ("performance", "size")
+CASCADES = ("rolling", "recompute", "auto")
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,9 @@ class TilePass(ModulePass):
     """"performance" (fewest estimated cycles under the SRAM limit) or "size" (least SRAM)."""
     manual: str = ""
     """Groups fixed by hand: `(first, last, h_parts[, w_parts]); ...`."""
+    cascade: str = "auto"
+    """"rolling" (H-split cascades keep rows in rolling buffers), "recompute" (halos), or
+    "auto" (the better of the two per automatic cascade, by the estimates)."""
     overlap_limit: float = 0.5
     """Largest halo recompute of a cascade: recomputed / needed output elements."""
     sram_limit: int = 0
@@ -91,6 +98,10 @@ class TilePass(ModulePass):
         if self.optimise not in OPTIMISE:
             raise NpucError(
                 f"tile: optimise must be 'performance' or 'size', got '{self.optimise}'"
+            )
+        if self.cascade not in CASCADES:
+            raise NpucError(
+                f"tile: cascade must be 'rolling', 'recompute' or 'auto', got '{self.cascade}'"
             )
         if not self.overlap_limit >= 0:
             raise NpucError(f"tile: overlap_limit must be >= 0, got {self.overlap_limit}")
@@ -131,7 +142,7 @@ def plan_tiling(module: ModuleOp, options: TilePass) -> TilingPlan:
     entries = parse_manual(options.manual)
     check_entries(entries, layers)
     limit = options.sram_limit or target.sram.size
-    planner = Planner(func, layers, target, limit, options.overlap_limit)
+    planner = Planner(func, layers, target, limit, options.overlap_limit, options.cascade)
     groups, lowest = planner.plan(options.optimise, [e.as_tuple() for e in entries])
     warnings = []
     for g in groups:
@@ -170,6 +181,8 @@ def annotate(func: FuncOp, plan: TilingPlan, options: TilePass) -> None:
             "est_cycles": IntegerAttr(e.cycles, i64),
             "overlap": FloatAttr(round(e.overlap, 4), f64),
         }
+        if e.rolling:
+            entry["cascade"] = StringAttr("rolling")
         groups.append(DictionaryAttr(entry))
     func.attributes["tile.target"] = StringAttr(plan.target.name)
     func.attributes["tile.optimise"] = StringAttr(options.optimise)
@@ -204,7 +217,7 @@ def format_report(plan: TilingPlan) -> str:
     lines.append("groups (peak: resident tensors + weights + largest tile):")
     for g in plan.groups:
         e = g.estimate
-        tag = " manual" if g.manual else ""
+        tag = (" manual" if g.manual else "") + (" rolling" if e.rolling else "")
         lines.append(
             f"  {_span(plan.layers, g)}: parts {'x'.join(map(str, e.parts))}{tag}, "
             f"peak {e.peak}, tile ws {e.working_set}, cycles {e.cycles}, "

@@ -1,4 +1,5 @@
-// RUN: npu-opt %s --split-input-file -p 'tile{target="mcu-64" manual="(0,1,2)"}' | filecheck %s --check-prefix=CASCADE
+// RUN: npu-opt %s --split-input-file -p 'tile{target="mcu-64" manual="(0,1,2)" cascade="recompute"}' | filecheck %s --check-prefix=CASCADE
+// RUN: npu-opt %s --split-input-file -p 'tile{target="mcu-64" manual="(0,1,2)"}' | filecheck %s --check-prefix=ROLLING
 // RUN: npu-opt %s --split-input-file -p 'tile{target="mcu-64" manual="(0,0,1,2);(1,1,2)"}' | filecheck %s --check-prefix=SINGLE
 // RUN: npu-opt %s --split-input-file -p 'tile{target="mcu-64" sram_limit=12288}' | filecheck %s --check-prefix=STREAM
 // RUN: npu-opt %s --split-input-file -p 'tile{target="mid-256" manual="(0,1,2)"}' | filecheck %s --check-prefix=DRAM
@@ -12,12 +13,15 @@
 // RUN: not npu-opt %s --split-input-file -p 'tile{target="no-such-npu"}' 2>&1 | filecheck %s --check-prefix=BAD-TARGET
 // RUN: not npu-opt %s --split-input-file -p 'tile{target="mcu-64" optimise="speed"}' 2>&1 | filecheck %s --check-prefix=OPTIMISE
 // RUN: not npu-opt %s --split-input-file -p 'tile{target="mcu-64"},tile{target="mcu-64"}' 2>&1 | filecheck %s --check-prefix=TWICE
+// RUN: not npu-opt %s --split-input-file -p 'tile{target="mcu-64" cascade="circular"}' 2>&1 | filecheck %s --check-prefix=CASCADE-KIND
 
 // Layers are numbered 0, 1 in every case below (constants and transposes do not count).
-// With `manual="(0,1,2)"` the two layers run as a cascade of 2 stripes along H: for each
-// stripe of the last layer's output, every layer computes the rows the next one needs
-// (halo included), border stripes keep the layer's padding, weights are loaded from flash
-// once, and the stripes are assembled with tile.empty + tile.insert.
+// With `manual="(0,1,2)" cascade="recompute"` the two layers run as a cascade of 2 stripes
+// along H: for each stripe of the last layer's output, every layer computes the rows the
+// next one needs (halo included), border stripes keep the layer's padding, weights are
+// loaded from flash once, and the stripes are assembled with tile.empty + tile.insert.
+// The default, cascade="auto", runs manual cascades through rolling buffers (ROLLING), which
+// differ only where a halo would be recomputed (the second case): the relu needs no halo.
 
 // conv 3x3 pad 1 -> relu, 6 rows: stripe 0 = rows 0..2 needs input rows 0..3 (top pad 1,
 // bottom pad 0); stripe 1 = rows 3..5 needs input rows 2..5 (top pad 0, bottom pad 1).
@@ -79,7 +83,7 @@
 // REPORT: tile: target mcu-64, SRAM limit 262144 bytes
 // REPORT:      0  conv  {{ +}}nn.conv2d {{ +}}1x2x6x6 -> 1x2x6x6 {{ +}}0..1 {{ +}}2x1x1 {{ +}}768
 // REPORT-NEXT: 1  relu  {{ +}}nn.relu {{ +}}1x2x6x6 -> 1x2x6x6 {{ +}}0..1 {{ +}}2x1x1
-// REPORT:      layers 0..1 ('conv'..'relu'): parts 2x1x1 manual, peak 1216, tile ws 768
+// REPORT:      layers 0..1 ('conv'..'relu'): parts 2x1x1 manual rolling, peak 1216, tile ws 768
 
 // SYNTAX:      npu-opt: error: manual: line 1, column 7: expected ',' or ')', got 'x'
 // SYNTAX-NEXT: (0,1,2x
@@ -92,6 +96,7 @@
 // BAD-TARGET: npu-opt: error: unknown target 'no-such-npu' (available: ethos-u55-256-hee, mcu-64, mid-256)
 // OPTIMISE:  npu-opt: error: tile: optimise must be 'performance' or 'size', got 'speed'
 // TWICE:     npu-opt: error: tile: @main is already tiled (it has tile.{{[a-z]+}})
+// CASCADE-KIND: npu-opt: error: tile: cascade must be 'rolling', 'recompute' or 'auto', got 'circular'
 
 func.func @main(%x: tensor<1x2x6x6xf32> {nn.name = "x"}) -> (tensor<1x2x6x6xf32> {nn.name = "y"}) {
   %w = nn.constant dense<0.5> : tensor<2x2x3x3xf32>
@@ -120,6 +125,31 @@ func.func @main(%x: tensor<1x2x6x6xf32> {nn.name = "x"}) -> (tensor<1x2x6x6xf32>
 // CASCADE-NEXT:    %[[D1:.*]] = qnn.conv2d %[[C1]], %[[DW]] {{{.*}}pads = array<i64: 0, 1, 0, 0>, {{.*}} -> tensor<1x2x1x3x!qnn.uniform<i8:f32, 0.1>>
 // CASCADE-NEXT:    %[[Y:.*]] = tile.insert %[[D1]] into %[[I0]] {{{.*}}offsets = array<i64: 0, 0, 2, 0>}
 // CASCADE-NEXT:    func.return %[[Y]]
+
+// Rolling buffers (manual cascades by default): stripe 0 is the same, and once the depthwise conv has
+// read conv rows 0..3, their tail, row 3, is kept (tile.slice). Stripe 1 computes only
+// conv rows 4..5 (input rows 3..5, bottom pad 1), and the depthwise conv reads a new
+// buffer of rows 3..5: the kept row, then the new rows (tile.empty + tile.insert).
+// No conv row is computed twice; the plan records the cascade kind.
+// ROLLING-LABEL: func.func @main(%x: tensor<1x2x6x6x!qnn.uniform<i8:f32, 0.05:-3>> {nn.name = "x"})
+// ROLLING-SAME:    parts = array<i64: 2, 1, 1>, {{.*}}overlap = 0.000000e+00 : f64, cascade = "rolling"}
+// ROLLING:         %[[E:.*]] = tile.empty {tile.layer = 1 : i64} : tensor<1x2x3x3x!qnn.uniform<i8:f32, 0.1>>
+// ROLLING-NEXT:    %[[S0:.*]] = tile.slice %x {{{.*}}offsets = array<i64: 0, 0, 0, 0>} : {{.*}} -> tensor<1x2x5x6x!qnn.uniform<i8:f32, 0.05:-3>>
+// ROLLING-NEXT:    %[[W:.*]] = tile.load %w
+// ROLLING-NEXT:    %[[B:.*]] = tile.load %b
+// ROLLING-NEXT:    %[[C0:.*]] = qnn.conv2d %[[S0]], %[[W]], %[[B]] {{{.*}}pads = array<i64: 1, 1, 0, 1>, {{.*}} -> tensor<1x2x4x6x!qnn.uniform<i8:f32, 0.1>>
+// ROLLING-NEXT:    %[[DW:.*]] = tile.load %dw
+// ROLLING-NEXT:    %[[D0:.*]] = qnn.conv2d %[[C0]], %[[DW]] {{{.*}}pads = array<i64: 1, 1, 0, 0>, {{.*}} -> tensor<1x2x2x3x!qnn.uniform<i8:f32, 0.1>>
+// ROLLING-NEXT:    %[[T:.*]] = tile.slice %[[C0]] {tile.layer = 0 : i64, tile.part = array<i64: 0, 0, 0>, offsets = array<i64: 0, 0, 3, 0>} : tensor<1x2x4x6x!qnn.uniform<i8:f32, 0.1>> -> tensor<1x2x1x6x!qnn.uniform<i8:f32, 0.1>>
+// ROLLING-NEXT:    %[[I0:.*]] = tile.insert %[[D0]] into %[[E]] {{{.*}}offsets = array<i64: 0, 0, 0, 0>}
+// ROLLING-NEXT:    %[[S1:.*]] = tile.slice %x {{{.*}}offsets = array<i64: 0, 0, 3, 0>} : {{.*}} -> tensor<1x2x3x6x!qnn.uniform<i8:f32, 0.05:-3>>
+// ROLLING-NEXT:    %[[C1:.*]] = qnn.conv2d %[[S1]], %[[W]], %[[B]] {{{.*}}pads = array<i64: 0, 1, 1, 1>, {{.*}} -> tensor<1x2x2x6x!qnn.uniform<i8:f32, 0.1>>
+// ROLLING-NEXT:    %[[R:.*]] = tile.empty {tile.layer = 0 : i64, tile.part = array<i64: 1, 0, 0>} : tensor<1x2x3x6x!qnn.uniform<i8:f32, 0.1>>
+// ROLLING-NEXT:    %[[R1:.*]] = tile.insert %[[T]] into %[[R]] {{{.*}}offsets = array<i64: 0, 0, 0, 0>} : tensor<1x2x1x6x!qnn.uniform<i8:f32, 0.1>> into tensor<1x2x3x6x!qnn.uniform<i8:f32, 0.1>>
+// ROLLING-NEXT:    %[[R2:.*]] = tile.insert %[[C1]] into %[[R1]] {{{.*}}offsets = array<i64: 0, 0, 1, 0>} : tensor<1x2x2x6x!qnn.uniform<i8:f32, 0.1>> into tensor<1x2x3x6x!qnn.uniform<i8:f32, 0.1>>
+// ROLLING-NEXT:    %[[D1:.*]] = qnn.conv2d %[[R2]], %[[DW]] {{{.*}}pads = array<i64: 0, 1, 0, 0>, {{.*}} -> tensor<1x2x1x3x!qnn.uniform<i8:f32, 0.1>>
+// ROLLING-NEXT:    %[[Y:.*]] = tile.insert %[[D1]] into %[[I0]] {{{.*}}offsets = array<i64: 0, 0, 2, 0>}
+// ROLLING-NEXT:    func.return %[[Y]]
 
 func.func @main(%x: tensor<1x2x6x6x!qnn.uniform<i8:f32, 0.05:-3>> {nn.name = "x"}) -> (tensor<1x2x3x3x!qnn.uniform<i8:f32, 0.1>> {nn.name = "y"}) {
   %w = qnn.constant {value = dense<1> : tensor<2x2x3x3xi8>} : tensor<2x2x3x3x!qnn.uniform<i8:f32:0, {0.01, 0.02}>>

@@ -94,6 +94,11 @@ class Layer:
     def out_shape(self) -> tuple[int, ...]:
         return shape(self.result)
 
+    @functools.cached_property
+    def in_shape(self) -> tuple[int, ...]:
+        """The shape of operand 0 (a window layer's input)."""
+        return shape(self.op.operands[0])
+
     @property
     def spatial(self) -> bool:
         """Split along H and W (and so may join a cascade)."""

@@ -22,8 +22,10 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from npuc.dialects import tile
 from npuc.dialects.nn_base import ints
+from npuc.dialects.quant_types import UniformQuantizedType
 
-from .layers import Kind, Layer
+from .layers import Kind, Layer, shape
+from .rolling import Roll, rolling_spans
 from .search import Group
 from .working_set import (
     Channels,
@@ -37,6 +39,32 @@ from .working_set import (
     output_region,
     transposed_region,
 )
+
+# Attributes are immutable, so ops share them; cleared after each `materialise` call.
+_ARRAYS: dict[tuple[int, ...], DenseArrayBase] = {}
+_LAYERS: dict[int, IntegerAttr] = {}
+_TYPES: dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[TensorType, TensorType]] = {}
+
+
+def _ints(values) -> DenseArrayBase:
+    key = tuple(values)
+    found = _ARRAYS.get(key)
+    if found is None:
+        found = _ARRAYS[key] = ints(key)
+    return found
+
+
+def _region_type(ty: TensorType, offsets, sizes) -> TensorType:
+    """`tile.region_type`, cached by the identity of `ty` (hashing a per-axis quantized type
+    is slow); only a per-axis quantized type depends on the offsets."""
+    element = ty.element_type
+    per_axis = isinstance(element, UniformQuantizedType) and element.per_axis
+    key = (id(ty), tuple(offsets) if per_axis else (), tuple(sizes))
+    found = _TYPES.get(key)
+    if found is None:
+        result = tile.region_type(ty, offsets, sizes) if per_axis else TensorType(element, sizes)
+        found = _TYPES[key] = (ty, result)  # holding `ty` keeps its id unique
+    return found[1]
 
 
 class Materialiser:
@@ -66,9 +94,12 @@ class Materialiser:
         return op
 
     def tag(self, op: Operation, layer: Layer, part: tuple[int, int, int] | None) -> Operation:
-        op.attributes[tile.LAYER_ATTR] = IntegerAttr(layer.index, i64)
+        number = _LAYERS.get(layer.index)
+        if number is None:
+            number = _LAYERS[layer.index] = IntegerAttr(layer.index, i64)
+        op.attributes[tile.LAYER_ATTR] = number
         if part is not None:
-            op.attributes[tile.PART_ATTR] = ints(part)
+            op.attributes[tile.PART_ATTR] = _ints(part)
         return op
 
     def region(
@@ -83,8 +114,8 @@ class Materialiser:
         memory = self.memories.of(value)
         if memory == self.memories.arena and tuple(sizes) == full:
             return value
-        result_type = tile.region_type(ty, offsets, sizes)
-        props: dict[str, Attribute] = {"offsets": ints(offsets)}
+        result_type = _region_type(ty, offsets, sizes)
+        props: dict[str, Attribute] = {"offsets": _ints(offsets)}
         if memory == self.memories.arena:
             op: Operation = tile.SliceOp.create(
                 operands=[value], result_types=[result_type], properties=props
@@ -101,22 +132,34 @@ class Materialiser:
             self.constants[key] = self.region(value, region, layer, None)
         return self.constants[key]
 
+    def destination(self) -> SSAValue | None:
+        """The buffer the last layer's tiles are assembled into (None: a single tile in the
+        arena, which is the result itself)."""
+        (h, w, c), last = self.group.estimate.parts, self.seg[-1]
+        out_memory = self.memories.of(last.result)
+        if h * w * c == 1 and out_memory == self.memories.arena:
+            return None
+        props: dict[str, Attribute] = {}
+        if out_memory != self.memories.arena:
+            props["to"] = StringAttr(out_memory)
+        empty = tile.EmptyOp.create(result_types=[last.result.type], properties=props)
+        return self.emit(self.tag(empty, last, None)).results[0]
+
+    def finish(self, final: SSAValue) -> None:
+        self.seg[-1].result.replace_all_uses_with(final)
+        for layer in reversed(self.seg):
+            Rewriter.erase_op(layer.op)
+            for transpose in layer.transposes.values():
+                Rewriter.erase_op(transpose)
+
     def run(self) -> None:
+        if self.group.estimate.rolling:
+            return self.run_rolling()
         seg, (h, w, c) = self.seg, self.group.estimate.parts
         last = seg[-1]
         many = h * w * c > 1
-        result = last.result
-        result_type = result.type
-        assert isinstance(result_type, TensorType)
-        out_memory = self.memories.of(result)
-        direct = not many and out_memory == self.memories.arena
-        dest: SSAValue | None = None
-        if not direct:
-            props: dict[str, Attribute] = {}
-            if out_memory != self.memories.arena:
-                props["to"] = StringAttr(out_memory)
-            empty = tile.EmptyOp.create(result_types=[result_type], properties=props)
-            dest = self.emit(self.tag(empty, last, None)).results[0]
+        out_memory = self.memories.of(last.result)
+        dest = self.destination()
         hs = cascade_spans(seg, 0, h) if last.spatial else None
         ws = cascade_spans(seg, 1, w) if last.spatial else None
         final: SSAValue | None = None
@@ -138,11 +181,92 @@ class Materialiser:
                         continue
                     final = dest = self.assemble(value, dest, out, last, part, out_memory)
         assert final is not None
-        result.replace_all_uses_with(final)
-        for layer in reversed(seg):
-            Rewriter.erase_op(layer.op)
-            for transpose in layer.transposes.values():
-                Rewriter.erase_op(transpose)
+        self.finish(final)
+
+    def run_rolling(self) -> None:
+        """H stripes through rolling buffers (rolling.py): layer k computes only its new
+        rows; its buffer for layer k + 1 is the previous buffer's tail and those rows. Each
+        column part keeps its own buffers (W halos are recomputed)."""
+        seg, (h, w, _) = self.seg, self.group.estimate.parts
+        last = seg[-1]
+        out_memory = self.memories.of(last.result)
+        rolls = rolling_spans(seg, 0, h)
+        ws = cascade_spans(seg, 1, w)
+        channels = [channel_parts(layer, 1)[0] for layer in seg]
+        dest = self.destination()
+        assert dest is not None
+        held: list[list[SSAValue | None]] = [[None] * w for _ in seg]  # kept tails
+        for i in range(h):
+            for j in range(w):
+                part = (i, j, 0)
+                buffer: SSAValue | None = None  # layer k - 1's buffer for this tile
+                for k, layer in enumerate(seg):
+                    roll, wspan = rolls[k][i], ws[k][j]
+                    new = None
+                    if roll.span is not None:
+                        new = self.layer_tile(k, roll.span, wspan, channels[k], buffer, part)
+                        keep = rolls[k - 1][i] if k else None
+                        if buffer is not None and keep is not None and keep.keep is not None:
+                            held[k - 1][j] = self.tail(buffer, keep, seg[k - 1], part)
+                    if k == len(seg) - 1:
+                        assert new is not None and roll.span is not None
+                        out = output_region(layer, roll.span, wspan, channels[k])
+                        dest = self.assemble(new, dest, out, last, part, out_memory)
+                    elif roll.need is not None:
+                        buffer = self.rolled(layer, roll, wspan, held[k][j], new, part)
+        self.finish(dest)
+
+    def rolled(
+        self,
+        layer: Layer,
+        roll: Roll,
+        wspan: Span,
+        tail: SSAValue | None,
+        new: SSAValue | None,
+        part: tuple[int, int, int],
+    ) -> SSAValue:
+        """Layer `layer`'s buffer of rows `roll.need`: the kept tail, then the new rows."""
+        assert roll.need is not None
+        lo, hi = roll.need
+        start = roll.span.out[0] if roll.span is not None else hi
+        if start == lo:
+            assert new is not None
+            return new
+        assert tail is not None
+        if new is None:
+            return tail
+        n, c = layer.out_shape[:2]
+        ty = layer.result.type
+        assert isinstance(ty, TensorType)
+        w0, w1 = wspan.out
+        buffer_type = _region_type(ty, [0, 0, lo, w0], [n, c, hi - lo, w1 - w0])
+        empty = tile.EmptyOp.create(result_types=[buffer_type])
+        value = self.emit(self.tag(empty, layer, part)).results[0]
+        for piece, row in ((tail, 0), (new, start - lo)):
+            op = tile.InsertOp.create(
+                operands=[piece, value],
+                result_types=[buffer_type],
+                properties={"offsets": _ints([0, 0, row, 0])},
+            )
+            value = self.emit(self.tag(op, layer, part)).results[0]
+        return value
+
+    def tail(self, buffer: SSAValue, roll: Roll, layer: Layer, part) -> SSAValue:
+        """The rows `roll.keep` of a buffer of rows `roll.need`, kept for a later stripe."""
+        assert roll.need is not None and roll.keep is not None
+        if roll.keep == roll.need:
+            return buffer
+        n, c, _, w = shape(buffer)
+        offsets = [0, 0, roll.keep[0] - roll.need[0], 0]
+        sizes = [n, c, roll.keep[1] - roll.keep[0], w]
+        ty = buffer.type
+        assert isinstance(ty, TensorType)
+        op = tile.SliceOp.create(
+            operands=[buffer],
+            result_types=[_region_type(ty, offsets, sizes)],
+            properties={"offsets": _ints(offsets)},
+        )
+        return self.emit(self.tag(op, layer, part)).results[0]
 
     def layer_tile(
         self,
@@ -186,7 +310,7 @@ class Materialiser:
         offsets, sizes = [lo for lo, _ in region], [hi - lo for lo, hi in region]
         new = type(transpose).create(
             operands=[piece],
-            result_types=[tile.region_type(ty, offsets, sizes)],
+            result_types=[_region_type(ty, offsets, sizes)],
             properties=dict(transpose.properties),
             attributes=dict(transpose.attributes),
         )
@@ -200,13 +324,13 @@ class Materialiser:
         offsets, sizes = [lo for lo, _ in out], [hi - lo for lo, hi in out]
         props = dict(op.properties)
         if pads is not None:
-            props["pads"] = ints(pads)
+            props["pads"] = _ints(pads)
             props.pop("ceil_mode", None)
         if layer.channel_units > 1:
             props.update(self.channel_props(layer, channels))
         return type(op).create(
             operands=list(operands),
-            result_types=[tile.region_type(ty, offsets, sizes)],
+            result_types=[_region_type(ty, offsets, sizes)],
             properties=props,
             attributes=dict(op.attributes),
         )
@@ -221,7 +345,7 @@ class Materialiser:
                 values = layer.op.properties.get(name)
                 sliced = isinstance(values, DenseArrayBase) and (lo, hi) != (0, len(values))
                 if sliced and len(values) > 1:
-                    props[name] = ints(list(values.get_values())[lo:hi])
+                    props[name] = _ints(list(values.get_values())[lo:hi])
             if "groups" in layer.op.properties:
                 props["groups"] = IntegerAttr(channels.groups, i64)
             self.props[key] = props
@@ -230,7 +354,7 @@ class Materialiser:
     def assemble(
         self, value: SSAValue, dest: SSAValue, out: Region, last: Layer, part, memory: str
     ) -> SSAValue:
-        props: dict[str, Attribute] = {"offsets": ints([lo for lo, _ in out])}
+        props: dict[str, Attribute] = {"offsets": _ints([lo for lo, _ in out])}
         if memory == self.memories.arena:
             op: Operation = tile.InsertOp.create(
                 operands=[value, dest], result_types=[dest.type], properties=props
@@ -251,3 +375,5 @@ def materialise(layers: Sequence[Layer], groups: Sequence[Group], memories: Memo
             m.run()
         else:
             m.tag(m.seg[0].op, m.seg[0], None)
+    for cache in (_ARRAYS, _LAYERS, _TYPES):
+        cache.clear()

@@ -30,6 +30,7 @@ from npuc.target import Target
 
 from .cost import group_cycles, mac_factor, transfer_cycles
 from .layers import CONSTANT_OPS, Layer, chain_link, nbytes
+from .rolling import Roll, RollingBytes, Summary, rolling_bytes, rolling_spans, summarise
 from .working_set import (
     Channels,
     Memories,
@@ -61,6 +62,7 @@ class Estimate:
     overlap: float  # recomputed / needed output elements of the group's layers
     resident: int
     layer_working_sets: tuple[int, ...] = ()
+    rolling: bool = False  # a cascade along H through rolling buffers (rolling.py)
 
     @property
     def tiles(self) -> int:
@@ -157,8 +159,10 @@ class Planner:
         target: Target,
         sram_limit: int,
         overlap_limit: float,
+        cascade: str = "auto",
     ):
         self.layers = list(layers)
+        self.cascade = cascade
         self.target = target
         self.sram_limit = sram_limit
         self.overlap_limit = overlap_limit
@@ -169,10 +173,14 @@ class Planner:
             for k in range(len(layers))
         ]
         self._spans: dict[tuple[int, int, int], list[list[Span]]] = {}
-        self._classes: dict[tuple[int, int, int, int], list[list[tuple]]] = {}
+        self._rolls: dict[tuple[int, int], list[list[Roll]]] = {}
+        self._classes: dict[tuple[int, int, int, bool], list[list[tuple]]] = {}
         self._models: dict[tuple[int, bool, int, int], tuple[list[Term], int, int]] = {}
         self._channels: dict[tuple[int, int], list[Channels]] = {}
         self._resident: dict[tuple[int, int], int] = {}
+        self._values: dict[tuple, tuple[int, int, float, float, int]] = {}
+        self._held: dict[tuple[int, int, int, int], RollingBytes] = {}
+        self._summaries: dict[tuple[int, int], list[Summary]] = {}
 
     # ------------------------------------------------------------------ one group
 
@@ -191,6 +199,34 @@ class Planner:
             self._spans[key] = cached
         return cached[len(cached) - (last - first + 1) :]
 
+    def rolls(self, first: int, last: int, parts: int) -> list[list[Roll]]:
+        """Rolling spans along H of first..last (a suffix of the longest chain ending at
+        `last`: a layer's rows depend only on the layers after it)."""
+        start = min(first, self.chain_start(last))
+        cached = self._rolls.get((last, parts))
+        if cached is None or len(cached) < last - start + 1:
+            cached = rolling_spans(self.layers[start : last + 1], 0, parts)
+            self._rolls[last, parts] = cached
+        return cached[len(cached) - (last - first + 1) :]
+
+    def summaries(self, first: int, last: int, parts: int) -> list[Summary]:
+        """`summarise` of the intermediate layers of first..last (a suffix, as `rolls`)."""
+        start = min(first, self.chain_start(last))
+        cached = self._summaries.get((last, parts))
+        if cached is None or len(cached) < last - start:
+            rolls = self.rolls(start, last, parts)
+            layers = self.layers[start:last]
+            cached = [summarise(layer, r) for layer, r in zip(layers, rolls, strict=False)]
+            self._summaries[last, parts] = cached
+        return cached[len(cached) - (last - first) :]
+
+    def rolling(self, first: int, last: int, parts: tuple[int, int, int]) -> bool:
+        """Whether the group runs through rolling buffers (along H; W parts recompute)."""
+        return (
+            self.cascade != "recompute" and first < last and parts[0] > 1
+            and self.layers[last].spatial
+        )  # fmt: skip
+
     def model(self, k: int, chained: bool, c: int, part: int) -> tuple[list[Term], int, int]:
         """A tile's buffers and its MAC cost (`mac_factor`) for layer k in channel part `part`."""
         key = (k, chained, c, part)
@@ -202,24 +238,76 @@ class Planner:
             self._models[key] = (terms, *mac_factor(self.target, layer, channels))
         return self._models[key]
 
+    def rolling_bytes(self, first: int, last: int, h: int, w: int) -> RollingBytes:
+        key = (first, last, h, w)
+        if key not in self._held:
+            seg, columns = self.layers[first:last], self.spans(first, last, 1, w)
+            summaries = self.summaries(first, last, h)
+            self._held[key] = rolling_bytes(seg, summaries, columns, self.memories.alignment)
+        return self._held[key]
+
+    def tile_values(
+        self, key: tuple[int, bool, int, int], oh: int, ih: int, ow: int, iw: int, streamed: bool
+    ) -> tuple[int, int, float, float, int]:
+        """One tile of the model `key` with (output, input) lengths along H and W: its working
+        set, what it adds to the peak, its compute and activation-DMA cycles, and its weight
+        bytes. Cached: the search revisits the same tile sizes many times."""
+        full = (key, oh, ih, ow, iw, streamed)
+        found = self._values.get(full)
+        if found is None:
+            terms, factor, batch = self.model(*key)
+            m = self.memories
+            weights_dma = m.constants != m.arena
+            io = self.target.memory(m.io)
+            port = self.target.arena_memory.bytes_per_cycle
+            tb = terms_bytes(terms, (oh, ih), (ow, iw), m.alignment)
+            c = key[2]
+            pixels = self.target.mac_array.pixels
+            mac = factor * -(-(batch * oh * ow) // pixels) if batch else factor
+            moved = tb.views + tb.buffers + tb.loads + tb.weights + tb.output
+            dma = 0.0
+            if tb.loads or tb.stored:
+                dma = transfer_cycles(io, tb.loads) + transfer_cycles(io, tb.stored, write=True)
+            found = (
+                tb.working_set(streamed, c > 1, weights_dma),
+                tb.extra(streamed),
+                max(mac, moved / port),
+                dma,
+                tb.weights,
+            )
+            self._values[full] = found
+        return found
+
     def channels(self, k: int, c: int) -> list[Channels]:
         key = (k, c)
         if key not in self._channels:
             self._channels[key] = channel_parts(self.layers[k], c)
         return self._channels[key]
 
-    def classes(self, first: int, last: int, axis: int, parts: int) -> list[list[tuple]]:
+    def classes(
+        self, first: int, last: int, axis: int, parts: int, rolling: bool = False
+    ) -> list[list[tuple]]:
         """Per layer of first..last: the distinct (output, input) lengths of its parts along
-        `axis`, as (out, in, count) triples."""
-        key = (first, last, axis, parts)
-        if key not in self._classes:
-            self._classes[key] = [
+        `axis`, as (out, in, count) triples (rolling: of the rows each part computes).
+        Cached for the longest chain ending at `last`, as `spans`."""
+        start = min(first, self.chain_start(last))
+        key = (last, axis, parts, rolling)
+        cached = self._classes.get(key)
+        if cached is None or len(cached) < last - start + 1:
+            if rolling:
+                per_layer = [
+                    [r.span for r in rolls if r.span is not None]
+                    for rolls in self.rolls(start, last, parts)
+                ]
+            else:
+                per_layer = self.spans(start, last, axis, parts)
+            cached = self._classes[key] = [
                 [(o, i, n) for (o, i), n in Counter(
                     (s.out[1] - s.out[0], s.inp[1] - s.inp[0]) for s in spans
                 ).items()]
-                for spans in self.spans(first, last, axis, parts)
+                for spans in per_layer
             ]  # fmt: skip
-        return self._classes[key]
+        return cached[len(cached) - (last - first + 1) :]
 
     def resident(self, first: int, last: int) -> int:
         key = (first, last)
@@ -229,24 +317,30 @@ class Planner:
             self._resident[key] = self.residency.resident(seg[0].op, seg[-1].op, links)
         return self._resident[key]
 
-    def evaluate(self, first: int, last: int, parts: tuple[int, int, int]) -> Estimate:
+    def evaluate(
+        self, first: int, last: int, parts: tuple[int, int, int], rolling: bool | None = None
+    ) -> Estimate:
+        """The estimate of first..last in `parts` (rolling: through rolling buffers, by
+        default whenever the `cascade` mode allows)."""
         h, w, c = parts
         seg = self.layers[first : last + 1]
         tiles = h * w * c
         streamed = tiles > 1
         m = self.memories
         weights_dma = m.constants != m.arena
-        io, constants = self.target.memory(m.io), self.target.memory(m.constants)
-        pixels = self.target.mac_array.pixels
+        constants = self.target.memory(m.constants)
         port = self.target.arena_memory.bytes_per_cycle
         spatial = seg[-1].spatial
+        if rolling is None or not self.rolling(first, last, parts):
+            rolling = self.rolling(first, last, parts)
         one = [(1, 1, 1)]
-        hcls_all = self.classes(first, last, 0, h) if spatial else None
+        hcls_all = self.classes(first, last, 0, h, rolling) if spatial else None
         wcls_all = self.classes(first, last, 1, w) if spatial else None
         extra = weights = 0
         layer_ws = [0] * len(seg)
         compute = streamed_dma = activation_dma = once = first_dma = 0.0
         computed = needed = 0
+        values = self._values
         for k, layer in enumerate(seg):
             hcls = hcls_all[k] if hcls_all is not None else one
             wcls = wcls_all[k] if wcls_all is not None else one
@@ -255,33 +349,36 @@ class Planner:
                 computed += n * ch * sum(o * t for o, _, t in hcls) * sum(o * t for o, _, t in wcls)
                 needed += n * ch * rows * cols
             part_weights = []
+            most = 0
             for p in range(c if layer.channel_units > 1 else 1):
-                terms, factor, batch = self.model(layer.index, k > 0, c, p)
+                key = (layer.index, k > 0, c, p)
                 tb = None
                 for oh, ih, nh in hcls:
                     for ow, iw, nw in wcls:
-                        tb = terms_bytes(terms, (oh, ih), (ow, iw), m.alignment)
+                        tb = values.get((key, oh, ih, ow, iw, streamed))
+                        if tb is None:
+                            tb = self.tile_values(key, oh, ih, ow, iw, streamed)
                         count = nh * nw
-                        ws = tb.working_set(streamed, c > 1, weights_dma)
-                        layer_ws[k] = max(layer_ws[k], ws)
-                        extra = max(extra, tb.extra(streamed))
-                        mac = factor * -(-(batch * oh * ow) // pixels) if batch else factor
-                        moved = tb.views + tb.buffers + tb.loads + tb.weights + tb.output
-                        compute += count * max(mac, moved / port)
-                        if tb.loads or tb.stored:
-                            activation_dma += count * (
-                                transfer_cycles(io, tb.loads)
-                                + transfer_cycles(io, tb.stored, write=True)
-                            )
+                        if tb[0] > most:
+                            most = tb[0]
+                        if tb[1] > extra:
+                            extra = tb[1]
+                        compute += count * tb[2]
+                        activation_dma += count * tb[3]
                 assert tb is not None
-                part_weights.append(tb.weights)
+                part_weights.append(tb[4])
                 if weights_dma and c > 1:
-                    streamed_dma += transfer_cycles(constants, tb.weights)
-                    first_dma += transfer_cycles(constants, tb.weights) if p == 0 else 0
+                    streamed_dma += transfer_cycles(constants, tb[4])
+                    first_dma += transfer_cycles(constants, tb[4]) if p == 0 else 0
                 elif weights_dma:
-                    once += transfer_cycles(constants, tb.weights)
+                    once += transfer_cycles(constants, tb[4])
             if weights_dma:
                 weights += 2 * max(part_weights) if c > 1 else part_weights[0]
+            layer_ws[k] = most
+        if rolling:
+            held = self.rolling_bytes(first, last, h, w)
+            extra = held.held + max(extra, held.assembly)
+            compute += 2 * held.copied / port  # tails copied into the next stripe's buffers
         resident = self.resident(first, last)
         overlap = computed / needed - 1 if len(seg) > 1 and needed else 0.0
         first_dma += activation_dma / tiles
@@ -293,6 +390,7 @@ class Planner:
             overlap,
             resident,
             tuple(layer_ws),
+            rolling,
         )
 
     # ------------------------------------------------------------------ choices
@@ -311,12 +409,16 @@ class Planner:
             grid += [(rows, w, 1) for w in w_opts[1:]]
             return [self.evaluate(first, last, p) for p in grid]
         found = []
-        for h in h_opts:
-            for w in w_opts:
-                estimate = self.evaluate(first, last, (h, w, 1))
-                if estimate.overlap > self.overlap_limit:
-                    break  # more parts only add halo
-                found.append(estimate)
+        kinds = [None, False] if self.cascade == "auto" else [None]
+        for rolling in kinds:
+            for h in h_opts:
+                if rolling is False and h == 1:
+                    continue  # the same as the rolling kind's
+                for w in w_opts:
+                    estimate = self.evaluate(first, last, (h, w, 1), rolling)
+                    if estimate.overlap > self.overlap_limit:
+                        break  # more parts only add halo
+                    found.append(estimate)
         return found
 
     def plan(

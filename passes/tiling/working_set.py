@@ -68,7 +68,7 @@ def layer_span(layer: Layer, axis: int, out: Range) -> Span:
         return Span(out, out, (0, 0))
     window = layer.window
     assert window is not None
-    size = shape(layer.op.operands[0])[2 + axis]
+    size = layer.in_shape[2 + axis]
     stride, pad = window.strides[axis], window.pads[axis]
     lo = out[0] * stride - pad
     hi = (out[1] - 1) * stride - pad + window.extent(axis)
