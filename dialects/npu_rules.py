@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -438,20 +439,47 @@ def check_in_program(program: Program, index: int, inst: Instruction) -> None:
 
 # --------------------------------------------------------------------------- hazards
 
-EXACT_OVERLAP_LIMIT = 1 << 20  # elements: beyond, overlapping byte ranges count as a conflict
+MAX_RUNS = 1 << 16  # contiguous runs of a view: beyond, overlapping byte ranges conflict
+
+
+@lru_cache(maxsize=1 << 14)
+def runs(t: TensorRef) -> tuple[np.ndarray, int] | None:
+    """The view's bytes as equal-length contiguous runs: (sorted starts, length), or None when
+    there are too many. Broadcast dimensions (stride 0) add no bytes."""
+    dims = sorted((s * t.itemsize, d) for d, s in zip(t.shape, t.strides, strict=True)
+                  if d > 1 and s > 0)  # fmt: skip
+    length = t.itemsize
+    while dims and dims[0][0] == length:
+        length *= dims.pop(0)[1]
+    count = 1
+    for _, d in dims:
+        count *= d
+    if count > MAX_RUNS:
+        return None
+    starts = np.full((), t.offset, np.int64)
+    for step, d in dims:
+        starts = starts[..., None] + np.arange(d, dtype=np.int64) * step
+    return np.sort(starts.ravel()), length
 
 
 def overlaps(a: TensorRef, b: TensorRef) -> bool:
-    """Whether two views share a byte: by byte ranges, then exactly for views of moderate size."""
+    """Whether two views share a byte: exact, unless a view has more than MAX_RUNS runs.
+
+    The lowering's token placement (passes/npu_lowering/deps.py) uses this same test, so
+    the hazard check and the tokens agree on what conflicts.
+    """
     if a.region != b.region or a.end <= b.offset or b.end <= a.offset:
         return False
-    if a.numel > EXACT_OVERLAP_LIMIT or b.numel > EXACT_OVERLAP_LIMIT:
+    if a == b or (a.is_contiguous() and b.is_contiguous()):
         return True
-    spans = []
-    for t in (a, b):
-        starts = t.byte_offsets()
-        spans.append(np.unique((starts[:, None] + np.arange(t.itemsize)).ravel()))
-    return bool(np.intersect1d(spans[0], spans[1], assume_unique=True).size)
+    ra, rb = runs(a), runs(b)
+    if ra is None or rb is None:
+        return True
+    (sa, la), (sb, lb) = ra, rb
+    # For each run of a, the last run of b starting before it ends must end after it starts.
+    index = np.searchsorted(sb, sa + la, "left") - 1
+    valid = index >= 0
+    return bool(np.any(sb[index[valid]] + lb > sa[valid]))
 
 
 def check_hazards(program: Program) -> None:

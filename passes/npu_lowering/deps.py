@@ -11,50 +11,13 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
 from npuc.dialects.npu_isa import ENGINES, Instruction, TensorRef
+from npuc.dialects.npu_rules import overlaps, runs
 
-MAX_RUNS = 1 << 16  # beyond, overlapping byte ranges count as a conflict
 MAX_SPANS = 1 << 10  # runs of a view that may cover earlier accesses
-
-
-@lru_cache(maxsize=1 << 14)
-def runs(t: TensorRef) -> tuple[np.ndarray, int] | None:
-    """The view's bytes as equal-length contiguous runs: (sorted starts, length), or None when
-    there are too many. Broadcast dimensions (stride 0) add no bytes."""
-    dims = sorted((s * t.itemsize, d) for d, s in zip(t.shape, t.strides, strict=True)
-                  if d > 1 and s > 0)  # fmt: skip
-    length = t.itemsize
-    while dims and dims[0][0] == length:
-        length *= dims.pop(0)[1]
-    count = 1
-    for _, d in dims:
-        count *= d
-    if count > MAX_RUNS:
-        return None
-    starts = np.full((), t.offset, np.int64)
-    for step, d in dims:
-        starts = starts[..., None] + np.arange(d, dtype=np.int64) * step
-    return np.sort(starts.ravel()), length
-
-
-def overlaps(a: TensorRef, b: TensorRef) -> bool:
-    """Whether two views share a byte (exact unless a view has very many runs)."""
-    if a.region != b.region or a.end <= b.offset or b.end <= a.offset:
-        return False
-    if a == b or (a.is_contiguous() and b.is_contiguous()):
-        return True
-    ra, rb = runs(a), runs(b)
-    if ra is None or rb is None:
-        return True
-    (sa, la), (sb, lb) = ra, rb
-    # For each run of a, the last run of b starting before it ends must end after it starts.
-    index = np.searchsorted(sb, sa + la, "left") - 1
-    valid = index >= 0
-    return bool(np.any(sb[index[valid]] + lb > sa[valid]))
 
 
 @dataclass
