@@ -8,6 +8,12 @@ kernels without any delegate (BUILTIN_WITHOUT_DEFAULT_DELEGATES) at 1 and 2 thre
 
 from __future__ import annotations
 
+import os
+
+# One BLAS thread, as LiteRT's single-threaded runs: on a busy 2-core machine OpenBLAS's
+# spinning threads make npuc's GEMMs several times slower (set it before numpy loads).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import argparse
 import statistics
 import sys
