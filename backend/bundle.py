@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from npuc import __version__
 from npuc.diagnostics import NpucError
 
@@ -118,9 +120,16 @@ def weights_bytes(planned: PlannedModule) -> bytes:
     return bytes(data)
 
 
+#: "0xNN, " for every byte value: the C text of a byte is a table lookup.
+_CELLS = np.array([f"0x{b:02x}, ".encode() for b in range(256)], dtype="S6")
+
+
 def weights_text(data: bytes) -> str:
     """`data` as the body of a C array initializer: 16 bytes per line, hex."""
-    lines = [
-        ", ".join(f"0x{b:02x}" for b in data[i : i + 16]) + "," for i in range(0, len(data), 16)
-    ]
-    return "\n".join(lines) + ("\n" if lines else "")
+    if not data:
+        return ""
+    # Every byte is "0xNN, ", except the last of a line, which ends ",\n".
+    cells = _CELLS[np.frombuffer(data, dtype=np.uint8)]
+    seps = cells.view(np.uint8).reshape(-1, 6)[:, 5]
+    seps[15::16] = seps[-1] = ord("\n")
+    return cells.tobytes().decode("ascii")

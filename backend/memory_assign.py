@@ -129,6 +129,7 @@ class _Planner:
         self.returned = list(dict.fromkeys(ret.operands))
         self.vals: dict[SSAValue, _Value] = {}
         self.views: dict[str, int] = {}
+        self._roots: dict[SSAValue, SSAValue] = {}
         returned = set(self.returned)
         try:
             pairs = graph_io.state_names(func)
@@ -169,9 +170,12 @@ class _Planner:
     # ------------------------------------------------------------------ aliasing
 
     def root(self, v: SSAValue) -> SSAValue:
-        while (p := self.vals[v].parent) is not None:
-            v = p
-        return v
+        # Views only attach to roots, so a remembered root is still on the chain (resume there).
+        r = self._roots.get(v, v)
+        while (p := self.vals[r].parent) is not None:
+            r = p
+        self._roots[v] = r
+        return r
 
     def liveness(self, v: SSAValue) -> bool:
         return self.vals[v].region not in (CONSTANTS, MUTABLE)
@@ -324,16 +328,21 @@ class _Planner:
             candidates = [v for v in members if v.rule in (Rule.CONCAT, Rule.SPLIT)]
             if not candidates or len(candidates) * len(members) > max_work:
                 continue
-            best = lower_bound(self.buffers(region), alignment)
+            bufs = self.buffers(region)  # kept equal to self.buffers(region) below
+            index = {b.name: i for i, b in enumerate(bufs)}
+            best = lower_bound(bufs, alignment)
             for v in candidates:
-                saved = (v.parent, v.offset, v.rule)
+                saved, old = (v.parent, v.offset, v.rule), bufs[index[v.name]]
                 v.parent, v.offset, v.rule = None, 0, None
-                bound = lower_bound(self.buffers(region), alignment)
+                self._roots.clear()
+                bufs[index[v.name]] = Buffer(old.name, old.size, old.start, old.end)
+                bound = lower_bound(bufs, alignment)
                 if bound < best:
                     best = bound
                     self.views[saved[2].value] -= 1  # type: ignore[union-attr]
                 else:
                     v.parent, v.offset, v.rule = saved
+                    bufs[index[v.name]] = old
 
     # ------------------------------------------------------------------ order
 
@@ -363,13 +372,18 @@ class _Planner:
                 sliced = sum(self.vals[c].size for c in children.get(v, ()))
                 sizes[val.name] = val.size - sliced
 
+        done: dict[SSAValue, set[str]] = {}
+
         def covered(v: SSAValue) -> set[str]:
+            if v in done:
+                return done[v]
             base = v
             while self.vals[base].rule in VIEW_RULES:
                 base = self.vals[base].parent  # type: ignore[assignment]
             names = set(self._pieces(v, memo))
             for c in children.get(base, ()):
                 names |= covered(c)
+            done[v] = names  # read-only from here on
             return names
 
         nodes = []
@@ -438,11 +452,13 @@ class _Planner:
         xv, o = self.vals[x], self.vals[out]
         if not self.liveness(x) or xv.region != o.region or xv.size != o.size:
             return False
+        r = self.root(x)
+        if last.get(r) != step:  # the cheap test first: most inputs live on
+            return False
         if _shape(x) != _shape(out) or itemsize(x.type) != itemsize(out.type):
             return False
-        r = self.root(x)
         others = [y for y in op.operands if y is not x and y in self.vals]
-        return last.get(r) == step and all(self.root(y) is not r for y in others)
+        return all(self.root(y) is not r for y in others)
 
     # ------------------------------------------------------------------ placement
 
@@ -456,9 +472,8 @@ class _Planner:
             out.append(Buffer(val.name, val.size, start, end, None, parent, val.offset))
         return out
 
-    def stack(self, region: str, order: list[SSAValue]) -> Placement:
-        """Buffers that all live for the whole call, one after another in `order`."""
-        bufs = self.buffers(region)
+    def stack(self, region: str, order: list[SSAValue], bufs: list[Buffer]) -> Placement:
+        """The region's `bufs`, all live for the whole call, one after another in `order`."""
         rank = {self.vals[v].name: i for i, v in enumerate(order)}
         res = resolve_aliases(bufs)
         offsets: dict[str, int] = {}
@@ -530,14 +545,16 @@ def plan_function(
     }
     extra = sorted({v.region for v in p.vals.values()} - set(memories))
     memories.update({m: m for m in extra})
+    problems = {region: p.buffers(region) for region in memories}
     for region, memory in memories.items():
-        bufs = p.buffers(region)
+        bufs = problems[region]
         if region in (CONSTANTS, MUTABLE):
             placement = p.stack(
                 region,
                 const_order
                 if region == CONSTANTS
                 else list(dict.fromkeys([*block_args, *p.returned])),
+                bufs,
             )
             roots = resolve_aliases(bufs).roots
             lb = sum(aligned_size(b, alignment) for b in roots)
@@ -567,7 +584,7 @@ def plan_function(
     buffers: dict[SSAValue, PlannedBuffer] = {}
     for region in memories:
         stacked = region in (CONSTANTS, MUTABLE)
-        roots = {} if stacked else {b.name: b for b in resolve_aliases(p.buffers(region)).roots}
+        roots = {} if stacked else {b.name: b for b in resolve_aliases(problems[region]).roots}
         for v, val in p.vals.items():
             if val.region != region:
                 continue
@@ -577,7 +594,6 @@ def plan_function(
                 live = (root.start, root.end) if root is not None else (val.start, val.end)
             offset = placements[region].offsets[val.name]
             buffers[v] = PlannedBuffer(region, offset, val.size, live)
-    problems = {region: p.buffers(region) for region in memories}
     return FunctionPlan(sequence, buffers, regions, reports, p.views, problems)
 
 

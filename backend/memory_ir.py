@@ -7,7 +7,7 @@ them number steps and size values the same way (docs/memory-planning.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,7 +37,15 @@ FIXED_REGIONS = (CONSTANTS, MUTABLE, ACTIVATIONS)
 
 
 def is_constant(op: Operation) -> bool:
-    return op.name in CONSTANT_OPS or op.has_trait(ConstantLike)
+    # Traits belong to the op class, so the answer is remembered per (class, name).
+    key = (type(op), op.name)
+    found = _CONSTANT_KINDS.get(key)
+    if found is None:
+        found = _CONSTANT_KINDS[key] = op.name in CONSTANT_OPS or op.has_trait(ConstantLike)
+    return found
+
+
+_CONSTANT_KINDS: dict[tuple[type, str], bool] = {}
 
 
 def element_dtype(element: Attribute) -> np.dtype:
@@ -136,6 +144,10 @@ class PlannedModule:
     outputs: list[PlannedValue]
     steps: list[Step]
     constant_ops: list[tuple[BufferAttr, Operation]] = field(default_factory=list)
+    # live_profile per region: the text, JSON and plot reports each need it
+    _profiles: dict[str, list[int]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def constants(self) -> Iterator[tuple[BufferAttr, bytes]]:
         """Each constant of the constants region with its bytes (computed on demand)."""
@@ -144,25 +156,47 @@ class PlannedModule:
 
     def live_profile(self, region: str = ACTIVATIONS) -> list[int]:
         """Bytes of `region` reserved at each step: the union of the aligned buffers live there."""
+        if region not in self._profiles:
+            self._profiles[region] = self._live_profile(region)
+        return list(self._profiles[region])
+
+    def _live_profile(self, region: str) -> list[int]:
         align = self.regions[region].alignment if region in self.regions else 1
-        per_step: list[list[tuple[int, int]]] = [[] for _ in self.steps]
-        for v in self.values:
-            if v.region != region or v.live is None:
-                continue
-            hi = v.offset + -(-v.size // align) * align
-            for s in range(v.live[0], min(v.live[1], len(self.steps) - 1) + 1):
-                per_step[s].append((v.offset, hi))
-        return [_union_length(spans) for spans in per_step]
+        last = len(self.steps) - 1
+        spans = [
+            (v.offset, v.offset + -(-v.size // align) * align, v.live[0], min(v.live[1], last))
+            for v in self.values
+            if v.region == region and v.live is not None
+        ]
+        return _union_per_step(np.array(spans, dtype=np.int64).reshape(-1, 4), last + 1)
 
 
-def _union_length(spans: Iterable[tuple[int, int]]) -> int:
-    total, end = 0, -1
-    for lo, hi in sorted(spans):
-        if hi <= end:
-            continue
-        total += hi - max(lo, end)
-        end = hi
-    return total
+def _union_per_step(spans: np.ndarray, steps: int) -> list[int]:
+    """Length of the union of the byte spans [lo, hi) live at each step.
+
+    `spans` rows are (lo, hi, first step, last step). Every (span, step) pair is one
+    entry; sorted by step then lo, each entry adds the bytes it reaches past the
+    highest end before it in its step (the running maximum restarts per step because
+    entries are keyed by step * (top + 1), above any end of an earlier step).
+    """
+    lo, hi, first, last = spans.T
+    counts = np.maximum(last - first + 1, 0)
+    if steps <= 0 or not counts.any():
+        return [0] * max(steps, 0)
+    rows = np.repeat(np.arange(len(spans)), counts)
+    step = first[rows] + np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+    base = step * (int(hi.max()) + 1)
+    key_lo, key_hi = lo[rows] + base, hi[rows] + base
+    order = np.argsort(key_lo, kind="stable")
+    key_lo, key_hi = key_lo[order], key_hi[order]
+    reach = np.maximum.accumulate(key_hi)
+    before = np.concatenate(([np.iinfo(np.int64).min], reach[:-1]))
+    gain = np.maximum(key_hi - np.maximum(key_lo, before), 0)
+    sums = np.concatenate(([0], np.cumsum(gain)))
+    at = step[order]  # sorted, since the keys sort by step first
+    firsts = np.searchsorted(at, np.arange(steps), side="left")
+    lasts = np.searchsorted(at, np.arange(steps), side="right")
+    return (sums[lasts] - sums[firsts]).tolist()
 
 
 def _io(func: FuncOp, names: list[str], attrs, kind: str) -> list[PlannedValue]:

@@ -22,8 +22,8 @@ import itertools
 import math
 import random
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 
 
 class PlacementError(ValueError):
@@ -120,11 +120,16 @@ def resolve_aliases(buffers: Sequence[Buffer]) -> Resolved:
         by_name[b.name] = b
 
     views: dict[str, tuple[str, int]] = {}
+    # view name -> (root, offset): each chain is walked once, later views stop at a known link
+    known: dict[str, tuple[str, int]] = {}
 
     def root_of(b: Buffer) -> tuple[str, int]:
         seen: set[str] = set()
-        offset, cur = 0, b
+        path: list[tuple[str, int]] = []
+        cur = b
         while cur.aliases_of is not None:
+            if cur.name in known:
+                break
             if cur.name in seen:
                 raise PlacementError(f"alias cycle through {cur.name!r}")
             seen.add(cur.name)
@@ -137,9 +142,13 @@ def resolve_aliases(buffers: Sequence[Buffer]) -> Resolved:
                     f"{cur.offset_in_parent + cur.size}) exceed parent {parent.name} "
                     f"of {parent.size} bytes"
                 )
-            offset += cur.offset_in_parent
+            path.append((cur.name, cur.offset_in_parent))
             cur = parent
-        return cur.name, offset
+        root, offset = known[cur.name] if cur.aliases_of is not None else (cur.name, 0)
+        for name, off in reversed(path):
+            offset += off
+            known[name] = (root, offset)
+        return known[b.name]
 
     start: dict[str, int] = {}
     end: dict[str, int] = {}
@@ -156,19 +165,22 @@ def resolve_aliases(buffers: Sequence[Buffer]) -> Resolved:
                 f"{b.name}: offset {offset} in {root} is not {b.alignment}-aligned"
             )
         views[b.name] = (root, offset)
-        start[root] = min(start[root], b.start)
-        end[root] = max(end[root], b.end)
-        align[root] = max(align[root], b.alignment or 1)
-    roots = [
-        replace(
-            b,
-            start=start[b.name],
-            end=end[b.name],
-            alignment=None if align[b.name] == 1 and b.alignment is None else align[b.name],
-        )
-        for b in buffers
-        if b.aliases_of is None
-    ]
+        if b.start < start[root]:
+            start[root] = b.start
+        if b.end > end[root]:
+            end[root] = b.end
+        if b.alignment is not None and b.alignment > align[root]:
+            align[root] = b.alignment
+    roots = []
+    for b in buffers:
+        if b.aliases_of is not None:
+            continue
+        s, e, a = start[b.name], end[b.name], align[b.name]
+        a2 = None if a == 1 and b.alignment is None else a
+        if s == b.start and e == b.end and a2 == b.alignment:
+            roots.append(b)  # unchanged (frozen, so sharing it is safe)
+        else:
+            roots.append(Buffer(b.name, b.size, s, e, a2, b.aliases_of, b.offset_in_parent))
     return Resolved(roots, views)
 
 
@@ -208,7 +220,11 @@ def concat_slices(output: Buffer, parts: Sequence[tuple[str, int, int, int]]) ->
 def lower_bound(buffers: Sequence[Buffer], alignment: int = 64) -> int:
     """Peak over steps of the live aligned bytes (views folded into their roots)."""
     check_alignment(alignment)
-    roots = resolve_aliases(buffers).roots
+    return peak_of_roots(resolve_aliases(buffers).roots, alignment)
+
+
+def peak_of_roots(roots: Sequence[Buffer], alignment: int) -> int:
+    """`lower_bound` of buffers that are already resolved (no views)."""
     events: dict[int, int] = {}
     for b in roots:
         s = aligned_size(b, alignment)
@@ -217,7 +233,8 @@ def lower_bound(buffers: Sequence[Buffer], alignment: int = 64) -> int:
     peak = live = 0
     for step in sorted(events):
         live += events[step]
-        peak = max(peak, live)
+        if live > peak:
+            peak = live
     return peak
 
 
@@ -236,17 +253,20 @@ class _Problem:
     def __init__(self, roots: Sequence[Buffer], alignment: int) -> None:
         self.roots = list(roots)
         self.n = len(roots)
+        self.alignment = alignment
         self.size = [aligned_size(b, alignment) for b in roots]
         self.align = [effective_alignment(b, alignment) for b in roots]
         self.index = {b.name: i for i, b in enumerate(roots)}
         # Sweep by start time: O(n log n + conflicts) instead of all pairs.
         self.conflicts: list[list[int]] = [[] for _ in roots]
-        by_start = sorted(range(self.n), key=lambda i: roots[i].start)
+        starts, ends = [b.start for b in roots], [b.end for b in roots]
+        by_start = sorted(range(self.n), key=starts.__getitem__)
         active: list[int] = []
         for i in by_start:
-            active = [j for j in active if roots[j].end >= roots[i].start]
+            si, ci = starts[i], self.conflicts[i]
+            active = [j for j in active if ends[j] >= si]
             for j in active:
-                self.conflicts[i].append(j)
+                ci.append(j)
                 self.conflicts[j].append(i)
             active.append(i)
 
@@ -265,21 +285,22 @@ class _Problem:
         total = 0
         for k in order:
             sk, ak = size[k], align[k]
-            placed = sorted(
-                (offset[j], offset[j] + size[j]) for j in conflicts[k] if offset[j] >= 0
-            )
+            placed = [(o, o + size[j]) for j in conflicts[k] if (o := offset[j]) >= 0]
+            placed.sort()
             best, best_gap, cur = -1, math.inf, 0
             for lo, hi in placed:
-                cand = align_up(cur, ak)
+                cand = -(-cur // ak) * ak  # align_up, inlined: this is the hot loop
                 if cand + sk <= lo and lo - cand < best_gap:
                     best, best_gap = cand, lo - cand
                     if not best_fit or best_gap == 0:
                         break
-                cur = max(cur, hi)
+                if hi > cur:
+                    cur = hi
             if best < 0:
-                best = align_up(cur, ak)
+                best = -(-cur // ak) * ak
             offset[k] = best
-            total = max(total, best + sk)
+            if best + sk > total:
+                total = best + sk
             if total > cutoff:
                 return None
         return offset, total
@@ -333,14 +354,17 @@ def greedy_by_conflicts(
 
 
 def _heuristic_orders(p: _Problem) -> dict[str, list[int]]:
+    return dict(_heuristic_order_items(p))
+
+
+def _heuristic_order_items(p: _Problem) -> Iterator[tuple[str, list[int]]]:
+    """The classic placement orders, each sorted only when asked for."""
     r, s, idx = p.roots, p.size, range(p.n)
-    return {
-        "size": _size_order(p),
-        "conflicts": sorted(idx, key=lambda i: (-len(p.conflicts[i]), -s[i], i)),
-        "area": sorted(idx, key=lambda i: (-s[i] * (r[i].end - r[i].start + 1), i)),
-        "start": sorted(idx, key=lambda i: (r[i].start, -s[i], i)),
-        "duration": sorted(idx, key=lambda i: (-(r[i].end - r[i].start), -s[i], i)),
-    }
+    yield "size", _size_order(p)
+    yield "conflicts", sorted(idx, key=lambda i: (-len(p.conflicts[i]), -s[i], i))
+    yield "area", sorted(idx, key=lambda i: (-s[i] * (r[i].end - r[i].start + 1), i))
+    yield "start", sorted(idx, key=lambda i: (r[i].start, -s[i], i))
+    yield "duration", sorted(idx, key=lambda i: (-(r[i].end - r[i].start), -s[i], i))
 
 
 # --------------------------------------------------------------------------- improvement
@@ -367,8 +391,30 @@ def improve(
     """
     check_alignment(alignment)
     res = resolve_aliases(buffers)
-    p = _Problem(res.roots, alignment)
-    lb = lower_bound(res.roots, alignment)
+    return _improve(
+        placement,
+        res,
+        _Problem(res.roots, alignment),
+        max_iterations=max_iterations,
+        budget_seconds=budget_seconds,
+        seed=seed,
+        exhaustive_limit=exhaustive_limit,
+    )
+
+
+def _improve(
+    placement: Placement,
+    res: Resolved,
+    p: _Problem,
+    *,
+    max_iterations: int,
+    budget_seconds: float | None,
+    seed: int,
+    exhaustive_limit: int,
+    lb: int | None = None,
+) -> Placement:
+    if lb is None:
+        lb = peak_of_roots(res.roots, p.alignment)
     if p.n <= 1 or placement.total_size <= lb:
         return placement
     # Re-placing in the incumbent's offset order never grows it (same proof as
@@ -436,26 +482,49 @@ def plan(
 ) -> Placement:
     """Best fit (best of a few classic orders), then `improve`; never above `naive_size`."""
     check_alignment(alignment)
-    res = resolve_aliases(buffers)
-    p = _Problem(res.roots, alignment)
-    if p.n == 0:
-        return p.placement([], [], 0, "empty", res.views)
-    best = None
-    for name, order in _heuristic_orders(p).items():
-        got = p.place(order, cutoff=math.inf if best is None else best[2] - 1)
-        if got is not None:
-            best = (name, order, got[1], got[0])
-    assert best is not None
-    name, order, total, offsets = best
-    start = p.placement(order, offsets, total, f"best-fit/{name}", res.views)
-    result = improve(
-        start,
-        buffers,
+    return plan_resolved(
+        resolve_aliases(buffers),
         alignment,
         max_iterations=max_iterations,
         budget_seconds=budget_seconds,
         seed=seed,
         exhaustive_limit=exhaustive_limit,
+    )
+
+
+def plan_resolved(
+    res: Resolved,
+    alignment: int,
+    *,
+    max_iterations: int = 2000,
+    budget_seconds: float | None = None,
+    seed: int = 0,
+    exhaustive_limit: int = 7,
+) -> Placement:
+    """`plan` of buffers already folded by `resolve_aliases`."""
+    p = _Problem(res.roots, alignment)
+    if p.n == 0:
+        return p.placement([], [], 0, "empty", res.views)
+    lb = peak_of_roots(res.roots, alignment)
+    best = None
+    for name, order in _heuristic_order_items(p):
+        got = p.place(order, cutoff=math.inf if best is None else best[2] - 1)
+        if got is not None:
+            best = (name, order, got[1], got[0])
+            if got[1] <= lb:  # no placement is below the bound: later orders cannot win
+                break
+    assert best is not None
+    name, order, total, offsets = best
+    start = p.placement(order, offsets, total, f"best-fit/{name}", res.views)
+    result = _improve(
+        start,
+        res,
+        p,
+        max_iterations=max_iterations,
+        budget_seconds=budget_seconds,
+        seed=seed,
+        exhaustive_limit=exhaustive_limit,
+        lb=lb,
     )
     # With mixed per-buffer alignments padding can push the greedy above the
     # no-reuse layout; stacking by decreasing alignment is always aligned.

@@ -15,7 +15,13 @@ import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from npuc.backend.memory_plan import Buffer, PlacementError, lower_bound
+from npuc.backend.memory_plan import (
+    Buffer,
+    PlacementError,
+    align_up,
+    check_alignment,
+    lower_bound,
+)
 
 
 @dataclass(frozen=True)
@@ -86,8 +92,45 @@ def peak_bytes(
     return lower_bound(live_ranges(nodes, order, sizes, graph_outputs), alignment)
 
 
+class _Graph:
+    """What the greedy orders share: readers, dependencies and static score parts."""
+
+    def __init__(
+        self, nodes: Sequence[Node], sizes: Mapping[str, int], graph_outputs: Sequence[str]
+    ) -> None:
+        prod = _producers(nodes)
+        outs = set(graph_outputs)
+        self.readers: dict[str, int] = {}
+        self.readers_of: dict[str, list[int]] = {}
+        self.deps = [0] * len(nodes)
+        self.users: list[list[int]] = [[] for _ in nodes]
+        self.inputs: list[tuple[str, ...]] = []
+        for i, n in enumerate(nodes):
+            uniq = tuple(set(n.inputs))
+            self.inputs.append(uniq)
+            for t in uniq:
+                self.readers[t] = self.readers.get(t, 0) + 1
+                self.readers_of.setdefault(t, []).append(i)
+                if t in prod:
+                    self.deps[i] += 1
+                    self.users[prod[t]].append(i)
+        # Bytes an input frees once its reader is its last one (0 for graph outputs).
+        self.frees = {t: 0 if t in outs else sizes.get(t, 0) for t in self.readers}
+        self.alloc = [sum(sizes.get(t, 0) for t in n.outputs) for n in nodes]
+        # Outputs nobody reads are dead right after their step.
+        self.freed = [
+            sum(sizes.get(t, 0) for t in n.outputs if t not in self.readers and t not in outs)
+            + sum(self.frees[t] for t in self.inputs[i] if self.readers[t] == 1)
+            for i, n in enumerate(nodes)
+        ]
+
+
 def _greedy_order(
-    nodes: Sequence[Node], sizes: Mapping[str, int], graph_outputs: Sequence[str], key: str
+    nodes: Sequence[Node],
+    sizes: Mapping[str, int],
+    graph_outputs: Sequence[str],
+    key: str,
+    graph: _Graph | None = None,
 ) -> list[int]:
     """Kahn's algorithm choosing among ready nodes by a memory score.
 
@@ -96,30 +139,32 @@ def _greedy_order(
     by net; "lifo": the most recently readied node (finishes a branch before
     starting another). Remaining ties go to file order.
     """
-    prod = _producers(nodes)
-    outs = set(graph_outputs)
-    readers: dict[str, int] = {}
-    readers_of: dict[str, list[int]] = {}
-    deps = [0] * len(nodes)
-    users: list[list[int]] = [[] for _ in nodes]
-    for i, n in enumerate(nodes):
-        for t in set(n.inputs):
-            readers[t] = readers.get(t, 0) + 1
-            readers_of.setdefault(t, []).append(i)
-            if t in prod:
-                deps[i] += 1
-                users[prod[t]].append(i)
+    g = graph or _Graph(nodes, sizes, graph_outputs)
+    readers, deps = dict(g.readers), list(g.deps)
+    readers_of, users, inputs, frees, alloc = g.readers_of, g.users, g.inputs, g.frees, g.alloc
+    # freed[i]: bytes node i frees now (its inputs down to their last reader count)
+    freed = list(g.freed)
+    by_net = key == "net"
 
     def score(i: int) -> tuple[int, int, int]:
-        n = nodes[i]
-        alloc = sum(sizes.get(t, 0) for t in n.outputs)
-        freed = sum(sizes.get(t, 0) for t in set(n.inputs) if readers[t] == 1 and t not in outs)
-        # Outputs nobody reads are dead right after this step.
-        freed += sum(sizes.get(t, 0) for t in n.outputs if t not in readers and t not in outs)
-        net = alloc - freed
-        return (net, alloc, i) if key == "net" else (alloc, net, i)
+        net = alloc[i] - freed[i]
+        return (net, alloc[i], i) if by_net else (alloc[i], net, i)
 
     ready = [i for i in range(len(nodes)) if deps[i] == 0]
+    order: list[int] = []
+    if key == "lifo":
+        while ready:
+            pick = ready.pop()
+            order.append(pick)
+            for t in inputs[pick]:
+                readers[t] -= 1
+            for u in users[pick]:
+                deps[u] -= 1
+                if deps[u] == 0:
+                    ready.append(u)
+        if len(order) != len(nodes):
+            raise PlacementError("graph has a cycle")
+        return order
     # Scores only fall (when a tensor is down to its last reader), so a heap with
     # a fresh entry pushed at every change, and stale entries skipped, gives the
     # same pick as a minimum over the ready nodes.
@@ -129,33 +174,72 @@ def _greedy_order(
         is_ready[i] = True
         heap.append((score(i), i))
     heapq.heapify(heap)
-    order: list[int] = []
-    while ready if key == "lifo" else heap:
-        if key == "lifo":
-            pick = ready.pop()
-        else:
-            entry, pick = heapq.heappop(heap)
-            if not is_ready[pick] or entry != score(pick):
-                continue
+    push, pop = heapq.heappush, heapq.heappop
+    while heap:
+        entry, pick = pop(heap)
+        if not is_ready[pick] or entry != score(pick):
+            continue
         is_ready[pick] = False
         order.append(pick)
-        for t in set(nodes[pick].inputs):
-            readers[t] -= 1
-            if readers[t] == 1 and key != "lifo":
-                for r in readers_of[t]:
+        for t in inputs[pick]:
+            left = readers[t] = readers[t] - 1
+            if left == 1:
+                rs = readers_of[t]
+                for r in rs:
+                    freed[r] += frees[t]
+                for r in rs:
                     if is_ready[r]:
-                        heapq.heappush(heap, (score(r), r))
+                        push(heap, (score(r), r))
         for u in users[pick]:
             deps[u] -= 1
             if deps[u] == 0:
                 is_ready[u] = True
-                if key == "lifo":
-                    ready.append(u)
-                else:
-                    heapq.heappush(heap, (score(u), u))
+                push(heap, (score(u), u))
     if len(order) != len(nodes):
         raise PlacementError("graph has a cycle")
     return order
+
+
+def _peak(
+    nodes: Sequence[Node],
+    order: Sequence[int],
+    sizes: Mapping[str, int],
+    graph_outputs: Sequence[str],
+    alignment: int,
+) -> int:
+    """`peak_bytes` of a topological `order`, without building buffers."""
+    check_alignment(alignment)
+    start: dict[str, int] = {}
+    end: dict[str, int] = {}
+    for step, i in enumerate(order):
+        n = nodes[i]
+        for t in n.inputs:
+            if t in sizes:
+                if t not in start:
+                    start[t] = 0  # graph input: live from the beginning
+                end[t] = step  # steps only grow, so this is the latest read
+        for t in n.outputs:
+            if t in sizes:
+                start[t] = end[t] = step
+    last = max(len(order) - 1, 0)
+    for t in graph_outputs:
+        if t in sizes:
+            start.setdefault(t, 0)
+            end[t] = last
+    events: dict[int, int] = {}
+    for t, s in start.items():
+        e, size = end[t], sizes[t]
+        if size < 0 or s > e:  # not a valid buffer: let live_ranges raise
+            return peak_bytes(nodes, order, sizes, graph_outputs, alignment)
+        a = align_up(size, alignment)
+        events[s] = events.get(s, 0) + a
+        events[e + 1] = events.get(e + 1, 0) - a
+    peak = live = 0
+    for step in sorted(events):
+        live += events[step]
+        if live > peak:
+            peak = live
+    return peak
 
 
 def schedule(
@@ -170,13 +254,14 @@ def schedule(
     lowest peak (ties keep the given order), so it is never worse than the
     given order.
     """
+    graph = _Graph(nodes, sizes, graph_outputs)
     given = list(range(len(nodes)))
     if not is_topological(nodes, given):
-        given = _greedy_order(nodes, sizes, graph_outputs, "lifo")
-    best, best_peak = given, peak_bytes(nodes, given, sizes, graph_outputs, alignment)
+        given = _greedy_order(nodes, sizes, graph_outputs, "lifo", graph)
+    best, best_peak = given, _peak(nodes, given, sizes, graph_outputs, alignment)
     for key in ("net", "alloc", "lifo"):
-        order = _greedy_order(nodes, sizes, graph_outputs, key)
-        peak = peak_bytes(nodes, order, sizes, graph_outputs, alignment)
+        order = _greedy_order(nodes, sizes, graph_outputs, key, graph)
+        peak = _peak(nodes, order, sizes, graph_outputs, alignment)
         if peak < best_peak:
             best, best_peak = order, peak
     return best

@@ -6,7 +6,6 @@ the weights (binary and C text), the planned IR and the memory reports.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -20,7 +19,7 @@ from npuc.target import Target
 from .bundle import header_text, weights_bytes, weights_text
 from .memory_ir import PlannedModule
 from .memory_plot import plot_profile
-from .memory_report import format_memory_report, memory_json
+from .memory_report import format_memory_report, memory_json_text
 
 
 def memory_files(
@@ -35,7 +34,7 @@ def memory_files(
     from npuc.printing import print_module
 
     weights = weights_bytes(planned)
-    report = memory_json(planned, target)
+    report = memory_json_text(planned, target)
     files = {
         f"{name}.h": header_text(name, planned, model, target.name).encode(),
         f"{name}.weights.bin": weights,
@@ -45,7 +44,7 @@ def memory_files(
         files[f"{name}.mem.mlir"] = print_module(module, elide_above=None).encode()
     return files | {
         f"{name}.memory.txt": format_memory_report(planned, target).encode(),
-        f"{name}.memory.json": (json.dumps(report, indent=1) + "\n").encode(),
+        f"{name}.memory.json": report.encode(),
         f"{name}.memory.png": plot_profile(planned, f"{name} on {target.name}"),
     }
 
