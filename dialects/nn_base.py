@@ -27,6 +27,7 @@ from .nn_shapes import Shape, ShapeError
 
 F32Tensor = TensorType.constr(f32)
 I64Array = DenseArrayBase.constr(i64)
+I64Tensor = TensorType.constr(i64)
 F32Attr = FloatAttr.constr(type=f32)
 FUNCTIONAL_FORMAT = "operands attr-dict `:` functional-type(operands, results)"
 

@@ -13,7 +13,6 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     TensorType,
     i32,
-    i64,
 )
 from xdsl.irdl import (
     irdl_op_definition,
@@ -30,14 +29,13 @@ from .nn_base import (
     F32Attr,
     F32Tensor,
     I64Array,
+    I64Tensor,
     NNOperation,
     prop_bool,
     prop_int,
     prop_ints,
 )
 from .nn_shapes import ShapeError
-
-I64Tensor = TensorType.constr(i64)
 
 
 def _check_window(props, key: str, length: int, minimum: int) -> tuple[int, ...]:

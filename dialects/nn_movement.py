@@ -11,9 +11,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     StringAttr,
-    TensorType,
     f32,
-    i64,
 )
 from xdsl.irdl import (
     irdl_op_definition,
@@ -31,24 +29,13 @@ from .nn_base import (
     F32Attr,
     F32Tensor,
     I64Array,
+    I64Tensor,
     NNOperation,
     prop_int,
     prop_ints,
     shape_of,
 )
 from .nn_shapes import ShapeError
-
-I64Tensor = TensorType.constr(i64)
-
-
-def _check_window(props, key: str, length: int, minimum: int) -> tuple[int, ...]:
-    values = prop_ints(props, key, (1,) * length if minimum == 1 else (0,) * length)
-    if len(values) != length:
-        raise ShapeError(f"{key} must have {length} values, got {len(values)}")
-    if any(v < minimum for v in values):
-        raise ShapeError(f"{key} must be >= {minimum}, got {list(values)}")
-    return values
-
 
 # --------------------------------------------------------------------------- data movement
 
