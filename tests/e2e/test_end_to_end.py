@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
-from onnx_models import LIGHT_DIR, with_random_weights
+from onnx import helper
+from onnx_models import LIGHT_DIR, float_graph, random_init, with_random_weights
 from tflite_builder import TFLiteModel, run_litert
 from tool_runner import run_tool
 from xdsl.dialects.builtin import ModuleOp
@@ -153,10 +153,6 @@ def host_ops(inst) -> set[str]:
 # ------------------------------------------------------------------ pre-quantized ONNX (int8)
 
 
-def _init(rng: np.random.Generator, name: str, shape: list[int], scale: float = 0.3):
-    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
-
-
 def small_cnn() -> onnx.ModelProto:
     """conv+relu, max pool, residual add, depthwise conv, concat, avg pool, GAP, fc, softmax."""
     rng = np.random.default_rng(0)
@@ -178,22 +174,13 @@ def small_cnn() -> onnx.ModelProto:
         n("Softmax", ["logits"], ["y"], name="softmax", axis=1),
     ]
     inits = [
-        _init(rng, "w1", [8, 3, 3, 3]), _init(rng, "b1", [8], 0.1),
-        _init(rng, "w2", [8, 8, 3, 3], 0.2), _init(rng, "b2", [8], 0.1),
-        _init(rng, "wd", [8, 1, 3, 3]), _init(rng, "bd", [8], 0.1),
-        _init(rng, "w3", [4, 8, 1, 1]), _init(rng, "b3", [4], 0.1),
-        _init(rng, "wf", [10, 12]), _init(rng, "bf", [10], 0.1),
+        random_init(rng, "w1", [8, 3, 3, 3]), random_init(rng, "b1", [8], 0.1),
+        random_init(rng, "w2", [8, 8, 3, 3], 0.2), random_init(rng, "b2", [8], 0.1),
+        random_init(rng, "wd", [8, 1, 3, 3]), random_init(rng, "bd", [8], 0.1),
+        random_init(rng, "w3", [4, 8, 1, 1]), random_init(rng, "b3", [4], 0.1),
+        random_init(rng, "wf", [10, 12]), random_init(rng, "bf", [10], 0.1),
     ]  # fmt: skip
-    graph = helper.make_graph(
-        nodes,
-        "cnn",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
-        inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
-    onnx.checker.check_model(model)
-    return model
+    return float_graph(nodes, inits, [1, 3, 16, 16], [1, 10])
 
 
 def ort_quantized(tmp_path: Path, fmt: str, per_channel: bool) -> Path:

@@ -17,6 +17,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx_models import float_graph, random_init, residual_cnn
 from onnxruntime.quantization import (
     CalibrationDataReader,
     QuantFormat,
@@ -39,56 +40,8 @@ SAMPLES = 32
 # --------------------------------------------------------------------------- float models
 
 
-def _init(rng: np.random.Generator, name: str, shape: list[int], scale: float = 0.3):
-    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
-
-
 def _const(name: str, values, dtype=np.float32) -> onnx.TensorProto:
     return numpy_helper.from_array(np.array(values, dtype), name)
-
-
-def _model(nodes, inits, x_shape, y_shape, opset: int = 13) -> onnx.ModelProto:
-    graph = helper.make_graph(
-        nodes,
-        "float",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
-        inits,
-    )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8 if opset < 21 else 10
-    )
-    onnx.checker.check_model(model)
-    return model
-
-
-def cnn(opset: int = 13) -> onnx.ModelProto:
-    """conv+relu, max pool, a residual add, 1x1 conv, concat, sigmoid gate, avg pool, GAP, fc."""
-    rng = np.random.default_rng(0)
-    n = helper.make_node
-    nodes = [
-        n("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
-        n("Relu", ["c1"], ["r1"], name="relu1"),
-        n("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
-        n("Conv", ["p1", "w2", "b2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
-        n("Relu", ["c2"], ["r2"], name="relu2"),
-        n("Add", ["r2", "p1"], ["a"], name="add"),
-        n("Conv", ["a", "w3", "b3"], ["c3"], name="conv3"),
-        n("Concat", ["c3", "a"], ["cat"], name="concat", axis=1),
-        n("Sigmoid", ["cat"], ["sg"], name="sig"),
-        n("Mul", ["sg", "cat"], ["m"], name="mul"),
-        n("AveragePool", ["m"], ["ap"], name="avgpool", kernel_shape=[2, 2], strides=[2, 2]),
-        n("GlobalAveragePool", ["ap"], ["g"], name="gap"),
-        n("Flatten", ["g"], ["f"], name="flatten"),
-        n("Gemm", ["f", "wf", "bf"], ["y"], name="fc", transB=1),
-    ]
-    inits = [
-        _init(rng, "w1", [8, 3, 3, 3]), _init(rng, "b1", [8], 0.1),
-        _init(rng, "w2", [8, 8, 3, 3], 0.2), _init(rng, "b2", [8], 0.1),
-        _init(rng, "w3", [4, 8, 1, 1]), _init(rng, "b3", [4], 0.1),
-        _init(rng, "wf", [10, 12]), _init(rng, "bf", [10], 0.1),
-    ]  # fmt: skip
-    return _model(nodes, inits, [1, 3, 8, 8], [1, 10], opset)
 
 
 def mlp(opset: int = 13) -> onnx.ModelProto:
@@ -109,15 +62,15 @@ def mlp(opset: int = 13) -> onnx.ModelProto:
         n("Gemm", ["r", "w3", "b3"], ["y"], name="fc"),
     ]
     inits = [
-        _init(rng, "w1", [16, 32]), _init(rng, "b1", [32], 0.1), _const("lo", 0.0),
+        random_init(rng, "w1", [16, 32]), random_init(rng, "b1", [32], 0.1), _const("lo", 0.0),
         _const("hi", 6.0), _const("ax1", [1], np.int64), _const("ax0", [0], np.int64),
-        _init(rng, "w2", [32, 8]), _const("shape", [1, 16], np.int64),
-        _init(rng, "w3", [16, 4]), _init(rng, "b3", [4], 0.1),
+        random_init(rng, "w2", [32, 8]), _const("shape", [1, 16], np.int64),
+        random_init(rng, "w3", [16, 4]), random_init(rng, "b3", [4], 0.1),
     ]  # fmt: skip
-    return _model(nodes, inits, [2, 16], [1, 4], opset)
+    return float_graph(nodes, inits, [2, 16], [1, 4], opset)
 
 
-MODELS: dict[str, Callable[..., onnx.ModelProto]] = {"cnn": cnn, "mlp": mlp}
+MODELS: dict[str, Callable[..., onnx.ModelProto]] = {"cnn": residual_cnn, "mlp": mlp}
 
 
 def inputs(model: onnx.ModelProto, count: int, seed: int) -> list[np.ndarray]:
@@ -273,7 +226,7 @@ def test_prequantized_keep_matches_onnxruntime(tmp_path, name, fmt, act, per_cha
 
 @pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
 def test_prequantized_layers_match_onnxruntime(tmp_path, fmt):
-    float_model = cnn()
+    float_model = residual_cnn()
     model = ort_quantize(tmp_path, float_model, fmt, "QUInt8", True)
     module = import_onnx(model)
     stats = layer_agreement(module, model, inputs(float_model, 16, seed=3))
@@ -284,7 +237,7 @@ def test_prequantized_layers_match_onnxruntime(tmp_path, fmt):
 
 
 def test_prequantized_keeps_node_names_and_parameters(tmp_path):
-    model = ort_quantize(tmp_path, cnn(), "QDQ", "QInt8", True)
+    model = ort_quantize(tmp_path, residual_cnn(), "QDQ", "QInt8", True)
     module = import_onnx(model)
     ops = {
         op.properties["name"].data: op
@@ -319,7 +272,7 @@ def test_prequantized_int16_activations(tmp_path):
 def test_prequantized_kept_activations_vanish_when_the_range_already_clamps(tmp_path):
     """QDQKeepRemovableActivations keeps Relu/Clip between Q/DQ pairs of equal parameters
     whose range already lies within the bounds: the clamp changes nothing, so no op remains."""
-    float_model = cnn()
+    float_model = residual_cnn()
     model = ort_quantize(tmp_path, float_model, "QDQ", "QUInt8", True,
                          QDQKeepRemovableActivations=True)  # fmt: skip
     assert sum(n.op_type == "Relu" for n in model.graph.node) == 2
@@ -333,7 +286,7 @@ def test_prequantized_kept_activations_vanish_when_the_range_already_clamps(tmp_
 
 def test_prequantized_symmetric_relu_is_a_clamping_requantize(tmp_path):
     """Symmetric activations keep Relu as its own quantized layer: a requantize with a clamp."""
-    float_model = cnn()
+    float_model = residual_cnn()
     model = ort_quantize(tmp_path, float_model, "QDQ", "QInt8", True, ActivationSymmetric=True)
     module = import_onnx(model)
     relus = [
@@ -365,15 +318,16 @@ def movement() -> onnx.ModelProto:
         n("Softmax", ["logits"], ["y"], name="softmax", axis=1),
     ]
     inits = [
-        _init(rng, "w1", [8, 3, 3]), _init(rng, "b1", [8], 0.1), _const("ax2", [2], np.int64),
+        random_init(rng, "w1", [8, 3, 3]), random_init(rng, "b1", [8], 0.1),
+        _const("ax2", [2], np.int64),
         _const("pads", [0, 0, 0, 1, 0, 0, 0, 1], np.int64), _const("scales", [1, 1, 2, 2]),
         _const("split", [4, 4], np.int64), _const("starts", [-1], np.int64),
         _const("ends", [np.iinfo(np.int64).min], np.int64), _const("axes", [3], np.int64),
-        _init(rng, "wf", [5, 8]), _init(rng, "bf", [5], 0.1),
+        random_init(rng, "wf", [5, 8]), random_init(rng, "bf", [5], 0.1),
     ]  # fmt: skip
     nodes[6].input.append("steps")  # reverse the last axis
     inits.append(_const("steps", [-1], np.int64))
-    return _model(nodes, inits, [1, 3, 16], [1, 5])
+    return float_graph(nodes, inits, [1, 3, 16], [1, 5])
 
 
 @pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
@@ -402,7 +356,7 @@ def test_prequantized_data_movement_and_hybrid_softmax(tmp_path, fmt):
 
 @pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
 def test_prequantized_dequantize_gives_the_float_model(tmp_path, fmt):
-    float_model = cnn()
+    float_model = residual_cnn()
     model = ort_quantize(tmp_path, float_model, fmt, "QUInt8", True)
     module = import_onnx(model, prequantized="dequantize")
     kinds = set(op_names(module))
@@ -471,7 +425,9 @@ def _qdq_conv(opset: int, activation: str, float_bias: bool = False, **q_attrs):
     if float_bias:
         nodes = [node for node in nodes if node.name != "dqb"]
     used = {i for node in nodes for i in node.input}
-    return _model(nodes, [t for t in inits if t.name in used], [1, 3, 6, 6], [1, 4, 6, 6], opset)
+    return float_graph(
+        nodes, [t for t in inits if t.name in used], [1, 3, 6, 6], [1, 4, 6, 6], opset
+    )
 
 
 @pytest.mark.parametrize(
@@ -533,4 +489,4 @@ def test_prequantized_integer_tensor_into_an_arithmetic_op_is_reported(tmp_path)
 
 def test_prequantized_mode_is_checked(tmp_path):
     with pytest.raises(NpucError, match="prequantized must be one of keep, dequantize"):
-        import_onnx(cnn(), prequantized="float")
+        import_onnx(residual_cnn(), prequantized="float")

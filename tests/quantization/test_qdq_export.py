@@ -16,6 +16,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx_models import float_graph, random_init, residual_cnn
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
@@ -37,50 +38,6 @@ SAMPLES = 24
 # --------------------------------------------------------------------------- float models
 
 
-def _init(rng: np.random.Generator, name: str, shape: list[int], scale: float = 0.3):
-    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
-
-
-def _model(nodes, inits, x_shape, y_shape) -> onnx.ModelProto:
-    graph = helper.make_graph(
-        nodes,
-        "float",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
-        inits,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
-
-
-def cnn() -> onnx.ModelProto:
-    """conv+relu, max pool, residual add, 1x1 conv, concat, sigmoid gate, avg pool, GAP, fc."""
-    rng = np.random.default_rng(0)
-    n = helper.make_node
-    nodes = [
-        n("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
-        n("Relu", ["c1"], ["r1"], name="relu1"),
-        n("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
-        n("Conv", ["p1", "w2", "b2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
-        n("Relu", ["c2"], ["r2"], name="relu2"),
-        n("Add", ["r2", "p1"], ["a"], name="add"),
-        n("Conv", ["a", "w3", "b3"], ["c3"], name="conv3"),
-        n("Concat", ["c3", "a"], ["cat"], name="concat", axis=1),
-        n("Sigmoid", ["cat"], ["sg"], name="sig"),
-        n("Mul", ["sg", "cat"], ["m"], name="mul"),
-        n("AveragePool", ["m"], ["ap"], name="avgpool", kernel_shape=[2, 2], strides=[2, 2]),
-        n("GlobalAveragePool", ["ap"], ["g"], name="gap"),
-        n("Flatten", ["g"], ["f"], name="flatten"),
-        n("Gemm", ["f", "wf", "bf"], ["y"], name="fc", transB=1),
-    ]
-    inits = [
-        _init(rng, "w1", [8, 3, 3, 3]), _init(rng, "b1", [8], 0.1),
-        _init(rng, "w2", [8, 8, 3, 3], 0.2), _init(rng, "b2", [8], 0.1),
-        _init(rng, "w3", [4, 8, 1, 1]), _init(rng, "b3", [4], 0.1),
-        _init(rng, "wf", [10, 12]), _init(rng, "bf", [10], 0.1),
-    ]  # fmt: skip
-    return _model(nodes, inits, [1, 3, 8, 8], [1, 10])
-
-
 def mlp() -> onnx.ModelProto:
     """MatMul + bias + Relu6, a transpose and reshape, a second MatMul, Relu, and a Gemm."""
     rng = np.random.default_rng(1)
@@ -96,13 +53,14 @@ def mlp() -> onnx.ModelProto:
         n("Gemm", ["h", "w3", "b3"], ["y"], name="fc"),
     ]
     inits = [
-        _init(rng, "w1", [16, 32]), _init(rng, "b1", [32], 0.1),
+        random_init(rng, "w1", [16, 32]), random_init(rng, "b1", [32], 0.1),
         numpy_helper.from_array(np.array(0.0, np.float32), "lo"),
         numpy_helper.from_array(np.array(6.0, np.float32), "hi"),
         numpy_helper.from_array(np.array([2, 32], np.int64), "shape"),
-        _init(rng, "w2", [32, 8]), _init(rng, "w3", [8, 4]), _init(rng, "b3", [4], 0.1),
+        random_init(rng, "w2", [32, 8]), random_init(rng, "w3", [8, 4]),
+        random_init(rng, "b3", [4], 0.1),
     ]  # fmt: skip
-    return _model(nodes, inits, [2, 16], [2, 4])
+    return float_graph(nodes, inits, [2, 16], [2, 4])
 
 
 def inputs(module: ModuleOp, count: int, seed: int) -> list[np.ndarray]:
@@ -211,7 +169,9 @@ def check_layers(stats, min_exact: float) -> float:
 @pytest.mark.parametrize("scheme", ["int8-per-channel", "uint8", "int16"])
 @pytest.mark.parametrize("name", ["cnn", "mlp"])
 def test_qdq_export_of_npuc_quantized_model_runs_in_onnxruntime(name, scheme, rounding):
-    module = npuc_quantized(cnn() if name == "cnn" else mlp(), scheme=scheme, rounding=rounding)
+    module = npuc_quantized(
+        residual_cnn() if name == "cnn" else mlp(), scheme=scheme, rounding=rounding
+    )
     exported = export_qdq(module)
     onnx.checker.check_model(exported, full_check=True)
     assert [o.version for o in exported.opset_import] == [21]
@@ -225,7 +185,7 @@ def test_qdq_export_of_npuc_quantized_model_runs_in_onnxruntime(name, scheme, ro
 
 
 def test_qdq_export_writes_the_qdq_form():
-    module = npuc_quantized(cnn())
+    module = npuc_quantized(residual_cnn())
     exported = export_qdq(module)
     nodes = {n.name: n for n in exported.graph.node}
     conv = nodes["conv1"]
@@ -264,7 +224,7 @@ def test_qdq_export_quantized_signature():
 
 def test_qdq_export_hybrid_module():
     """int16 has no look-up tables in npuc's quantizer: sigmoid stays float and exports so."""
-    module = npuc_quantized(cnn(), scheme="int16")
+    module = npuc_quantized(residual_cnn(), scheme="int16")
     kinds = {op.name for op in entry_function(module).body.block.ops}
     assert "nn.sigmoid" in kinds and "qnn.conv2d" in kinds
     exported = export_qdq(module)

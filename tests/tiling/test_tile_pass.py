@@ -29,8 +29,6 @@ from npuc.tensors import numpy_dtype
 MBV2 = Path("/work/shared/models/mbv2_int8_224.tflite")
 VELA_SIZE_PEAK = int(353.50 * 1024)  # Vela 5.2 --optimise Size on ethos-u55-256 (README)
 
-pytestmark = pytest.mark.skipif(not MBV2.is_file(), reason="the shared model is missing")
-
 
 def _bytes(value: SSAValue, alignment: int) -> int:
     ty = value.type
