@@ -29,7 +29,7 @@ from npuc.diagnostics import NpucError
 
 from .kernels import integer
 from .kernels import qnn_arith as qa
-from .kernels.qnn_more import _bit_length, _leading_sign_bits
+from .kernels.qnn_more import tflite_divide
 
 I64 = np.int64
 F32 = np.float32
@@ -459,8 +459,8 @@ def eltwise(lhs: np.ndarray, rhs: np.ndarray, p: dict, out: np.ndarray) -> None:
         np.copyto(out, np.clip(r + zp, lo, hi), casting="unsafe")
         return
     if kind == "div":
-        np.copyto(out, np.clip(div(a, b, p["multiplier"], p["shift"], p["overshift"]) + zp,
-                               lo, hi), casting="unsafe")  # fmt: skip
+        r = tflite_divide(a, b, p["multiplier"], p["shift"], p["overshift"])
+        np.copyto(out, np.clip(r + zp, lo, hi), casting="unsafe")
         return
     if kind == "mul":
         acc = qa.exact_multiply(a, b)
@@ -488,28 +488,6 @@ def eltwise(lhs: np.ndarray, rhs: np.ndarray, p: dict, out: np.ndarray) -> None:
 
 def _peak(x: np.ndarray) -> int:
     return max(int(x.max()), -int(x.min())) if x.size else 0
-
-
-def div(num: np.ndarray, den: np.ndarray, multiplier: int, shift: int, overshift: str):
-    """qnn.div's integer result before the zero point (the steps of kernels/qnn_more.py's _div)."""
-    if np.any(den == 0):
-        raise NpucError("eltwise div: division by a zero divisor (rhs equal to its zero point)")
-    num = np.where(den < 0, -num, num)
-    den = np.abs(den)
-    k = _bit_length(den) - 1
-    inv = qa.fx_one_over_one_plus_x_for_x_in_0_1(np.left_shift(den, 31 - k) - (1 << 31))
-    headroom = _leading_sign_bits(num)
-    unscaled = qa.fx_mul(np.left_shift(num, headroom), inv)
-    total = shift + k + headroom
-    r = integer.requantize(unscaled, multiplier, total, "tflite")
-    exponent = total - 31
-    if overshift == "x86" and np.any(exponent >= 32):
-        if np.any(exponent >= 64):
-            raise NpucError("eltwise div: a rounding shift of 64 or more")
-        high = qa.fx_mul(unscaled, multiplier)
-        wrapped = np.right_shift(high, exponent & 31) + (high >= 0)
-        r = np.where(exponent >= 32, wrapped, r)
-    return r
 
 
 def lut(x: np.ndarray, table: np.ndarray, base: int, out: np.ndarray) -> None:

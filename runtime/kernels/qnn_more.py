@@ -115,27 +115,38 @@ def _bit_length(v: np.ndarray) -> np.ndarray:
     return n + (v > 0)
 
 
-@register_qnn_kernel(qm.DivOp)
-def _div(op: qm.DivOp, a: list[np.ndarray]) -> list[np.ndarray]:
-    num, den = np.broadcast_arrays(_centred(a[0], op.lhs), _centred(a[1], op.rhs))
+def tflite_divide(
+    num: np.ndarray, den: np.ndarray, multiplier: int, shift: int, overshift: str
+) -> np.ndarray:
+    """qnn.div's integer quotient before the zero point, for centred int64 operands.
+
+    Shared by the qnn interpreter and the NPU runtime's eltwise div.
+    """
     if np.any(den == 0):
-        raise ValueError("qnn.div: division by a zero divisor (rhs equal to its zero point)")
+        raise ValueError("division by a zero divisor (rhs equal to its zero point)")
     num = np.where(den < 0, -num, num)
     den = np.abs(den)
     k = _bit_length(den) - 1
     inv = qa.fx_one_over_one_plus_x_for_x_in_0_1(np.left_shift(den, 31 - k) - (1 << 31))
     headroom = _leading_sign_bits(num)
     unscaled = qa.fx_mul(np.left_shift(num, headroom), inv)
-    (multiplier,), (shift,) = op.multiplier.get_values(), op.shift.get_values()
     total = shift + k + headroom
     r = requantize(unscaled, multiplier, total, "tflite")
     exponent = total - 31  # RoundingDivideByPOT's exponent in TFLite
-    if op.overshift.data == "x86" and np.any(exponent >= 32):
+    if overshift == "x86" and np.any(exponent >= 32):
         if np.any(exponent >= 64):
-            raise ValueError("qnn.div: a rounding shift of 64 or more")
+            raise ValueError("a rounding shift of 64 or more")
         # (1ll << e) - 1 truncated to int32 is -1; the 32-bit arithmetic shift uses e mod 32.
         high = qa.fx_mul(unscaled, multiplier)
         wrapped = np.right_shift(high, exponent & 31) + (high >= 0)
         r = np.where(exponent >= 32, wrapped, r)
+    return r
+
+
+@register_qnn_kernel(qm.DivOp)
+def _div(op: qm.DivOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    num, den = np.broadcast_arrays(_centred(a[0], op.lhs), _centred(a[1], op.rhs))
+    (multiplier,), (shift,) = op.multiplier.get_values(), op.shift.get_values()
+    r = tflite_divide(num, den, multiplier, shift, op.overshift.data)
     lo, hi = op.clamp_bounds()
     return [np.clip(r + _zp(op.output), lo, hi).astype(_dtype(op.output))]
