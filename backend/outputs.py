@@ -17,9 +17,9 @@ from npuc.diagnostics import NpucError
 from npuc.target import Target
 
 from .bundle import header_text, weights_bytes, weights_text
-from .memory_ir import PlannedModule
+from .memory_ir import ACTIVATIONS, CONSTANTS, MUTABLE, PlannedModule
 from .memory_plot import plot_profile
-from .memory_report import format_memory_report, memory_json_text
+from .memory_report import format_memory_report, memory_json_text, memory_usage
 
 
 def memory_files(
@@ -47,6 +47,19 @@ def memory_files(
         f"{name}.memory.json": report.encode(),
         f"{name}.memory.png": plot_profile(planned, f"{name} on {target.name}"),
     }
+
+
+def memory_summary(planned: PlannedModule, target: Target) -> list[str]:
+    """The three region sizes of the header, and a warning per memory over its capacity."""
+    lines = []
+    labels = ((CONSTANTS, "constant"), (MUTABLE, "mutable"), (ACTIVATIONS, "activations"))
+    for region, label in labels:
+        size = planned.regions[region].size if region in planned.regions else 0
+        lines.append(f"{label} memory: {size} bytes ({size / 1024:.1f} KiB)")
+    for memory, used, capacity in memory_usage(planned, target):
+        if used > capacity:
+            lines.append(f"warning: memory '{memory}' needs {used} bytes but holds {capacity}")
+    return lines
 
 
 def check_output_dir(outdir: Path) -> None:

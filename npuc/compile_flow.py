@@ -93,10 +93,9 @@ def compile_model(
     """Run every stage; returns the files to write (name -> bytes) and a summary."""
     from .api import apply_pipeline, load_model
     from .backend.bundle import check_name, identifier_from
-    from .backend.memory_ir import ACTIVATIONS, CONSTANTS, MUTABLE, read_plan
-    from .backend.memory_report import memory_usage
+    from .backend.memory_ir import read_plan
     from .backend.npubin import encode_program
-    from .backend.outputs import memory_files
+    from .backend.outputs import memory_files, memory_summary
     from .passes.lower_to_npu import program_of
     from .printing import print_module
     from .registry import DEFAULT_PIPELINE
@@ -142,16 +141,7 @@ def compile_model(
         f"{len(program.instructions)} instructions; estimated {profile.total_cycles:,} cycles, "
         f"{profile.inference_ms:.2f} ms at {target.clock_mhz:g} MHz"
     )
-    for region, label in (
-        (CONSTANTS, "constant"),
-        (MUTABLE, "mutable"),
-        (ACTIVATIONS, "activations"),
-    ):
-        size = planned.regions[region].size if region in planned.regions else 0
-        summary.append(f"{label} memory: {size} bytes ({size / 1024:.1f} KiB)")
-    for memory, used, capacity in memory_usage(planned, target):
-        if used > capacity:
-            summary.append(f"warning: memory '{memory}' needs {used} bytes but holds {capacity}")
+    summary += memory_summary(planned, target)
     return CompileResult(name, files, summary, stages.timings)
 
 

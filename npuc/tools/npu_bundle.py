@@ -39,9 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: list[str] | None = None) -> int:
     from ..api import apply_pipeline, load_model
     from ..backend.bundle import check_name, identifier_from
-    from ..backend.memory_ir import ACTIVATIONS, CONSTANTS, MUTABLE, is_planned, read_plan
-    from ..backend.memory_report import memory_usage
-    from ..backend.outputs import check_output_dir, memory_files, write_all
+    from ..backend.memory_ir import is_planned, read_plan
+    from ..backend.outputs import check_output_dir, memory_files, memory_summary, write_all
     from ..registry import DEFAULT_PIPELINE
     from ..target import load_target
 
@@ -61,13 +60,8 @@ def run(argv: list[str] | None = None) -> int:
         apply_pipeline(module, f"plan-memory{{target={spec}}}")
     planned = read_plan(module)
     written = write_all(outdir, memory_files(name, module, planned, target, model.name))
-    labels = ((CONSTANTS, "constant"), (MUTABLE, "mutable"), (ACTIVATIONS, "activations"))
-    for region, label in labels:
-        size = planned.regions[region].size if region in planned.regions else 0
-        print(f"{label} memory: {size} bytes ({size / 1024:.1f} KiB)")
-    for memory, used, capacity in memory_usage(planned, target):
-        if used > capacity:
-            print(f"warning: memory '{memory}' needs {used} bytes but holds {capacity}")
+    for line in memory_summary(planned, target):
+        print(line)
     for path in written:
         print(f"wrote {path}")
     return 0
