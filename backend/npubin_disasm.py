@@ -39,7 +39,7 @@ def _default_context() -> Context:
     return ctx
 
 
-def _string_literals_closed(text: str) -> bool:
+def string_literals_closed(text: str) -> bool:
     """Every string literal ends on its line. xDSL 0.74's lexer backtracks exponentially on
     an unterminated literal, so a hostile body is refused before it reaches the parser."""
     for line in text.splitlines():
@@ -65,7 +65,7 @@ def _host(inst: isa.Instruction, ctx: Context, index: int, location: str) -> Hos
     if inst.layer is not None:
         props["layer"] = IntegerAttr(inst.layer, i64)
     text = inst.params["body"]
-    if not _string_literals_closed(text):
+    if not string_literals_closed(text):
         raise NpucError(
             f"instruction {index} (host): its body has an unterminated string", location
         )

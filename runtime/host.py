@@ -24,9 +24,9 @@ def _context() -> Context:
 
 
 def parse_body(text: str, ctx: Context | None = None) -> Region:
-    from npuc.backend.npubin_disasm import _string_literals_closed
+    from npuc.backend.npubin_disasm import string_literals_closed
 
-    if not _string_literals_closed(text):
+    if not string_literals_closed(text):
         raise NpucError("the host body has an unterminated string")
     try:
         return Parser(ctx or _context(), text, "<host body>").parse_region()
