@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from ai_edge_litert.interpreter import Interpreter, OpResolverType
+from ai_edge_litert.interpreter import OpResolverType
+from bench_tflite import litert_runner, times
 
 from npuc.api import apply_pipeline, load_model
 from npuc.backend.npubin import encode_program
@@ -28,28 +27,6 @@ from npuc.target import load_target
 
 MODEL = Path("/work/shared/models/mbv2_int8_224.tflite")
 VELA_CYCLES = 5_815_345  # models/README.md: Vela 5.2, ethos-u55-256, Shared_Sram
-
-
-def times(fn: Callable[[], object], repeat: int) -> list[float]:
-    out = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - start)
-    return out
-
-
-def litert(data: bytes, kind: OpResolverType, x: np.ndarray) -> Callable[[], np.ndarray]:
-    interp = Interpreter(model_content=data, experimental_op_resolver_type=kind, num_threads=1)
-    interp.allocate_tensors()
-    inp, out = interp.get_input_details()[0]["index"], interp.get_output_details()[0]["index"]
-
-    def run() -> np.ndarray:
-        interp.set_tensor(inp, x)
-        interp.invoke()
-        return interp.get_tensor(out)
-
-    return run
 
 
 def compile_binary(target: str, optimise: str | None) -> bytes:
@@ -83,9 +60,9 @@ def main() -> None:
     engines = {
         "npuc runtime (.npubin)": ours,
         "npuc runtime, untiled program": lambda: next(iter(untiled.run({name: x}).values())),
-        "LiteRT reference kernels": litert(data, OpResolverType.BUILTIN_REF, x),
-        "LiteRT default kernels, no delegate": litert(
-            data, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, x
+        "LiteRT reference kernels": litert_runner(data, OpResolverType.BUILTIN_REF, 1, x),
+        "LiteRT default kernels, no delegate": litert_runner(
+            data, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, 1, x
         ),
     }
     outputs, medians = {}, {}
