@@ -194,6 +194,22 @@ def quantize(
     return saturate(bounded.astype(I64) + zp, lo, hi)
 
 
+def quantize_reals(
+    x: np.ndarray,
+    scale: np.ndarray | float,
+    zero_point: np.ndarray | int,
+    lo: int,
+    hi: int,
+    rounding: str = "half_away_from_zero",
+) -> np.ndarray:
+    """`quantize` for any reals: NaN maps to the zero point, and values far outside the range
+    are first clipped to +-2^40 steps, which saturates the same way but keeps the
+    float-to-int64 conversion defined."""
+    limit = np.asarray(scale, np.float64) * 2.0**40
+    finite = np.clip(np.nan_to_num(np.asarray(x, np.float64), nan=0.0), -limit, limit)
+    return quantize(finite, scale, zero_point, lo, hi, rounding)
+
+
 def dequantize(
     q: np.ndarray, scale: np.ndarray | float, zero_point: np.ndarray | int
 ) -> np.ndarray:
