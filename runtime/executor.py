@@ -6,7 +6,8 @@ table are constants (read in the constants region, or a DMA copy of them that
 nothing overwrote since) the decoded table and the centred GEMM weights.
 `run(inputs)` zeroes the writable arenas, writes the inputs at their I/O
 descriptors, runs the instructions in program order and reads the outputs back.
-Results are bit-exact with the `qnn` reference semantics (runtime/npu_kernels.py).
+Results are bit-exact with the `qnn` reference semantics (runtime/npu_conv.py,
+npu_requant.py, npu_kernels.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import numpy as np
 from npuc.diagnostics import NpucError
 from npuc.dialects import npu_isa as isa
 
+from . import npu_conv as nc
 from . import npu_kernels as nk
+from . import npu_requant as nr
 from .kernels import integer
 
 Step = Callable[[], None]
@@ -89,7 +92,8 @@ class Executor:
     def __init__(self, program: isa.Program, *, threads: int | None = 1) -> None:
         self.program = program
         self._limit = _blas_threads(threads)
-        self.scratch = nk.Scratch()
+        self.scratch = nr.Scratch()
+        self._eltwise_tables: dict[tuple, np.ndarray | None] = {}
         self.arenas: dict[str, np.ndarray] = {}
         for region in program.regions:
             arena = np.zeros(region.size, np.uint8)
@@ -175,6 +179,9 @@ class Executor:
         if inst.op == "pool":
             return lambda: nk.pool(views[0], p, views[1])
         if inst.op == "eltwise":
+            table = self._eltwise_table(p, views)
+            if table is not None:
+                return lambda: nk.eltwise_lookup(views[0], views[1], table, views[2])
             return lambda: nk.eltwise(views[0], views[1], p, views[2])
         if inst.op == "lut":
             static = self._constant(inst.operand("table"), copies)
@@ -193,42 +200,56 @@ class Executor:
             return host_step(inst, views)
         raise NpucError(f"no kernel for instruction '{inst.op}'")
 
+    def _eltwise_table(self, p: dict, views: list[np.ndarray]) -> np.ndarray | None:
+        """The 8-bit eltwise lookup table for these parameters, built once per program."""
+        dtypes = tuple(v.dtype for v in views)
+        key = (dtypes, tuple(sorted((k, repr(v)) for k, v in p.items())))
+        if key not in self._eltwise_tables:
+            self._eltwise_tables[key] = nk.eltwise_table(dtypes[0], dtypes[1], p, dtypes[2])
+        return self._eltwise_tables[key]
+
     def _table(
         self, inst: isa.Instruction, p: dict, weights: str, copies: _Copies
-    ) -> Callable[[], nk.Table]:
+    ) -> Callable[[], nr.Table]:
         t = inst.operand("bias_scale")
         wrange = isa.dtype_range(inst.operand(weights).dtype)
         static = self._constant(t, copies)
         if static is not None:
-            table = nk.Table.decode(static, wrange, p["rounding"])
+            table = nr.Table.decode(static, wrange, p["rounding"])
             return lambda: table
         view = self.view(t)
-        return lambda: nk.Table.decode(view, wrange, p["rounding"])
+        return lambda: nr.Table.decode(view, wrange, p["rounding"])
 
     def _conv2d(self, inst: isa.Instruction, p: dict, views: list, copies: _Copies) -> Step:
         _, w, _, ofm = inst.operands
         groups = p["groups"]
-        geo = nk.ConvGeometry(
+        geo = nc.ConvGeometry(
             p["strides"], p["pads"], p["dilations"], groups, w.shape[2:], ofm.shape[2:],
             depthwise=w.shape[1] == 1 and groups > 1,
         )  # fmt: skip
         table = self._table(inst, p, "weights", copies)
+        x, out = views[0], views[3]
+        zp, clamp = p["ifm_zero_point"], (p["clamp_min"], p["clamp_max"])
+        channels_first = nc.channels_first(geo, ofm.shape[1])
+
+        def prepare(weights: np.ndarray, t: nr.Table) -> tuple[nc.Operand, nr.OutputStage]:
+            operand = nc.conv_weights(weights, t.weight_zero_point, geo)
+            bias = t.bias - zp * operand.sums.reshape(-1)  # the input zero point, folded in
+            stage = nr.OutputStage(t, bias, p["rounding"], p["ofm_zero_point"], clamp,
+                                   channels_first)  # fmt: skip
+            return operand, stage
+
         static = self._constant(w, copies)
         if static is not None and self._constant(inst.operand("bias_scale"), copies) is not None:
-            operand = nk.conv_weights(static, table().weight_zero_point, geo)
-            weights = lambda t: operand  # noqa: E731
+            prepared = prepare(static, table())
+            parts = lambda: prepared  # noqa: E731
         else:
-            weights = lambda t: nk.conv_weights(views[1], t.weight_zero_point, geo)  # noqa: E731
-        x, out = views[0], views[3].transpose(0, 2, 3, 1)
-        zp, clamp = p["ifm_zero_point"], (p["clamp_min"], p["clamp_max"])
+            parts = lambda: prepare(views[1], table())  # noqa: E731
 
         def step() -> None:
-            t = table()
-            correction, bands = nk.conv2d_bands(x, zp, weights(t), geo, self.scratch)
-            bias = t.bias + correction
-            for rows, acc, bound in bands:
-                nk.output_stage(acc, bound, bias, t, p["rounding"], p["ofm_zero_point"], clamp,
-                                out[:, rows], self.scratch)  # fmt: skip
+            operand, stage = parts()
+            for band in nc.conv2d_bands(x, zp, operand, geo, self.scratch):
+                stage(band.acc, band.bound, band.output(out), self.scratch)
 
         return step
 
@@ -236,10 +257,10 @@ class Executor:
         rhs = inst.operand("rhs")
         table = self._table(inst, p, "rhs", copies)
 
-        def centred_rhs(values: np.ndarray, t: nk.Table) -> nk.Operand:
+        def centred_rhs(values: np.ndarray, t: nr.Table) -> nc.Operand:
             if rhs.strides[0] == 0:
                 values = values[:1]
-            return nk.Operand.of(values.astype(np.int64) - t.weight_zero_point)
+            return nc.Operand.of(values.astype(np.int64) - t.weight_zero_point)
 
         static = self._constant(rhs, copies)
         if static is not None and self._constant(inst.operand("bias_scale"), copies) is not None:
@@ -253,12 +274,12 @@ class Executor:
         def step() -> None:
             t = table()
             w = weights(t)
-            peak = nk.storage_peak(lhs.dtype)
-            a = lhs.astype(nk.exact_dtype(peak))
-            acc, bound = nk.exact_gemm(a, peak, w, k, self.scratch)
+            peak = nc.storage_peak(lhs.dtype)
+            a = lhs.astype(nr.exact_dtype(peak))
+            acc, bound = nc.exact_gemm(a, peak, w, k, self.scratch)
             bias = t.bias - zp * w.sums[:, None, :]  # lhs zero point folded into the bias
-            nk.output_stage(acc, bound, bias, t, p["rounding"], p["ofm_zero_point"], clamp, out,
-                            self.scratch)  # fmt: skip
+            stage = nr.OutputStage(t, bias, p["rounding"], p["ofm_zero_point"], clamp)
+            stage(acc, bound, out, self.scratch)
 
         return step
 

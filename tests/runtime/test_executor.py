@@ -28,7 +28,7 @@ from npuc.dialects.npu_isa import (
 )
 from npuc.dialects.npu_rules import check_instruction, check_program
 from npuc.registry import DIALECTS
-from npuc.runtime import npu_kernels as nk
+from npuc.runtime import npu_requant as nr
 from npuc.runtime.executor import Executor, run_with_dump
 from npuc.runtime.kernels.integer import requantize
 from npuc.runtime.loader import load
@@ -175,29 +175,37 @@ def spread(y: np.ndarray, lo: int, hi: int) -> None:
 
 CONV_CASES = {
     # name: (x shape NCHW, w shape, strides, pads, dilations, groups, rounding, x dtype,
-    #        layout, shifts)
+    #        layout, shifts, clamp_min: 5 is the output zero point, a fused ReLU)
     "3x3_s2_nhwc_tflite": ((1, 6, 9, 8), (5, 6, 3, 3), (2, 2), (1, 1, 1, 0), (1, 1), 1,
-                           "tflite", "i8", "nhwc", (38, 42)),
+                           "tflite", "i8", "nhwc", (38, 42), -100),
     "1x1_nchw_half_even": ((2, 16, 4, 5), (12, 16, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1,
-                           "half_to_even", "i8", "nchw", (36, 40)),
+                           "half_to_even", "i8", "nchw", (36, 40), -100),
     "depthwise_mult2_dil": ((1, 4, 10, 10), (8, 1, 3, 3), (1, 2), (2, 2, 2, 2), (2, 2), 4,
-                            "half_away_from_zero", "i8", "nhwc", (39, 42)),
+                            "half_away_from_zero", "i8", "nhwc", (39, 42), -100),
     "grouped_5x3": ((1, 6, 8, 7), (4, 3, 5, 3), (1, 1), (2, 1, 2, 1), (1, 1), 2,
-                    "half_up", "u8", "nhwc", (36, 40)),
+                    "half_up", "u8", "nhwc", (36, 40), -100),
     "long_k_chunks": ((1, 160, 5, 5), (8, 160, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1,
-                      "tflite", "i8", "nhwc", (44, 48)),
+                      "tflite", "i8", "nhwc", (44, 48), -100),
     "depthwise_s2": ((1, 24, 15, 15), (24, 1, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 24,
-                     "tflite", "i8", "nhwc", (39, 42)),
+                     "tflite", "i8", "nhwc", (39, 42), -100),
     "banded_1x1": ((1, 8, 64, 64), (32, 8, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1,
-                   "tflite", "i8", "nhwc", (36, 39)),
+                   "tflite", "i8", "nhwc", (36, 39), -100),
     "int16_f64_gemm": ((1, 12, 4, 4), (6, 12, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1,
-                       "tflite", "i16", "nhwc", (50, 54)),
+                       "tflite", "i16", "nhwc", (50, 54), -100),
+    "depthwise_einsum_relu": ((1, 64, 9, 11), (64, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 64,
+                              "tflite", "i8", "nchw", (39, 42), 5),
+    "depthwise_taps_relu_s2": ((1, 16, 12, 12), (16, 1, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 16,
+                               "tflite", "i8", "nchw", (39, 42), 5),
+    "1x1_relu": ((1, 24, 7, 9), (40, 24, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1,
+                 "tflite", "i8", "nchw", (38, 41), 5),
+    "depthwise_einsum_mult2": ((1, 32, 6, 6), (64, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 32,
+                               "tflite", "i8", "nhwc", (39, 42), -100),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("case", CONV_CASES)
 def test_conv2d_matches_qnn(case: str) -> None:
-    xs, ws, strides, pads, dil, groups, rounding, xd, layout, shifts = CONV_CASES[case]
+    xs, ws, strides, pads, dil, groups, rounding, xd, layout, shifts, lo_clamp = CONV_CASES[case]
     rng = np.random.default_rng(len(case))
     lo, hi = (-(1 << 15), (1 << 15) - 1) if xd == "i16" else (-128, 255)
     x = rng.integers(max(lo, np.iinfo(NP[xd]).min), min(hi, np.iinfo(NP[xd]).max) + 1, xs)
@@ -213,7 +221,7 @@ def test_conv2d_matches_qnn(case: str) -> None:
     xt = b.input("x", x, xd, nhwc(xs) if layout == "nhwc" else None)
     yt = b.output("y", out_shape, "i8", nhwc(out_shape) if layout == "nhwc" else None)
     p = dict(strides=strides, pads=pads, dilations=dil, groups=groups, ifm_zero_point=xzp,
-             ofm_zero_point=5, clamp_min=-100, clamp_max=120, rounding=rounding)  # fmt: skip
+             ofm_zero_point=5, clamp_min=lo_clamp, clamp_max=120, rounding=rounding)  # fmt: skip
     body = [inst("conv2d", (xt, b.const(w, "i8"), b.const(table, "i32"), yt), **p)]
     got = b.run(body)["y"]
     attrs = (
@@ -229,7 +237,7 @@ def test_conv2d_matches_qnn(case: str) -> None:
         attrs,
     )
     np.testing.assert_array_equal(got, want)
-    spread(got, -100, 120)
+    spread(got, lo_clamp, 120)
 
 
 def test_conv2d_from_the_spec() -> None:
@@ -596,16 +604,22 @@ def test_fused_tflite_requantization_is_exact() -> None:
     acc = acc[: acc.size // channels * channels].reshape(-1, channels)
     want = np.array([[_tflite_reference(int(v), int(m[c]), int(shift[c]))
                       for c, v in enumerate(row)] for row in acc])  # fmt: skip
-    np.testing.assert_array_equal(nk.tflite_multiply(acc, m, shift), want)
+    np.testing.assert_array_equal(nr.tflite_multiply(acc, m, shift), want)
     np.testing.assert_array_equal(requantize(acc, m, shift, "tflite"), want)
     rows = np.stack([np.zeros(channels), m, shift, np.zeros(channels)], axis=1)
-    table = nk.Table.decode(rows, (-128, 127), "tflite")
-    out = np.empty(acc.shape, np.int16)
-    zero = np.zeros(channels, np.int64)
-    nk.tflite_requantize(acc.astype(np.float64), zero, table, -3, (-32768, 32767), out,
-                         nk.Scratch())  # fmt: skip
-    np.testing.assert_array_equal(out, np.clip(want - 3, -32768, 32767))
+    table = nr.Table.decode(rows, (-128, 127), "tflite")
     bias = rng.integers(-5000, 5000, channels)  # the bias folded into the float64 steps
-    nk.tflite_requantize((acc - bias).astype(np.float64), bias, table, -3, (-32768, 32767), out,
-                         nk.Scratch())  # fmt: skip
-    np.testing.assert_array_equal(out, np.clip(want - 3, -32768, 32767))
+    # a signed clamp needs the ties' signs; a clamp at the zero point (a fused ReLU) does not
+    for clamp in ((-32768, 32767), (-3, 32767), (-3, 20)):
+        want_out = np.clip(want - 3, *clamp)
+        for b in (np.zeros(channels, np.int64), bias):
+            for channels_first in (False, True):
+                form = nr.FloatForm.of(table, b, -3, clamp, channels_first, 2)
+                x = (acc - b).astype(np.float64)
+                out = np.empty(acc.shape, np.int16)
+                if channels_first:
+                    nr.tflite_requantize(np.ascontiguousarray(x.T), form, clamp, out.T,
+                                         nr.Scratch())  # fmt: skip
+                else:
+                    nr.tflite_requantize(x, form, clamp, out, nr.Scratch())
+                np.testing.assert_array_equal(out, want_out)

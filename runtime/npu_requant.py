@@ -1,0 +1,242 @@
+"""The NPU runtime's output stage: exact integer accumulators to clamped stored outputs.
+
+The arithmetic is `integer.requantize` (docs/quantization.md), in faster exact forms:
+TFLite requantization (`rounding = tflite`, every shift >= 31) runs as one float64 floor
+(`tflite_requantize`) when every product and sum provably stays exact, else in int64
+(`tflite_multiply`); tests/runtime/test_executor.py checks both against TFLite's
+two-rounding definition. Each path gives the same integers, so the choice only changes
+the speed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from npuc.diagnostics import NpucError
+
+from .kernels import integer
+from .kernels import qnn_arith as qa
+
+I64 = np.int64
+F32 = np.float32
+F64 = np.float64
+F32_EXACT = 1 << 24  # a float32 sum is exact while every partial sum stays below this
+F64_EXACT = 1 << 53
+FLOAT_PRODUCT_EXACT = integer.FLOAT_PRODUCT_EXACT
+REQUANT_BLOCK = 1 << 16  # elements requantized at once: the float64 temporaries stay in cache
+
+
+def exact_dtype(peak: int) -> type:
+    """The narrowest of float32, float64 and int64 holding every integer up to `peak`."""
+    return F32 if peak < F32_EXACT else F64 if peak < F64_EXACT else I64
+
+
+@dataclass(frozen=True)
+class Table:
+    """A decoded bias_scale table: per output channel (bias, multiplier, shift, weight zp),
+    plus the float64 constants of `tflite_requantize` when every shift is >= 31."""
+
+    bias: np.ndarray  # int64 [C]
+    multiplier: np.ndarray  # int64 [C]
+    shift: np.ndarray  # int64 [C]
+    weight_zero_point: np.ndarray  # int64 [C]
+    scale: np.ndarray | None  # m * 2^-shift (float64, exact)
+    tie: np.ndarray | None  # 2^-(shift - 30), or 0 where shift == 31
+
+    @classmethod
+    def decode(cls, rows: np.ndarray, weights_range: tuple[int, int], rounding: str) -> Table:
+        rows = np.asarray(rows, I64).reshape(-1, 4)
+        bias, m, s, wzp = (np.ascontiguousarray(rows[:, i]) for i in range(4))
+        checks = (
+            (m, "multiplier", (0, (1 << 31) - 1)),
+            (s, "shift", (-31, 62)),
+            (wzp, "weight zero point", weights_range),
+        )
+        for values, name, (lo, hi) in checks:
+            bad = np.flatnonzero((values < lo) | (values > hi))
+            if bad.size:
+                raise NpucError(
+                    f"bias_scale row {bad[0]}: {name} {values[bad[0]]} is outside [{lo}, {hi}]"
+                )
+        scale = tie = None
+        if rounding == "tflite" and s.size and int(s.min()) >= 31:
+            scale = np.ldexp(m.astype(F64), -s)
+            tie = np.where(s > 31, np.ldexp(1.0, 30 - s), 0.0)
+        return cls(bias, m, s, wzp, scale, tie)
+
+
+class Scratch:
+    """Reusable work buffers: a fresh array of a few hundred KiB costs page faults on every
+    use, more than the arithmetic done in it."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, shape: Sequence[int], dtype: type) -> np.ndarray:
+        size = math.prod(shape) * np.dtype(dtype).itemsize
+        buffer = self._buffers.get(name)
+        if buffer is None or buffer.size < size:
+            buffer = self._buffers[name] = np.empty(max(size, 1 << 12), np.uint8)
+        return buffer[:size].view(dtype).reshape(shape)
+
+
+def _blocks(acc: np.ndarray, out: np.ndarray, channels_first: bool):
+    """acc and out split into blocks along axis 0 that keep the float64 temporaries in
+    cache: (acc, out, rows per block). Channels last: the leading axes are flattened."""
+    if not channels_first:
+        channels = acc.shape[-1]
+        try:
+            acc, out = acc.reshape(-1, channels), out.reshape(-1, channels, copy=False)
+        except ValueError:  # a strided output that cannot be flattened: one block
+            acc, out = acc[None], out[None]
+    inner = math.prod(acc.shape[1:])
+    return acc, out, max(1, REQUANT_BLOCK // max(inner, 1))
+
+
+@dataclass(frozen=True)
+class FloatForm:
+    """The per-channel float64 constants of `tflite_requantize`, shaped [C, 1, ...] for
+    channels first or [C] for channels last."""
+
+    scale: np.ndarray
+    offset: np.ndarray  # bias m 2^-shift, plus tie + 1/2 + zp when `signed` is False
+    tie: np.ndarray
+    half: float  # 1/2 + zp
+    signed: bool  # negative values can reach the output: ties need their sign
+    channels_first: bool
+
+    @classmethod
+    def of(
+        cls, table: Table, bias: np.ndarray, zero_point: int, clamp: tuple[int, int],
+        channels_first: bool, ndim: int,
+    ) -> FloatForm:  # fmt: skip
+        shape = (-1,) + (1,) * (ndim - 1) if channels_first else (-1,)
+        half = 0.5 + zero_point
+        signed = clamp[0] < zero_point
+        offset = bias * table.scale  # exact: |bias| m < 2^52
+        if not signed:
+            offset = offset + table.tie + half
+        return cls(table.scale.reshape(shape), offset.reshape(shape), table.tie.reshape(shape),
+                   half, signed, channels_first)  # fmt: skip
+
+
+def tflite_requantize(
+    acc: np.ndarray, form: FloatForm, clamp: tuple[int, int], out: np.ndarray, scratch: Scratch
+) -> None:
+    """out = clamp(zp + MultiplyByQuantizedMultiplier(acc + bias, m, shift)) in float64, exactly.
+
+    With M = m 2^-31 and r = shift - 31 >= 1, TFLite computes h = floor(x M + 1/2)
+    (the rounding doubling high multiply, as in integer._tflite_multiply_float) then rounds
+    h / 2^r half away from zero. As h is an integer, that is floor(x M 2^-r + 1/2 +
+    2^-(r+1)) for h >= 0 and floor(x M 2^-r + 1/2 - 2^-(r+1)) for h < 0; for -1/2 <= x M
+    < 0 both give 0, so the sign of x decides (that of x M 2^-r). One floor replaces both
+    roundings (r = 0: no second rounding, tie term 0). When the clamp's lower bound is at
+    or above the zero point (a fused ReLU), every x < 0 clamps to it under either tie
+    term, so the sign test is skipped. The caller guarantees that every value and sum
+    below is an integer multiple of 2^-shift below 2^53 of them (`fits_float64`), so all
+    are exact in float64.
+    """
+    acc2, out2, step = _blocks(acc, out, form.channels_first)
+    lo, hi = clamp
+    for r0 in range(0, acc2.shape[0], step):
+        rows = slice(r0, r0 + step)
+        a = acc2[rows]
+        p = scratch.get("p", a.shape, F64)
+        per_channel = rows if form.channels_first else slice(None)
+        np.multiply(a, form.scale[per_channel], out=p)
+        p += form.offset[per_channel]
+        if form.signed:
+            q = scratch.get("q", a.shape, F64)
+            np.copysign(form.tie[per_channel], p, out=q)
+            p += q
+            p += form.half
+        np.clip(p, lo, hi, out=p)
+        np.floor(p, out=out2[rows], casting="unsafe")
+
+
+def fits_float64(peak: int, table: Table, zero_point: int) -> bool:
+    """Whether `tflite_requantize` is exact for accumulators (bias included) up to `peak`:
+    |x| m, the tie, 1/2 and the zero point, in units of 2^-shift, sum below 2^53."""
+    m, s = int(table.multiplier.max()), int(table.shift.max())
+    return peak * m < FLOAT_PRODUCT_EXACT and peak * m + ((abs(zero_point) + 2) << s) < F64_EXACT
+
+
+def tflite_multiply(x: np.ndarray, multiplier, shift) -> np.ndarray:
+    """integer.requantize(x, multiplier, shift, "tflite") for int64 x, in fewer int64 passes.
+
+    Where every shift is >= 31 and |x| m < 2^62: h = (x m + 2^30) >> 31 is TFLite's rounding
+    doubling high multiply (floor(x M + 1/2), see tflite_requantize), and (h + 2^(r-1) -
+    [h < 0]) >> r its rounding divide by 2^r, ties away from zero. Otherwise the shared
+    function.
+    """
+    m = np.asarray(multiplier, I64)
+    s = np.asarray(shift, I64)
+    peak = max(int(x.max()), -int(x.min())) if x.size else 0
+    if not m.size or int(s.min()) < 31 or peak * int(m.max()) >= 1 << 62:
+        return integer.requantize(x, m, s, "tflite")
+    h = x * m
+    h += 1 << 30
+    h >>= 31
+    r = s - 31
+    if not r.any():
+        return h
+    down = (h < 0) & (r > 0)  # ties of negative values round down
+    h += np.where(r > 0, np.left_shift(1, np.maximum(r - 1, 0)), 0)
+    h -= down
+    h >>= r
+    return h
+
+
+class OutputStage:
+    """out = clamp(zero_point + R(acc + bias)) for one instruction's parameters, with the
+    channels on acc's last axis, or on its first with `channels_first`.
+
+    `bias` (int64) is one value per channel, or broadcasts against acc (channels last).
+    Built once per instruction when its table is constant, so each call only runs the
+    array passes.
+    """
+
+    def __init__(
+        self, table: Table, bias: np.ndarray, rounding: str, zero_point: int,
+        clamp: tuple[int, int], channels_first: bool = False,
+    ) -> None:  # fmt: skip
+        self.table, self.bias, self.rounding = table, bias, rounding
+        self.zero_point, self.clamp, self.channels_first = zero_point, clamp, channels_first
+        self.bias_peak = int(np.abs(bias).max()) if bias.size else 0
+        self.per_channel = bias.size == table.multiplier.size
+        self.floats = table.scale is not None and table.multiplier.size > 0
+        self._forms: dict[int, FloatForm] = {}
+
+    def _form(self, ndim: int) -> FloatForm:
+        if ndim not in self._forms:
+            bias = self.bias.reshape(-1) if self.per_channel else np.zeros_like(self.table.bias)
+            self._forms[ndim] = FloatForm.of(self.table, bias, self.zero_point, self.clamp,
+                                             self.channels_first, ndim)  # fmt: skip
+        return self._forms[ndim]
+
+    def __call__(self, acc: np.ndarray, bound: int, out: np.ndarray, scratch: Scratch) -> None:
+        """Requantize acc (exact integers in any dtype, |acc| <= bound; may be overwritten)."""
+        if self.floats and acc.size:
+            peak = bound + self.bias_peak
+            if not fits_float64(peak, self.table, self.zero_point):  # a loose bound: measure
+                peak = max(int(acc.max()), -int(acc.min())) + self.bias_peak
+            if fits_float64(peak, self.table, self.zero_point):
+                if not self.per_channel:  # a bias per batch: add it first
+                    acc = acc.astype(F64) + self.bias
+                tflite_requantize(acc, self._form(acc.ndim), self.clamp, out, scratch)
+                return
+        if self.channels_first:  # the shared functions take the channels last
+            acc, out = np.moveaxis(acc, 0, -1), np.moveaxis(out, 0, -1)
+        total = acc.astype(I64) + self.bias
+        t, zp, (lo, hi) = self.table, self.zero_point, self.clamp
+        if self.rounding == "tflite":
+            y = tflite_multiply(total, t.multiplier, t.shift) + zp
+            np.clip(y, lo, hi, out=y)
+        else:
+            y = qa.output_stage(total, t.multiplier, t.shift, self.rounding, zp, (lo, hi),
+                                out.dtype)  # fmt: skip
+        np.copyto(out, y, casting="unsafe")
