@@ -188,10 +188,11 @@ class Executor:
             table = views[1] if static is None else np.ascontiguousarray(static)
             return lambda: nk.lut(views[0], table, p["table_base"], views[2])
         if inst.op == "softmax":
-            from .kernels.qnn_arith import softmax_int8
+            from .kernels.qnn_arith import softmax_exps, softmax_int8
 
             args = (p["input_multiplier"], p["input_left_shift"], p["diff_min"])
-            return lambda: np.copyto(views[1], softmax_int8(views[0], *args))
+            table = softmax_exps(-np.arange(256, dtype=np.int64), *args)
+            return lambda: np.copyto(views[1], softmax_int8(views[0], *args, exp_table=table))
         if inst.op == "move":
             return lambda: nk.move(views[0], p, views[1])
         if inst.op == "host":
@@ -248,8 +249,9 @@ class Executor:
 
         def step() -> None:
             operand, stage = parts()
-            for band in nc.conv2d_bands(x, zp, operand, geo, self.scratch):
-                stage(band.acc, band.bound, band.output(out), self.scratch)
+            inputs = nc.conv2d_inputs(x, zp, operand, geo, self.scratch)
+            for band in nc.conv2d_bands(inputs, x.dtype, operand, geo, self.scratch):
+                band.write(stage, out, self.scratch)
 
         return step
 

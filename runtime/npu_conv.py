@@ -16,16 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from npuc.diagnostics import NpucError
 
-from .npu_requant import F32, F32_EXACT, F64, F64_EXACT, I64, Scratch, exact_dtype
+from .npu_requant import F32, F32_EXACT, F64, F64_EXACT, I64, OutputStage, Scratch, exact_dtype
 
 MAX_CHUNKS = 8  # float32 chunks summed in float64 before a float64 GEMM is cheaper
 COLS_BUDGET = 1 << 27  # bytes of im2col matrix built at once
 BAND_ELEMENTS = 1 << 20  # outputs per band of a convolution (im2col, GEMM, output stage)
+TAPS_BLOCK = 1 << 16  # accumulators of a depthwise convolution's multiply-adds at once
+GEMM_BAND = 1 << 18  # accumulators of a GEMM requantized while they are in cache
 
 
 def storage_peak(dtype: np.dtype) -> int:
@@ -69,9 +72,11 @@ def exact_gemm(
     k: int,
     scratch: Scratch | None = None,
     weights_first: bool = False,
+    columns: slice = slice(None),
 ) -> tuple[np.ndarray, int]:
     """(a @ b exactly, a bound on its magnitude) for integer-valued a [..., K], b [..., K, N];
-    with `weights_first`, (b^T @ a) for a [..., K, P], giving [..., N, P].
+    with `weights_first`, (b^T @ a) for a [..., K, P], giving [..., N, P]; only b's
+    `columns` (N) when given.
 
     Float32 when every partial sum stays below 2^24, else float32 chunks of K summed in
     float64, else float64 below 2^53, else int64 (as qnn_arith's exact GEMM dtype choice).
@@ -80,10 +85,11 @@ def exact_gemm(
     term = a_peak * b.peak
     bound = a_peak * b.reach
     batch = np.broadcast_shapes(a.shape[:-2], b.values.shape[:-2])
-    n = b.values.shape[-1]
+    n = len(range(b.values.shape[-1])[columns])
     shape = (*batch, n, a.shape[-1]) if weights_first else (*batch, a.shape[-2], n)
 
     def product(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        w = w[..., columns]
         if weights_first:
             return np.matmul(np.swapaxes(w, -1, -2), x, out=out)
         return np.matmul(x, w, out=out)
@@ -130,19 +136,30 @@ class ConvGeometry:
 
 @dataclass(frozen=True)
 class Band:
-    """Accumulators of some output rows of one image: [Co, rows, OW] (channels first) or
-    [rows, OW, Co] for a depthwise convolution, with a bound on their magnitude."""
+    """Accumulators of some output rows and channels of one image: [Co, rows, OW] (channels
+    first) or [rows, OW, Co] for a depthwise convolution, with a bound on their magnitude;
+    with `columns`, [Co, rows, W] of which the first `columns` are outputs."""
 
     image: int
     rows: slice
     acc: np.ndarray
     bound: int
     channels_first: bool
+    columns: int | None = None  # acc's columns past this many are discarded
+    channels: slice | None = None  # the output channels of the band, if not all
 
-    def output(self, out: np.ndarray) -> np.ndarray:
-        """The part of the NCHW output `out` the band fills, laid out as `acc`."""
-        view = out[self.image, :, self.rows]
-        return view if self.channels_first else view.transpose(1, 2, 0)
+    def write(self, stage: OutputStage, out: np.ndarray, scratch: Scratch) -> None:
+        """Requantize the band into its part of the NCHW output `out`."""
+        channels = slice(None) if self.channels is None else self.channels
+        view = out[self.image, channels, self.rows]
+        if not self.channels_first:
+            view = view.transpose(1, 2, 0)
+        if self.columns is None:
+            stage(self.acc, self.bound, view, scratch, channels)
+        else:  # whole rows, then the outputs among them
+            rows = scratch.get("rows", self.acc.shape, view.dtype)
+            stage(self.acc, self.bound, rows, scratch, channels)
+            np.copyto(view, rows[..., : self.columns])
 
 
 def conv_weights(w: np.ndarray, wzp: np.ndarray, geo: ConvGeometry) -> Operand:
@@ -162,30 +179,65 @@ def conv_weights(w: np.ndarray, wzp: np.ndarray, geo: ConvGeometry) -> Operand:
     return Operand.of(np.ascontiguousarray(values))
 
 
-DEPTHWISE_EINSUM_CHANNELS = 48  # from this many channels, channels-last einsum is faster
+# A depthwise convolution with at least this many channels and at most this many output
+# pixels runs as one channels-last einsum; otherwise as multiply-adds per tap, channels
+# first (numpy's loops are fastest along a long contiguous axis).
+DEPTHWISE_EINSUM_CHANNELS = 48
+DEPTHWISE_EINSUM_PIXELS = 2048
 
 
 def channels_first(geo: ConvGeometry, channels: int) -> bool:
     """Whether `conv2d_bands` gives accumulators channels first ([Co, rows, OW]): all but a
-    depthwise convolution with many channels."""
-    return not geo.depthwise or channels < DEPTHWISE_EINSUM_CHANNELS
+    depthwise convolution with many channels on a small image."""
+    pixels = geo.out_hw[0] * geo.out_hw[1]
+    einsum = channels >= DEPTHWISE_EINSUM_CHANNELS and pixels <= DEPTHWISE_EINSUM_PIXELS
+    return not (geo.depthwise and einsum)
+
+
+def _out_channels(weights: Operand, geo: ConvGeometry) -> int:
+    return weights.values.shape[-1] * (1 if geo.depthwise else weights.values.shape[0])
+
+
+def conv2d_inputs(
+    x: np.ndarray, zero_point: int, weights: Operand, geo: ConvGeometry, scratch: Scratch
+) -> list[np.ndarray]:
+    """Each image of the stored input x (an NCHW view) as `conv2d_bands` reads it, bordered
+    with the zero point: padded [C, H, W] for a GEMM, split by stride phase for a
+    depthwise convolution by taps (`_phases`), padded [H, W, C] for one by einsum."""
+    dtype = exact_dtype(storage_peak(x.dtype))
+    if not geo.depthwise:
+        prepare = partial(_padded, pads=geo.pads)
+    elif channels_first(geo, _out_channels(weights, geo)):
+        dtype = exact_dtype(storage_peak(x.dtype) * weights.reach)
+        prepare = partial(_phases, geo=geo)
+    else:
+        dtype = exact_dtype(storage_peak(x.dtype) * weights.reach)
+        prepare = partial(_padded_nhwc, pads=geo.pads)
+    if x.shape[0] > 1:  # one scratch buffer per image
+        return [prepare(x[i], zero_point, dtype, scratch=Scratch()) for i in range(x.shape[0])]
+    return [prepare(x[0], zero_point, dtype, scratch=scratch)]
 
 
 def conv2d_bands(
-    x: np.ndarray, zero_point: int, weights: Operand, geo: ConvGeometry, scratch: Scratch
+    inputs: list[np.ndarray],
+    x_dtype: np.dtype,
+    weights: Operand,
+    geo: ConvGeometry,
+    scratch: Scratch,
 ) -> Iterator[Band]:
-    """Bands of sum x * wc over about BAND_ELEMENTS outputs each.
+    """Bands of sum x * wc over about BAND_ELEMENTS outputs each, from `conv2d_inputs` of a
+    stored input of `x_dtype`.
 
-    x holds stored values (NCHW view); the padding holds its zero point, so the exact
-    accumulator sum (x - zp)(w - wzp) is each band minus zp * sum(wc) per output channel
-    (`weights.sums`), which the caller adds with the bias.
+    The padding holds the input zero point, so the exact accumulator sum (x - zp)(w - wzp)
+    is each band minus zp * sum(wc) per output channel (`weights.sums`), which the caller
+    adds with the bias.
     """
-    co = weights.values.shape[-1] * (1 if geo.depthwise else weights.values.shape[0])
+    peak = storage_peak(x_dtype)
     if not geo.depthwise:
-        return _gemm_bands(x, zero_point, weights, geo, scratch)
-    if channels_first(geo, co):
-        return _depthwise_taps(x, zero_point, weights, geo, scratch)
-    return _depthwise_bands(x, zero_point, weights, geo, scratch)
+        return _gemm_bands(inputs, peak, weights, geo, scratch)
+    if channels_first(geo, _out_channels(weights, geo)):
+        return _depthwise_taps(inputs, peak, weights, geo, scratch)
+    return _depthwise_bands(inputs, peak, weights, geo, scratch)
 
 
 def _row_bands(rows: int, per_row: int, cols_per_row: int, itemsize: int) -> Iterator[slice]:
@@ -207,18 +259,16 @@ def _padded(
 
 
 def _gemm_bands(
-    x: np.ndarray, zero_point: int, weights: Operand, geo: ConvGeometry, scratch: Scratch
+    inputs: list[np.ndarray], peak: int, weights: Operand, geo: ConvGeometry, scratch: Scratch
 ) -> Iterator[Band]:
-    peak = storage_peak(x.dtype)
     (kh, kw), (sh, sw), (dh, dw) = geo.kernel, geo.strides, geo.dilations
     oh, ow = geo.out_hw
     g, k, cog = weights.values.shape
     co = g * cog
     dtype = exact_dtype(peak)
     pointwise = kh == kw == 1 and sh == sw == 1 and not any(geo.pads)
-    for image in range(x.shape[0]):
-        xp = _padded(x[image], zero_point, dtype, geo.pads, scratch)
-        for rows in _row_bands(oh, co * ow, k * ow, xp.itemsize):
+    for image, xp in enumerate(inputs):
+        for rows in _row_bands(oh, ow, k * ow, xp.itemsize):
             count = rows.stop - rows.start
             if pointwise:  # the input rows themselves, [C, rows * W]
                 cols = xp[:, rows].reshape(g, k, count * ow)
@@ -231,25 +281,33 @@ def _gemm_bands(
                                  j * dw : j * dw + sw * (ow - 1) + 1 : sw]  # fmt: skip
                         np.copyto(cols[:, i, j], tap)
                 cols = cols.reshape(g, k, count * ow)
-            acc, bound = exact_gemm(cols, peak, weights, k, scratch, weights_first=True)
-            yield Band(image, rows, acc.reshape(co, count, ow), bound, channels_first=True)
+            if g > 1:
+                acc, bound = exact_gemm(cols, peak, weights, k, scratch, weights_first=True)
+                yield Band(image, rows, acc.reshape(co, count, ow), bound, channels_first=True)
+                continue
+            step = max(1, GEMM_BAND // (count * ow))  # channels whose outputs stay in cache
+            for c0 in range(0, co, step):
+                channels = slice(c0, min(co, c0 + step))
+                acc, bound = exact_gemm(cols, peak, weights, k, scratch, weights_first=True,
+                                        columns=channels)  # fmt: skip
+                part = acc.reshape(-1, count, ow)
+                yield Band(image, rows, part, bound, channels_first=True, channels=channels)
 
 
 def _depthwise_bands(
-    x: np.ndarray, zero_point: int, weights: Operand, geo: ConvGeometry, scratch: Scratch
+    inputs: list[np.ndarray], peak: int, weights: Operand, geo: ConvGeometry, scratch: Scratch
 ) -> Iterator[Band]:
     """Depthwise (one input channel per group): one einsum over the window view, channels
     last."""
     (kh, kw), (sh, sw), (dh, dw) = geo.kernel, geo.strides, geo.dilations
-    peak = storage_peak(x.dtype)
     bound = peak * weights.reach
     dtype = exact_dtype(bound)
     oh, ow = geo.out_hw
-    co, c = weights.values.shape[1], x.shape[1]
+    co = weights.values.shape[1]
     w = weights.as_(dtype).reshape(kh, kw, co)
     span = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
-    for image in range(x.shape[0]):
-        xh = _padded_nhwc(x[image], zero_point, dtype, geo.pads, scratch)
+    for image, xh in enumerate(inputs):
+        c = xh.shape[-1]
         if co != c:  # a channel multiplier: output channel o reads input channel o // (co / c)
             xh = xh[..., np.repeat(np.arange(c), co // c)]
         window = np.lib.stride_tricks.sliding_window_view(xh, span, axis=(0, 1))
@@ -261,33 +319,75 @@ def _depthwise_bands(
             yield Band(image, rows, acc, bound, channels_first=False)
 
 
+def _phases(
+    x: np.ndarray, zero_point: int, dtype: type, geo: ConvGeometry, scratch: Scratch
+) -> np.ndarray:
+    """The padded input [C, H, W] of one image split by stride phase: [SH, SW, C, Hq, Wq]
+    with [a, b, c, r, s] = padded[c, a + SH r, b + SW s], bordered with the zero point.
+
+    A tap (i, j) of output (oh, ow) reads phase ((i DH) % SH, (j DW) % SW) at row
+    oh + (i DH) // SH, column ow + (j DW) // SW: a shifted window of one phase, so over the
+    flattened phase every tap is one contiguous run. One extra row keeps the runs of the
+    last outputs (whose tail columns are discarded) inside the buffer.
+    """
+    (sh, sw), (top, left, bottom, right) = geo.strides, geo.pads
+    c, h, w = x.shape
+    hp, wp = h + top + bottom, w + left + right
+    hq, wq = -(-hp // sh), -(-wp // sw)
+    out = scratch.get("phases", (sh, sw, c, hq + 1, wq), dtype)
+    for a in range(sh):
+        for b in range(sw):
+            # the phase's rows r0:r1 and columns c0:c1 hold input pixels, the rest padding
+            r0, c0 = max(0, -(-(top - a) // sh)), max(0, -(-(left - b) // sw))
+            r1, c1 = -(-(top + h - a) // sh), -(-(left + w - b) // sw)
+            phase = out[a, b]
+            if r1 <= r0 or c1 <= c0:
+                phase.fill(zero_point)
+                continue
+            for border in (phase[:, :r0], phase[:, r1:], phase[:, r0:r1, :c0],
+                           phase[:, r0:r1, c1:]):  # fmt: skip
+                border.fill(zero_point)
+            rows = slice(a + sh * r0 - top, a + sh * (r1 - 1) - top + 1, sh)
+            cols = slice(b + sw * c0 - left, b + sw * (c1 - 1) - left + 1, sw)
+            np.copyto(phase[:, r0:r1, c0:c1], x[:, rows, cols], casting="unsafe")
+    return out
+
+
 def _depthwise_taps(
-    x: np.ndarray, zero_point: int, weights: Operand, geo: ConvGeometry, scratch: Scratch
+    inputs: list[np.ndarray], peak: int, weights: Operand, geo: ConvGeometry, scratch: Scratch
 ) -> Iterator[Band]:
-    """Depthwise with few channels: a multiply-add per tap over [C, OH, OW], channels first."""
+    """Depthwise: a multiply-add per tap over [C, OH, Wq] (each tap one contiguous run of a
+    stride phase, `_phases`), channels first; the columns past OW are discarded. Blocks of
+    channels keep the passes in cache."""
     (kh, kw), (sh, sw), (dh, dw) = geo.kernel, geo.strides, geo.dilations
-    peak = storage_peak(x.dtype)
     bound = peak * weights.reach
     dtype = exact_dtype(bound)
     oh, ow = geo.out_hw
-    co, c = weights.values.shape[1], x.shape[1]
-    w = weights.as_(dtype).T.reshape(co, kh * kw, 1, 1)
-    for image in range(x.shape[0]):
-        xp = _padded(x[image], zero_point, dtype, geo.pads, scratch)
+    co = weights.values.shape[1]
+    w = weights.as_(dtype).T.reshape(co, kh * kw, 1)
+    for image, phases in enumerate(inputs):
+        c = phases.shape[2]
         if co != c:  # a channel multiplier: output channel o reads input channel o // (co / c)
-            xp = xp[np.repeat(np.arange(c), co // c)]
-        acc = scratch.get("acc", (co, oh, ow), dtype)
-        term = scratch.get("term", (co, oh, ow), dtype)
-        for i in range(kh):
-            for j in range(kw):
-                tap = xp[:, i * dh : i * dh + sh * (oh - 1) + 1 : sh,
-                         j * dw : j * dw + sw * (ow - 1) + 1 : sw]  # fmt: skip
-                if i == j == 0:
-                    np.multiply(tap, w[:, 0], out=acc)
-                else:
-                    np.multiply(tap, w[:, i * kw + j], out=term)
-                    acc += term
-        yield Band(image, slice(0, oh), acc, bound, channels_first=True)
+            phases = phases[:, :, np.repeat(np.arange(c), co // c)]
+        *_, hq, wq = phases.shape
+        flat = phases.reshape(sh, sw, co, hq * wq)
+        run = oh * wq
+        block = max(1, TAPS_BLOCK // run)
+        for c0 in range(0, co, block):
+            channels = slice(c0, min(co, c0 + block))
+            a = scratch.get("acc", (channels.stop - c0, run), dtype)
+            term = scratch.get("term", a.shape, dtype)
+            for i in range(kh):
+                for j in range(kw):
+                    start = (i * dh // sh) * wq + j * dw // sw
+                    tap = flat[i * dh % sh, j * dw % sw, channels, start : start + run]
+                    if i == j == 0:
+                        np.multiply(tap, w[channels, 0], out=a)
+                    else:
+                        np.multiply(tap, w[channels, i * kw + j], out=term)
+                        a += term
+            part = a.reshape(-1, oh, wq)
+            yield Band(image, slice(0, oh), part, bound, True, ow, channels)
 
 
 def _padded_nhwc(

@@ -31,11 +31,12 @@ def pool(x: np.ndarray, p: dict, out: np.ndarray) -> None:
                           ceil_mode=p["ceil_mode"])  # fmt: skip
         np.copyto(out, np.clip(y, lo, hi))
         return
-    xc = x.astype(I64) - p["ifm_zero_point"]
     whole = tuple(kernel) == x.shape[2:] and not any(pads)
-    if whole:
-        total, count = qa.global_avg_pool_sums(xc)
+    if whole:  # summed as stored, then centred: no int64 copy of the input
+        total, count = qa.global_avg_pool_sums(x)
+        total -= count * p["ifm_zero_point"]
     else:
+        xc = x.astype(I64) - p["ifm_zero_point"]
         total, count = qa.avg_pool2d_sums(xc, kernel, strides=strides, pads=pads,
                                           ceil_mode=p["ceil_mode"],
                                           count_include_pad=p["count_include_pad"])  # fmt: skip

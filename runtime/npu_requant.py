@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -68,6 +69,22 @@ class Table:
             tie = np.where(s > 31, np.ldexp(1.0, 30 - s), 0.0)
         return cls(bias, m, s, wzp, scale, tie)
 
+    def part(self, channels: slice) -> Table:
+        """The rows of some output channels."""
+        return Table(
+            *(
+                None if v is None else v[channels]
+                for v in (
+                    self.bias,
+                    self.multiplier,
+                    self.shift,
+                    self.weight_zero_point,
+                    self.scale,
+                    self.tie,
+                )
+            )
+        )
+
 
 class Scratch:
     """Reusable work buffers: a fresh array of a few hundred KiB costs page faults on every
@@ -84,10 +101,22 @@ class Scratch:
         return buffer[:size].view(dtype).reshape(shape)
 
 
+UNSIGNED = {np.dtype(np.int8): np.uint8, np.dtype(np.uint8): np.uint8,
+            np.dtype(np.int16): np.uint16, np.dtype(np.uint16): np.uint16}  # fmt: skip
+
+
 def _blocks(acc: np.ndarray, out: np.ndarray, channels_first: bool):
     """acc and out split into blocks along axis 0 that keep the float64 temporaries in
-    cache: (acc, out, rows per block). Channels last: the leading axes are flattened."""
-    if not channels_first:
+    cache: (acc, out, rows per block). Channels first, acc becomes [C, elements] when it
+    is contiguous; channels last, the leading axes are flattened."""
+    if channels_first:
+        if acc.flags.c_contiguous and out.ndim == acc.ndim:
+            try:
+                out = out.reshape(acc.shape[0], -1, copy=False)
+                acc = acc.reshape(acc.shape[0], -1)
+            except ValueError:
+                pass
+    else:
         channels = acc.shape[-1]
         try:
             acc, out = acc.reshape(-1, channels), out.reshape(-1, channels, copy=False)
@@ -100,12 +129,17 @@ def _blocks(acc: np.ndarray, out: np.ndarray, channels_first: bool):
 @dataclass(frozen=True)
 class FloatForm:
     """The per-channel float64 constants of `tflite_requantize`, shaped [C, 1, ...] for
-    channels first or [C] for channels last."""
+    channels first or [C] for channels last.
+
+    The result is computed shifted by -lo, so that after clamping to [0, hi - lo] the
+    float-to-unsigned conversion (truncation) is the floor; adding lo back wraps to the
+    signed value.
+    """
 
     scale: np.ndarray
-    offset: np.ndarray  # bias m 2^-shift, plus tie + 1/2 + zp when `signed` is False
+    offset: np.ndarray  # bias m 2^-shift, plus tie + 1/2 + zp - lo when `signed` is False
     tie: np.ndarray
-    half: float  # 1/2 + zp
+    half: float  # 1/2 + zp - lo
     signed: bool  # negative values can reach the output: ties need their sign
     channels_first: bool
 
@@ -115,7 +149,7 @@ class FloatForm:
         channels_first: bool, ndim: int,
     ) -> FloatForm:  # fmt: skip
         shape = (-1,) + (1,) * (ndim - 1) if channels_first else (-1,)
-        half = 0.5 + zero_point
+        half = 0.5 + zero_point - clamp[0]
         signed = clamp[0] < zero_point
         offset = bias * table.scale  # exact: |bias| m < 2^52
         if not signed:
@@ -142,27 +176,46 @@ def tflite_requantize(
     """
     acc2, out2, step = _blocks(acc, out, form.channels_first)
     lo, hi = clamp
+    unsigned = UNSIGNED.get(out.dtype)
+    if unsigned is not None and hi - lo >= 1 << (8 * out.dtype.itemsize):
+        unsigned = None
     for r0 in range(0, acc2.shape[0], step):
         rows = slice(r0, r0 + step)
         a = acc2[rows]
         p = scratch.get("p", a.shape, F64)
-        per_channel = rows if form.channels_first else slice(None)
-        np.multiply(a, form.scale[per_channel], out=p)
-        p += form.offset[per_channel]
+        scale, offset, tie = form.scale, form.offset, form.tie
+        if form.channels_first:  # [C, 1, ...] as deep as the block
+            shape = (-1,) + (1,) * (a.ndim - 1)
+            scale, offset, tie = (v.reshape(shape)[rows] for v in (scale, offset, tie))
+        np.multiply(a, scale, out=p)
+        p += offset
         if form.signed:
             q = scratch.get("q", a.shape, F64)
-            np.copysign(form.tie[per_channel], p, out=q)
+            np.copysign(tie, p, out=q)
             p += q
             p += form.half
-        np.clip(p, lo, hi, out=p)
-        np.floor(p, out=out2[rows], casting="unsafe")
+        if unsigned is None:  # wider outputs: clamp and floor in the output's own range
+            p += lo
+            np.clip(p, lo, hi, out=p)
+            np.floor(p, out=out2[rows], casting="unsafe")
+            continue
+        # |p| < 2^22 (`fits_float64`): the conversion to int32 truncates, which is the
+        # floor from 0 up; anything below 0 clamps to 0 either way
+        whole = scratch.get("whole", a.shape, np.int32)
+        np.copyto(whole, p, casting="unsafe")
+        target = out2[rows].view(unsigned)
+        np.clip(whole, 0, hi - lo, out=target, casting="unsafe")
+        if lo:
+            np.add(target, lo % (1 << (8 * target.itemsize)), out=target)
 
 
-def fits_float64(peak: int, table: Table, zero_point: int) -> bool:
+def fits_float64(peak: int, table: Table, zero_point: int, lo: int) -> bool:
     """Whether `tflite_requantize` is exact for accumulators (bias included) up to `peak`:
-    |x| m, the tie, 1/2 and the zero point, in units of 2^-shift, sum below 2^53."""
+    |x| m, the tie, 1/2, the zero point and the clamp's lower bound, in units of
+    2^-shift, sum below 2^53."""
     m, s = int(table.multiplier.max()), int(table.shift.max())
-    return peak * m < FLOAT_PRODUCT_EXACT and peak * m + ((abs(zero_point) + 2) << s) < F64_EXACT
+    extra = (abs(zero_point) + abs(lo) + 2) << s
+    return peak * m < FLOAT_PRODUCT_EXACT and peak * m + extra < F64_EXACT
 
 
 def tflite_multiply(x: np.ndarray, multiplier, shift) -> np.ndarray:
@@ -210,6 +263,16 @@ class OutputStage:
         self.per_channel = bias.size == table.multiplier.size
         self.floats = table.scale is not None and table.multiplier.size > 0
         self._forms: dict[int, FloatForm] = {}
+        self._parts: dict[tuple[int, int], OutputStage] = {}
+
+    def part(self, channels: slice) -> OutputStage:
+        """The stage of some output channels (channels first, a bias per channel)."""
+        start, stop, _ = channels.indices(self.table.multiplier.size)
+        if (start, stop) not in self._parts:
+            self._parts[start, stop] = OutputStage(
+                self.table.part(channels), self.bias.reshape(-1)[channels], self.rounding,
+                self.zero_point, self.clamp, self.channels_first)  # fmt: skip
+        return self._parts[start, stop]
 
     def _form(self, ndim: int) -> FloatForm:
         if ndim not in self._forms:
@@ -218,13 +281,22 @@ class OutputStage:
                                              self.channels_first, ndim)  # fmt: skip
         return self._forms[ndim]
 
-    def __call__(self, acc: np.ndarray, bound: int, out: np.ndarray, scratch: Scratch) -> None:
-        """Requantize acc (exact integers in any dtype, |acc| <= bound; may be overwritten)."""
+    def __call__(
+        self, acc: np.ndarray, bound: int, out: np.ndarray, scratch: Scratch,
+        channels: slice = slice(None),
+    ) -> None:  # fmt: skip
+        """Requantize acc (exact integers in any dtype, |acc| <= bound; may be overwritten),
+        the accumulators of `channels` (channels first) or of every channel."""
+        if channels != slice(None):
+            self.part(channels)(acc, bound, out, scratch)
+            return
         if self.floats and acc.size:
             peak = bound + self.bias_peak
-            if not fits_float64(peak, self.table, self.zero_point):  # a loose bound: measure
+            fits = partial(fits_float64, table=self.table, zero_point=self.zero_point,
+                           lo=self.clamp[0])  # fmt: skip
+            if not fits(peak):  # the bound is loose: measure
                 peak = max(int(acc.max()), -int(acc.min())) + self.bias_peak
-            if fits_float64(peak, self.table, self.zero_point):
+            if fits(peak):
                 if not self.per_channel:  # a bias per batch: add it first
                     acc = acc.astype(F64) + self.bias
                 tflite_requantize(acc, self._form(acc.ndim), self.clamp, out, scratch)

@@ -371,19 +371,38 @@ def fx_one_over_one_plus_x_for_x_in_0_1(a: np.ndarray) -> np.ndarray:
     return fx_saturating_shift_left(x, 1)  # Rescale<0>(ExactMulByPot<-1>(x))
 
 
+def softmax_exps(
+    diff: np.ndarray, input_multiplier: int, input_left_shift: int, diff_min: int
+) -> np.ndarray:
+    """exp(diff * input scale) in Q0.31 for int64 diff <= 0 (0 where diff < diff_min)."""
+    used = diff >= diff_min
+    # MultiplyByQuantizedMultiplierGreaterThanOne; |diff| << shift fits int32 where used.
+    rescaled = fx_mul(np.where(used, np.left_shift(diff, input_left_shift), 0), input_multiplier)
+    return np.where(used, fx_exp_on_negative_values_q5_26(rescaled), 0)
+
+
 def softmax_int8(
-    x: np.ndarray, input_multiplier: int, input_left_shift: int, diff_min: int
+    x: np.ndarray,
+    input_multiplier: int,
+    input_left_shift: int,
+    diff_min: int,
+    exp_table: np.ndarray | None = None,
 ) -> np.ndarray:
     """TFLite's reference quantized Softmax (int8 in, int8 out at scale 1/256, zero point -128)
-    over the last axis; see docs/quantization.md."""
+    over the last axis; see docs/quantization.md.
+
+    `exp_table[-diff]` may hold `softmax_exps` for every diff of the input type's range
+    (0 down to -255), computed once for these parameters.
+    """
     q = np.asarray(x, I64)
     if q.size == 0:
         return q.astype(np.int8)
     diff = q - q.max(axis=-1, keepdims=True)
     used = diff >= diff_min
-    # MultiplyByQuantizedMultiplierGreaterThanOne; |diff| << shift fits int32 where used.
-    rescaled = fx_mul(np.where(used, np.left_shift(diff, input_left_shift), 0), input_multiplier)
-    exps = fx_exp_on_negative_values_q5_26(rescaled)
+    if exp_table is not None and -int(diff.min()) < exp_table.size:
+        exps = exp_table[-diff]
+    else:
+        exps = softmax_exps(diff, input_multiplier, input_left_shift, diff_min)
     # Accumulated in Q12.19 (Rescale<12>), int32 wrap-around as in C++.
     sum_of_exps = _wrap32(np.where(used, fx_rounding_divide_by_pot(exps, 12), 0).sum(axis=-1))
     # GetReciprocal(sum, 12): count leading zeros of the (positive) uint32 sum.
