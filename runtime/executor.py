@@ -233,25 +233,22 @@ class Executor:
         zp, clamp = p["ifm_zero_point"], (p["clamp_min"], p["clamp_max"])
         channels_first = nc.channels_first(geo, ofm.shape[1])
 
-        def prepare(weights: np.ndarray, t: nr.Table) -> tuple[nc.Operand, nr.OutputStage]:
+        def plan(weights: np.ndarray, t: nr.Table) -> list[nr.Action]:
             operand = nc.conv_weights(weights, t.weight_zero_point, geo)
             bias = t.bias - zp * operand.sums.reshape(-1)  # the input zero point, folded in
             stage = nr.OutputStage(t, bias, p["rounding"], p["ofm_zero_point"], clamp,
                                    channels_first)  # fmt: skip
-            return operand, stage
+            return nc.conv2d_plan(x, out, zp, operand, stage, geo, self.scratch)
 
         static = self._constant(w, copies)
         if static is not None and self._constant(inst.operand("bias_scale"), copies) is not None:
-            prepared = prepare(static, table())
-            parts = lambda: prepared  # noqa: E731
+            actions = plan(static, table())
         else:
-            parts = lambda: prepare(views[1], table())  # noqa: E731
+            actions = None
 
         def step() -> None:
-            operand, stage = parts()
-            inputs = nc.conv2d_inputs(x, zp, operand, geo, self.scratch)
-            for band in nc.conv2d_bands(inputs, x.dtype, operand, geo, self.scratch):
-                band.write(stage, out, self.scratch)
+            for action in actions or plan(views[1], table()):
+                action()
 
         return step
 

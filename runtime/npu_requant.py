@@ -11,7 +11,7 @@ the speed.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -92,13 +92,24 @@ class Scratch:
 
     def __init__(self) -> None:
         self._buffers: dict[str, np.ndarray] = {}
+        self._bordered: dict[tuple, np.ndarray] = {}
 
     def get(self, name: str, shape: Sequence[int], dtype: type) -> np.ndarray:
+        """A view of the buffer `name`, grown when too small (views taken before keep the
+        old buffer)."""
         size = math.prod(shape) * np.dtype(dtype).itemsize
         buffer = self._buffers.get(name)
         if buffer is None or buffer.size < size:
             buffer = self._buffers[name] = np.empty(max(size, 1 << 12), np.uint8)
         return buffer[:size].view(dtype).reshape(shape)
+
+    def bordered(self, shape: tuple[int, ...], dtype: type, fill: int, key: object) -> np.ndarray:
+        """A buffer of its own for (shape, dtype, fill, key), filled with `fill` once: users
+        that only write the same interior (`key` tells it) find the border still there."""
+        name = ("bordered", tuple(shape), np.dtype(dtype).str, fill, key)
+        if name not in self._bordered:
+            self._bordered[name] = np.full(shape, fill, dtype)
+        return self._bordered[name]
 
 
 UNSIGNED = {np.dtype(np.int8): np.uint8, np.dtype(np.uint8): np.uint8,
@@ -158,6 +169,9 @@ class FloatForm:
                    half, signed, channels_first)  # fmt: skip
 
 
+Action = Callable[[], object]
+
+
 def tflite_requantize(
     acc: np.ndarray, form: FloatForm, clamp: tuple[int, int], out: np.ndarray, scratch: Scratch
 ) -> None:
@@ -174,11 +188,21 @@ def tflite_requantize(
     below is an integer multiple of 2^-shift below 2^53 of them (`fits_float64`), so all
     are exact in float64.
     """
+    for action in float_actions(acc, form, clamp, out, scratch):
+        action()
+
+
+def float_actions(
+    acc: np.ndarray, form: FloatForm, clamp: tuple[int, int], out: np.ndarray, scratch: Scratch
+) -> list[Action]:
+    """`tflite_requantize` of these arrays as a list of numpy calls on fixed buffers, to run
+    whenever acc holds new accumulators."""
     acc2, out2, step = _blocks(acc, out, form.channels_first)
     lo, hi = clamp
     unsigned = UNSIGNED.get(out.dtype)
     if unsigned is not None and hi - lo >= 1 << (8 * out.dtype.itemsize):
         unsigned = None
+    actions: list[Action] = []
     for r0 in range(0, acc2.shape[0], step):
         rows = slice(r0, r0 + step)
         a = acc2[rows]
@@ -187,26 +211,24 @@ def tflite_requantize(
         if form.channels_first:  # [C, 1, ...] as deep as the block
             shape = (-1,) + (1,) * (a.ndim - 1)
             scale, offset, tie = (v.reshape(shape)[rows] for v in (scale, offset, tie))
-        np.multiply(a, scale, out=p)
-        p += offset
+        actions += [partial(np.multiply, a, scale, out=p), partial(np.add, p, offset, out=p)]
         if form.signed:
             q = scratch.get("q", a.shape, F64)
-            np.copysign(tie, p, out=q)
-            p += q
-            p += form.half
+            actions += [partial(np.copysign, tie, p, out=q), partial(np.add, p, q, out=p),
+                        partial(np.add, p, form.half, out=p)]  # fmt: skip
         if unsigned is None:  # wider outputs: clamp and floor in the output's own range
-            p += lo
-            np.clip(p, lo, hi, out=p)
-            np.floor(p, out=out2[rows], casting="unsafe")
+            actions += [partial(np.add, p, lo, out=p), partial(np.clip, p, lo, hi, out=p),
+                        partial(np.floor, p, out=out2[rows], casting="unsafe")]  # fmt: skip
             continue
         # |p| < 2^22 (`fits_float64`): the conversion to int32 truncates, which is the
         # floor from 0 up; anything below 0 clamps to 0 either way
         whole = scratch.get("whole", a.shape, np.int32)
-        np.copyto(whole, p, casting="unsafe")
         target = out2[rows].view(unsigned)
-        np.clip(whole, 0, hi - lo, out=target, casting="unsafe")
+        actions += [partial(np.copyto, whole, p, casting="unsafe"),
+                    partial(np.clip, whole, 0, hi - lo, out=target, casting="unsafe")]  # fmt: skip
         if lo:
-            np.add(target, lo % (1 << (8 * target.itemsize)), out=target)
+            actions.append(partial(np.add, target, lo % (1 << (8 * target.itemsize)), out=target))
+    return actions
 
 
 def fits_float64(peak: int, table: Table, zero_point: int, lo: int) -> bool:
@@ -280,6 +302,21 @@ class OutputStage:
             self._forms[ndim] = FloatForm.of(self.table, bias, self.zero_point, self.clamp,
                                              self.channels_first, ndim)  # fmt: skip
         return self._forms[ndim]
+
+    def actions(
+        self, acc: np.ndarray, bound: int, out: np.ndarray, scratch: Scratch,
+        channels: slice | None = None,
+    ) -> list[Action]:  # fmt: skip
+        """The stage for these arrays as numpy calls on fixed buffers (`float_actions`) when
+        the bound makes the float64 form exact, else one call of the stage (which may
+        measure the accumulators)."""
+        stage = self if channels is None else self.part(channels)
+        peak = bound + stage.bias_peak
+        exact = fits_float64(peak, stage.table, stage.zero_point, stage.clamp[0]) if (
+            stage.floats) else False  # fmt: skip
+        if exact and stage.per_channel and acc.size:
+            return float_actions(acc, stage._form(acc.ndim), stage.clamp, out, scratch)
+        return [partial(stage, acc, bound, out, scratch)]
 
     def __call__(
         self, acc: np.ndarray, bound: int, out: np.ndarray, scratch: Scratch,
