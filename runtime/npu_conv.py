@@ -185,7 +185,7 @@ def conv_weights(w: np.ndarray, wzp: np.ndarray, geo: ConvGeometry) -> Operand:
 # A depthwise convolution with at least this many channels and at most this many output
 # pixels runs as one channels-last einsum; otherwise as multiply-adds per tap, channels
 # first (numpy's loops are fastest along a long contiguous axis).
-DEPTHWISE_EINSUM_CHANNELS = 48
+DEPTHWISE_EINSUM_CHANNELS = 32
 DEPTHWISE_EINSUM_PIXELS = 2048
 
 

@@ -20,6 +20,11 @@ import numpy as np
 from npuc.diagnostics import NpucError
 
 from .kernels import integer
+
+try:  # the clip ufunc itself: np.clip's Python wrapper costs more than a small clip
+    from numpy._core.umath import clip as clip_ufunc
+except ImportError:  # pragma: no cover - other numpy layouts
+    clip_ufunc = np.clip
 from .kernels import qnn_arith as qa
 
 I64 = np.int64
@@ -112,8 +117,9 @@ class Scratch:
         return self._bordered[name]
 
 
-UNSIGNED = {np.dtype(np.int8): np.uint8, np.dtype(np.uint8): np.uint8,
-            np.dtype(np.int16): np.uint16, np.dtype(np.uint16): np.uint16}  # fmt: skip
+# 8- and 16-bit outputs are computed shifted up by this much, a multiple of their range
+WRAP = {np.dtype(t): 1 << (8 * np.dtype(t).itemsize) for t in (np.int8, np.uint8, np.int16,
+                                                               np.uint16)}  # fmt: skip
 
 
 def _blocks(acc: np.ndarray, out: np.ndarray, channels_first: bool):
@@ -142,31 +148,33 @@ class FloatForm:
     """The per-channel float64 constants of `tflite_requantize`, shaped [C, 1, ...] for
     channels first or [C] for channels last.
 
-    The result is computed shifted by -lo, so that after clamping to [0, hi - lo] the
-    float-to-unsigned conversion (truncation) is the floor; adding lo back wraps to the
-    signed value.
+    The result is computed shifted up by `lift`, so that every value the clamp keeps is
+    positive and the conversion to int32 (truncation) is its floor; for 8- and 16-bit
+    outputs the lift is the type's range, which the conversion to the output wraps away.
     """
 
     scale: np.ndarray
     offset: np.ndarray  # bias m 2^-shift, plus tie + 1/2 + zp - lo when `signed` is False
     tie: np.ndarray
-    half: float  # 1/2 + zp - lo
+    half: float  # 1/2 + zp + lift
     signed: bool  # negative values can reach the output: ties need their sign
     channels_first: bool
+    lift: int
 
     @classmethod
     def of(
         cls, table: Table, bias: np.ndarray, zero_point: int, clamp: tuple[int, int],
         channels_first: bool, ndim: int,
+        lift: int,
     ) -> FloatForm:  # fmt: skip
         shape = (-1,) + (1,) * (ndim - 1) if channels_first else (-1,)
-        half = 0.5 + zero_point - clamp[0]
+        half = 0.5 + zero_point + lift
         signed = clamp[0] < zero_point
         offset = bias * table.scale  # exact: |bias| m < 2^52
         if not signed:
             offset = offset + table.tie + half
         return cls(table.scale.reshape(shape), offset.reshape(shape), table.tie.reshape(shape),
-                   half, signed, channels_first)  # fmt: skip
+                   half, signed, channels_first, lift)  # fmt: skip
 
 
 Action = Callable[[], object]
@@ -198,10 +206,6 @@ def float_actions(
     """`tflite_requantize` of these arrays as a list of numpy calls on fixed buffers, to run
     whenever acc holds new accumulators."""
     acc2, out2, step = _blocks(acc, out, form.channels_first)
-    lo, hi = clamp
-    unsigned = UNSIGNED.get(out.dtype)
-    if unsigned is not None and hi - lo >= 1 << (8 * out.dtype.itemsize):
-        unsigned = None
     actions: list[Action] = []
     for r0 in range(0, acc2.shape[0], step):
         rows = slice(r0, r0 + step)
@@ -212,31 +216,46 @@ def float_actions(
             shape = (-1,) + (1,) * (a.ndim - 1)
             scale, offset, tie = (v.reshape(shape)[rows] for v in (scale, offset, tie))
         actions += [partial(np.multiply, a, scale, out=p), partial(np.add, p, offset, out=p)]
-        if form.signed:
-            q = scratch.get("q", a.shape, F64)
-            actions += [partial(np.copysign, tie, p, out=q), partial(np.add, p, q, out=p),
-                        partial(np.add, p, form.half, out=p)]  # fmt: skip
-        if unsigned is None:  # wider outputs: clamp and floor in the output's own range
-            actions += [partial(np.add, p, lo, out=p), partial(np.clip, p, lo, hi, out=p),
-                        partial(np.floor, p, out=out2[rows], casting="unsafe")]  # fmt: skip
-            continue
-        # |p| < 2^22 (`fits_float64`): the conversion to int32 truncates, which is the
-        # floor from 0 up; anything below 0 clamps to 0 either way
-        whole = scratch.get("whole", a.shape, np.int32)
-        target = out2[rows].view(unsigned)
-        actions += [partial(np.copyto, whole, p, casting="unsafe"),
-                    partial(np.clip, whole, 0, hi - lo, out=target, casting="unsafe")]  # fmt: skip
-        if lo:
-            actions.append(partial(np.add, target, lo % (1 << (8 * target.itemsize)), out=target))
+        actions += scaled_actions(p, tie, form, clamp, out2[rows], scratch)
     return actions
 
 
-def fits_float64(peak: int, table: Table, zero_point: int, lo: int) -> bool:
+def scaled_actions(
+    p: np.ndarray, tie: np.ndarray, form: FloatForm, clamp: tuple[int, int], out: np.ndarray,
+    scratch: Scratch,
+) -> list[Action]:  # fmt: skip
+    """The rest of `tflite_requantize` once p holds (acc + bias) * scale + form.offset
+    (float64, exact; may be overwritten), with `tie` shaped to broadcast against it."""
+    lo, hi = clamp
+    actions: list[Action] = []
+    if form.signed:
+        q = scratch.get("q", p.shape, F64)
+        actions += [partial(np.copysign, tie, p, out=q), partial(np.add, p, q, out=p),
+                    partial(np.add, p, form.half, out=p)]  # fmt: skip
+    if form.lift != WRAP.get(out.dtype):  # other outputs: clamp and floor in their own range
+        return [*actions, partial(clip_ufunc, p, float(lo), float(hi), out=p),
+                partial(np.floor, p, out=out, casting="unsafe")]  # fmt: skip
+    # |p| < 2^22 (`fits_float64`): the conversion to int32 truncates, which is the floor
+    # from 0 up, and anything below 0 clamps up to lo + lift > 0 either way; the
+    # conversion to the output then drops the lift (two's complement wrap-around)
+    whole = scratch.get("whole", p.shape, np.int32)
+    return [*actions, partial(np.copyto, whole, p, casting="unsafe"),
+            partial(clip_ufunc, whole, np.int32(lo + form.lift), np.int32(hi + form.lift),
+                    out=out, casting="unsafe")]  # fmt: skip
+
+
+def lift_for(dtype: np.dtype, clamp: tuple[int, int]) -> int:
+    """The lift of `FloatForm` for outputs of `dtype`: its range when the clamp lies in it."""
+    wrap = WRAP.get(np.dtype(dtype), 0)
+    return wrap if wrap and clamp[0] + wrap > 0 and clamp[1] - clamp[0] < wrap else 0
+
+
+def fits_float64(peak: int, table: Table, zero_point: int, lift: int) -> bool:
     """Whether `tflite_requantize` is exact for accumulators (bias included) up to `peak`:
-    |x| m, the tie, 1/2, the zero point and the clamp's lower bound, in units of
-    2^-shift, sum below 2^53."""
+    |x| m, the tie, 1/2, the zero point and the lift, in units of 2^-shift, sum below
+    2^53."""
     m, s = int(table.multiplier.max()), int(table.shift.max())
-    extra = (abs(zero_point) + abs(lo) + 2) << s
+    extra = (abs(zero_point) + lift + 2) << s
     return peak * m < FLOAT_PRODUCT_EXACT and peak * m + extra < F64_EXACT
 
 
@@ -284,7 +303,7 @@ class OutputStage:
         self.bias_peak = int(np.abs(bias).max()) if bias.size else 0
         self.per_channel = bias.size == table.multiplier.size
         self.floats = table.scale is not None and table.multiplier.size > 0
-        self._forms: dict[int, FloatForm] = {}
+        self._forms: dict[tuple[int, int], FloatForm] = {}
         self._parts: dict[tuple[int, int], OutputStage] = {}
 
     def part(self, channels: slice) -> OutputStage:
@@ -296,12 +315,13 @@ class OutputStage:
                 self.zero_point, self.clamp, self.channels_first)  # fmt: skip
         return self._parts[start, stop]
 
-    def _form(self, ndim: int) -> FloatForm:
-        if ndim not in self._forms:
+    def _form(self, ndim: int, lift: int) -> FloatForm:
+        if (ndim, lift) not in self._forms:
             bias = self.bias.reshape(-1) if self.per_channel else np.zeros_like(self.table.bias)
-            self._forms[ndim] = FloatForm.of(self.table, bias, self.zero_point, self.clamp,
-                                             self.channels_first, ndim)  # fmt: skip
-        return self._forms[ndim]
+            self._forms[ndim, lift] = FloatForm.of(
+                self.table, bias, self.zero_point, self.clamp, self.channels_first, ndim, lift
+            )
+        return self._forms[ndim, lift]
 
     def actions(
         self, acc: np.ndarray, bound: int, out: np.ndarray, scratch: Scratch,
@@ -311,12 +331,21 @@ class OutputStage:
         the bound makes the float64 form exact, else one call of the stage (which may
         measure the accumulators)."""
         stage = self if channels is None else self.part(channels)
-        peak = bound + stage.bias_peak
-        exact = fits_float64(peak, stage.table, stage.zero_point, stage.clamp[0]) if (
-            stage.floats) else False  # fmt: skip
-        if exact and stage.per_channel and acc.size:
-            return float_actions(acc, stage._form(acc.ndim), stage.clamp, out, scratch)
+        form = stage.float_form(bound, out.dtype, acc.ndim)
+        if form is not None and acc.size:
+            return float_actions(acc, form, stage.clamp, out, scratch)
         return [partial(stage, acc, bound, out, scratch)]
+
+    def float_form(self, bound: int, dtype: np.dtype, ndim: int) -> FloatForm | None:
+        """The float64 form for accumulators up to `bound` into outputs of `dtype`, if it is
+        exact there and the bias is per channel."""
+        lift = lift_for(dtype, self.clamp)
+        peak = bound + self.bias_peak
+        if not (self.floats and self.per_channel):
+            return None
+        if not fits_float64(peak, self.table, self.zero_point, lift):
+            return None
+        return self._form(ndim, lift)
 
     def __call__(
         self, acc: np.ndarray, bound: int, out: np.ndarray, scratch: Scratch,
@@ -329,14 +358,14 @@ class OutputStage:
             return
         if self.floats and acc.size:
             peak = bound + self.bias_peak
-            fits = partial(fits_float64, table=self.table, zero_point=self.zero_point,
-                           lo=self.clamp[0])  # fmt: skip
+            lift = lift_for(out.dtype, self.clamp)
+            fits = partial(fits_float64, table=self.table, zero_point=self.zero_point, lift=lift)
             if not fits(peak):  # the bound is loose: measure
                 peak = max(int(acc.max()), -int(acc.min())) + self.bias_peak
             if fits(peak):
                 if not self.per_channel:  # a bias per batch: add it first
                     acc = acc.astype(F64) + self.bias
-                tflite_requantize(acc, self._form(acc.ndim), self.clamp, out, scratch)
+                tflite_requantize(acc, self._form(acc.ndim, lift), self.clamp, out, scratch)
                 return
         if self.channels_first:  # the shared functions take the channels last
             acc, out = np.moveaxis(acc, 0, -1), np.moveaxis(out, 0, -1)

@@ -7,6 +7,7 @@ runtime/qnn_kernels.py) or with numpy written from docs/binary-format.md.
 
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 from pathlib import Path
 
@@ -196,6 +197,10 @@ CONV_CASES = {
                               "tflite", "i8", "nchw", (39, 42), 5),
     "depthwise_taps_relu_s2": ((1, 16, 12, 12), (16, 1, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 16,
                                "tflite", "i8", "nchw", (39, 42), 5),
+    "3x3_s2_short_k_relu": ((1, 3, 10, 12), (16, 3, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 1,
+                            "tflite", "i8", "nchw", (38, 41), 5),
+    "1x1_long_k_relu": ((1, 64, 6, 7), (24, 64, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1,
+                        "tflite", "i8", "nchw", (39, 42), 5),
     "1x1_relu": ((1, 24, 7, 9), (40, 24, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1,
                  "tflite", "i8", "nchw", (38, 41), 5),
     "depthwise_einsum_mult2": ((1, 32, 6, 6), (64, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 32,
@@ -610,16 +615,15 @@ def test_fused_tflite_requantization_is_exact() -> None:
     table = nr.Table.decode(rows, (-128, 127), "tflite")
     bias = rng.integers(-5000, 5000, channels)  # the bias folded into the float64 steps
     # a signed clamp needs the ties' signs; a clamp at the zero point (a fused ReLU) does not
-    for clamp in ((-32768, 32767), (-3, 32767), (-3, 20)):
-        want_out = np.clip(want - 3, *clamp)
-        for b in (np.zeros(channels, np.int64), bias):
-            for channels_first in (False, True):
-                form = nr.FloatForm.of(table, b, -3, clamp, channels_first, 2)
-                x = (acc - b).astype(np.float64)
-                out = np.empty(acc.shape, np.int16)
-                if channels_first:
-                    nr.tflite_requantize(np.ascontiguousarray(x.T), form, clamp, out.T,
-                                         nr.Scratch())  # fmt: skip
-                else:
-                    nr.tflite_requantize(x, form, clamp, out, nr.Scratch())
-                np.testing.assert_array_equal(out, want_out)
+    # lifted by 2^16 the int16 outputs come from a wrapping conversion, else from a floor
+    cases = itertools.product(((-32768, 32767), (-3, 32767), (-3, 20)), (0, 1 << 16),
+                              (np.zeros(channels, np.int64), bias), (False, True))  # fmt: skip
+    for clamp, lift, b, channels_first in cases:
+        form = nr.FloatForm.of(table, b, -3, clamp, channels_first, 2, lift)
+        x = (acc - b).astype(np.float64)
+        out = np.empty(acc.shape, np.int16)
+        if channels_first:
+            nr.tflite_requantize(np.ascontiguousarray(x.T), form, clamp, out.T, nr.Scratch())
+        else:
+            nr.tflite_requantize(x, form, clamp, out, nr.Scratch())
+        np.testing.assert_array_equal(out, np.clip(want - 3, *clamp))
