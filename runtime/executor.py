@@ -12,8 +12,8 @@ npu_requant.py, npu_kernels.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 
 import numpy as np
@@ -86,6 +86,21 @@ def _blas_threads(threads: int | None) -> Callable[[], AbstractContextManager]:
     return lambda: controller.limit(limits=threads, user_api="blas")
 
 
+UFUNC_BUFFER = 1024
+
+
+@contextmanager
+def _ufunc_buffer(size: int) -> Iterator[None]:
+    """numpy's ufunc buffer size for the block: rows at least this long take numpy's fast
+    loops when a per-channel constant broadcasts along them or a dtype is converted (the
+    default, 8192 elements, leaves most convolution rows on the slow path)."""
+    old = np.setbufsize(size)
+    try:
+        yield
+    finally:
+        np.setbufsize(old)
+
+
 class Executor:
     """Executes one program; `run` may be called many times (not from several threads)."""
 
@@ -149,7 +164,7 @@ class Executor:
             if name not in inputs:
                 raise NpucError(f"missing input '{name}'")
             view[...] = _stored_input(desc, np.asarray(inputs[name]))
-        with self._limit():
+        with self._limit(), _ufunc_buffer(UFUNC_BUFFER):
             self._execute(observe)
         return {d.name: view.copy() for d, view in self._outputs}
 

@@ -14,7 +14,7 @@ over the window view vectorizes along the channels.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 
@@ -230,59 +230,52 @@ def _row_bands(rows: int, per_row: int, cols_per_row: int, itemsize: int) -> Ite
     return (slice(r0, min(rows, r0 + band)) for r0 in range(0, rows, band))
 
 
-def _padded(
-    x: np.ndarray, zero_point: int, dtype: type, pads: Sequence[int], scratch: Scratch
-) -> tuple[Action, np.ndarray]:
-    """(the copy, the buffer): the stored input [C, H, W] of one image in `dtype`, in a
-    buffer bordered with its zero point."""
-    top, left, bottom, right = pads
-    c, h, w = x.shape
-    shape = (c, h + top + bottom, w + left + right)
-    out = scratch.bordered(shape, dtype, zero_point, ("nchw", tuple(pads)))
-    return partial(np.copyto, out[:, top : top + h, left : left + w], x, casting="unsafe"), out
-
-
 def _gemm_plan(
     x: np.ndarray, out: np.ndarray, zero_point: int, weights: Operand, stage: OutputStage,
     geo: ConvGeometry, scratch: Scratch,
 ) -> list[Action]:  # fmt: skip
+    """Weights [Co, K] times the input: itself for a pointwise convolution, else im2col
+    rows cut as contiguous runs from the stride phases (`_phases`), whose rows' tail
+    columns the output stage drops."""
     peak = storage_peak(x.dtype)
     (kh, kw), (sh, sw), (dh, dw) = geo.kernel, geo.strides, geo.dilations
     oh, ow = geo.out_hw
     g, k, cog = weights.values.shape
     co = g * cog
     dtype = exact_dtype(peak)
-    pointwise = kh == kw == 1 and sh == sw == 1 and not any(geo.pads)
-    if pointwise:  # the input rows themselves, [C, rows * W]
+    if kh == kw == 1 and sh == sw == 1 and not any(geo.pads):  # the input rows themselves
         xp = scratch.get("xp", x.shape, dtype)
-        actions = [partial(np.copyto, xp, x, casting="unsafe")]
+        actions: list[Action] = [partial(np.copyto, xp, x, casting="unsafe")]
+        width, flat = ow, None
     else:
-        copy, xp = _padded(x, zero_point, dtype, geo.pads, scratch)
-        actions = [copy]
-    for rows in _row_bands(oh, ow, k * ow, xp.itemsize):
+        actions, phases = _phases(x, zero_point, dtype, geo, scratch)
+        width = phases.shape[-1]
+        flat = phases.reshape(sh, sw, x.shape[0], -1)
+    itemsize = np.dtype(dtype).itemsize
+    for rows in _row_bands(oh, ow, k * width, itemsize):
         count = rows.stop - rows.start
-        if pointwise:
-            cols = xp[:, rows].reshape(g, k, count * ow)
+        run = count * width
+        if flat is None:
+            cols = xp[:, rows].reshape(g, k, run)
         else:
-            cols = scratch.get("cols", (xp.shape[0], kh, kw, count, ow), dtype)
+            cols = scratch.get("cols", (x.shape[0], kh, kw, run), dtype)
             for i in range(kh):
-                r0 = i * dh + rows.start * sh
                 for j in range(kw):
-                    tap = xp[:, r0 : r0 + sh * (count - 1) + 1 : sh,
-                             j * dw : j * dw + sw * (ow - 1) + 1 : sw]  # fmt: skip
+                    start = (rows.start + i * dh // sh) * width + j * dw // sw
+                    tap = flat[i * dh % sh, j * dw % sw, :, start : start + run]
                     actions.append(partial(np.copyto, cols[:, i, j], tap))
-            cols = cols.reshape(g, k, count * ow)
+            cols = cols.reshape(g, k, run)
         if g > 1:
             gemm, acc, bound = gemm_actions(cols, peak, weights, k, scratch, weights_first=True)
-            actions += gemm + stage.actions(acc.reshape(co, count, ow), bound, out[:, rows],
+            actions += gemm + stage.actions(acc.reshape(co, count, width), bound, out[:, rows],
                                             scratch)  # fmt: skip
             continue
-        step = max(1, GEMM_BAND // (count * ow))  # channels whose outputs stay in cache
+        step = max(1, GEMM_BAND // run)  # channels whose outputs stay in cache
         for c0 in range(0, co, step):
             channels = slice(c0, min(co, c0 + step))
             gemm, acc, bound = gemm_actions(cols, peak, weights, k, scratch, weights_first=True,
                                             columns=channels)  # fmt: skip
-            part = acc.reshape(-1, count, ow)
+            part = acc.reshape(-1, count, width)
             actions += gemm + stage.actions(part, bound, out[channels, rows], scratch, channels)
     return actions
 
@@ -362,7 +355,7 @@ def _taps_plan(
     (kh, kw), (sh, sw), (dh, dw) = geo.kernel, geo.strides, geo.dilations
     bound = storage_peak(x.dtype) * weights.reach
     dtype = exact_dtype(bound)
-    oh, ow = geo.out_hw
+    oh = geo.out_hw[0]
     co, c = weights.values.shape[1], x.shape[0]
     w = weights.as_(dtype).T.reshape(co, kh * kw, 1)
     actions, phases = _phases(x, zero_point, dtype, geo, scratch)
@@ -388,7 +381,5 @@ def _taps_plan(
                 else:
                     actions += [partial(np.multiply, tap, w[channels, i * kw + j], out=term),
                                 partial(np.add, a, term, out=a)]  # fmt: skip
-        whole_rows = scratch.get("rows", (channels.stop - c0, oh, wq), out.dtype)
-        actions += stage.actions(a.reshape(-1, oh, wq), bound, whole_rows, scratch, channels)
-        actions.append(partial(np.copyto, out[channels], whole_rows[..., :ow]))
+        actions += stage.actions(a.reshape(-1, oh, wq), bound, out[channels], scratch, channels)
     return actions

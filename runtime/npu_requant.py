@@ -10,6 +10,7 @@ the speed.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -128,11 +129,10 @@ def _blocks(acc: np.ndarray, out: np.ndarray, channels_first: bool):
     is contiguous; channels last, the leading axes are flattened."""
     if channels_first:
         if acc.flags.c_contiguous and out.ndim == acc.ndim:
-            try:
-                out = out.reshape(acc.shape[0], -1, copy=False)
-                acc = acc.reshape(acc.shape[0], -1)
-            except ValueError:
-                pass
+            acc = acc.reshape(acc.shape[0], -1)
+            # fewer columns or strided: written as it is (`scaled_actions`)
+            with contextlib.suppress(ValueError):
+                out = out.reshape(acc.shape, copy=False)
     else:
         channels = acc.shape[-1]
         try:
@@ -225,23 +225,33 @@ def scaled_actions(
     scratch: Scratch,
 ) -> list[Action]:  # fmt: skip
     """The rest of `tflite_requantize` once p holds (acc + bias) * scale + form.offset
-    (float64, exact; may be overwritten), with `tie` shaped to broadcast against it."""
+    (float64, exact; may be overwritten), with `tie` shaped to broadcast against it.
+
+    `out` is p's shape, or has fewer elements a row (p's rows reshaped as out's rows, the
+    tail of each dropped: the junk columns of a phase-split convolution).
+    """
     lo, hi = clamp
     actions: list[Action] = []
     if form.signed:
         q = scratch.get("q", p.shape, F64)
         actions += [partial(np.copysign, tie, p, out=q), partial(np.add, p, q, out=p),
                     partial(np.add, p, form.half, out=p)]  # fmt: skip
+
+    def outputs(values: np.ndarray) -> np.ndarray:
+        if values.shape == out.shape:
+            return values
+        return values.reshape(*out.shape[:-1], -1)[..., : out.shape[-1]]
+
     if form.lift != WRAP.get(out.dtype):  # other outputs: clamp and floor in their own range
         return [*actions, partial(clip_ufunc, p, float(lo), float(hi), out=p),
-                partial(np.floor, p, out=out, casting="unsafe")]  # fmt: skip
+                partial(np.floor, outputs(p), out=out, casting="unsafe")]  # fmt: skip
     # |p| < 2^22 (`fits_float64`): the conversion to int32 truncates, which is the floor
     # from 0 up, and anything below 0 clamps up to lo + lift > 0 either way; the
     # conversion to the output then drops the lift (two's complement wrap-around)
     whole = scratch.get("whole", p.shape, np.int32)
     return [*actions, partial(np.copyto, whole, p, casting="unsafe"),
-            partial(clip_ufunc, whole, np.int32(lo + form.lift), np.int32(hi + form.lift),
-                    out=out, casting="unsafe")]  # fmt: skip
+            partial(clip_ufunc, outputs(whole), np.int32(lo + form.lift),
+                    np.int32(hi + form.lift), out=out, casting="unsafe")]  # fmt: skip
 
 
 def lift_for(dtype: np.dtype, clamp: tuple[int, int]) -> int:
@@ -329,12 +339,17 @@ class OutputStage:
     ) -> list[Action]:  # fmt: skip
         """The stage for these arrays as numpy calls on fixed buffers (`float_actions`) when
         the bound makes the float64 form exact, else one call of the stage (which may
-        measure the accumulators)."""
+        measure the accumulators). Channels first, out may have fewer columns than acc:
+        the rest of each row is dropped."""
         stage = self if channels is None else self.part(channels)
         form = stage.float_form(bound, out.dtype, acc.ndim)
         if form is not None and acc.size:
             return float_actions(acc, form, stage.clamp, out, scratch)
-        return [partial(stage, acc, bound, out, scratch)]
+        if out.shape == acc.shape:
+            return [partial(stage, acc, bound, out, scratch)]
+        rows = scratch.get("rows", acc.shape, out.dtype)
+        return [partial(stage, acc, bound, rows, scratch),
+                partial(np.copyto, out, rows[..., : out.shape[-1]])]  # fmt: skip
 
     def float_form(self, bound: int, dtype: np.dtype, ndim: int) -> FloatForm | None:
         """The float64 form for accumulators up to `bound` into outputs of `dtype`, if it is
