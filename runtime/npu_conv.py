@@ -186,7 +186,7 @@ def conv_weights(w: np.ndarray, wzp: np.ndarray, geo: ConvGeometry) -> Operand:
 # pixels runs as one channels-last einsum; otherwise as multiply-adds per tap, channels
 # first (numpy's loops are fastest along a long contiguous axis).
 DEPTHWISE_EINSUM_CHANNELS = 32
-DEPTHWISE_EINSUM_PIXELS = 2048
+DEPTHWISE_EINSUM_PIXELS = 512
 
 
 def channels_first(geo: ConvGeometry, channels: int) -> bool:

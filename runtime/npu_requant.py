@@ -215,7 +215,9 @@ def float_actions(
         if form.channels_first:  # [C, 1, ...] as deep as the block
             shape = (-1,) + (1,) * (a.ndim - 1)
             scale, offset, tie = (v.reshape(shape)[rows] for v in (scale, offset, tie))
-        actions += [partial(np.multiply, a, scale, out=p), partial(np.add, p, offset, out=p)]
+        # converted first: numpy multiplies float32 by float64 slower than it converts
+        actions += [partial(np.copyto, p, a), partial(np.multiply, p, scale, out=p),
+                    partial(np.add, p, offset, out=p)]  # fmt: skip
         actions += scaled_actions(p, tie, form, clamp, out2[rows], scratch)
     return actions
 
