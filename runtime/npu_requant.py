@@ -297,6 +297,13 @@ def tflite_multiply(x: np.ndarray, multiplier, shift) -> np.ndarray:
     return h
 
 
+def _measured(acc: np.ndarray, limit: int, planned: list[Action], general: list[Action]) -> None:
+    """Runs `planned` when every accumulator is within `limit`, else `general`."""
+    fits = max(float(acc.max()), -float(acc.min())) <= limit
+    for action in planned if fits else general:
+        action()
+
+
 class OutputStage:
     """out = clamp(zero_point + R(acc + bias)) for one instruction's parameters, with the
     channels on acc's last axis, or on its first with `channels_first`.
@@ -340,29 +347,37 @@ class OutputStage:
         channels: slice | None = None,
     ) -> list[Action]:  # fmt: skip
         """The stage for these arrays as numpy calls on fixed buffers (`float_actions`) when
-        the bound makes the float64 form exact, else one call of the stage (which may
-        measure the accumulators). Channels first, out may have fewer columns than acc:
-        the rest of each row is dropped."""
+        the bound makes the float64 form exact; when the bound is too loose for it but
+        smaller accumulators would fit, the same calls behind a measurement of acc; else
+        one call of the stage. Channels first, out may have fewer columns than acc: the
+        rest of each row is dropped."""
         stage = self if channels is None else self.part(channels)
-        form = stage.float_form(bound, out.dtype, acc.ndim)
-        if form is not None and acc.size:
-            return float_actions(acc, form, stage.clamp, out, scratch)
         if out.shape == acc.shape:
-            return [partial(stage, acc, bound, out, scratch)]
-        rows = scratch.get("rows", acc.shape, out.dtype)
-        return [partial(stage, acc, bound, rows, scratch),
-                partial(np.copyto, out, rows[..., : out.shape[-1]])]  # fmt: skip
+            general: list[Action] = [partial(stage, acc, bound, out, scratch)]
+        else:
+            rows = scratch.get("rows", acc.shape, out.dtype)
+            general = [partial(stage, acc, bound, rows, scratch),
+                       partial(np.copyto, out, rows[..., : out.shape[-1]])]  # fmt: skip
+        limit = stage.float_limit(out.dtype)
+        if limit < 0 or not acc.size:
+            return general
+        form = stage._form(acc.ndim, lift_for(out.dtype, stage.clamp))
+        planned = float_actions(acc, form, stage.clamp, out, scratch)
+        if bound <= limit:
+            return planned
+        return [partial(_measured, acc, limit, planned, general)]
 
-    def float_form(self, bound: int, dtype: np.dtype, ndim: int) -> FloatForm | None:
-        """The float64 form for accumulators up to `bound` into outputs of `dtype`, if it is
-        exact there and the bias is per channel."""
-        lift = lift_for(dtype, self.clamp)
-        peak = bound + self.bias_peak
+    def float_limit(self, dtype: np.dtype) -> int:
+        """The largest accumulator magnitude for which the float64 form is exact into
+        outputs of `dtype` (-1: none, or no such form)."""
         if not (self.floats and self.per_channel):
-            return None
-        if not fits_float64(peak, self.table, self.zero_point, lift):
-            return None
-        return self._form(ndim, lift)
+            return -1
+        m, s = int(self.table.multiplier.max()), int(self.table.shift.max())
+        if m == 0:
+            return -1
+        extra = (abs(self.zero_point) + lift_for(dtype, self.clamp) + 2) << s
+        peak = min((FLOAT_PRODUCT_EXACT - 1) // m, (F64_EXACT - 1 - extra) // m)
+        return peak - self.bias_peak
 
     def __call__(
         self, acc: np.ndarray, bound: int, out: np.ndarray, scratch: Scratch,

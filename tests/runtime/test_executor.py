@@ -219,30 +219,54 @@ def test_conv2d_matches_qnn(case: str) -> None:
     wzp = rng.integers(-20, 20, co) if xd != "i16" else np.zeros(co, np.int64)
     table = random_table(rng, co, shifts, wzp)
     xzp = {"i8": -7, "u8": 131, "i16": 0}[xd]
-    oh = (xs[2] + pads[0] + pads[2] - dil[0] * (ws[2] - 1) - 1) // strides[0] + 1
-    ow = (xs[3] + pads[1] + pads[3] - dil[1] * (ws[3] - 1) - 1) // strides[1] + 1
+    p = dict(strides=strides, pads=pads, dilations=dil, groups=groups, ifm_zero_point=xzp,
+             ofm_zero_point=5, clamp_min=lo_clamp, clamp_max=120, rounding=rounding)  # fmt: skip
+    got = check_conv(x, xd, w, wzp, table, layout, p)
+    spread(got, lo_clamp, 120)
+
+
+def test_conv2d_accumulators_too_large_for_the_float64_stage() -> None:
+    """Sums of 1440 extreme products pass 2^22, beyond which the float64 output stage is not
+    exact: the runtime measures them and takes the int64 path, still equal to qnn."""
+    rng = np.random.default_rng(3)
+    w = np.where(rng.random((8, 160, 3, 3)) < 0.5, -128, 127)
+    x = np.broadcast_to(np.where(w[:1] < 0, -128, 127), (1, 160, 3, 3)).copy()
+    table = random_table(rng, 8, (49, 51))
+    p = dict(strides=(1, 1), pads=(1, 1, 1, 1), dilations=(1, 1), groups=1, ifm_zero_point=0,
+             ofm_zero_point=5, clamp_min=-128, clamp_max=127, rounding="tflite")  # fmt: skip
+    got = check_conv(x, "i8", w, np.zeros(8, np.int64), table, "nchw", p)
+    assert np.abs(got[0, 0, 1, 1].astype(int) - 5) > 20  # the centre saw the whole sum
+
+
+def check_conv(
+    x: np.ndarray, xd: str, w: np.ndarray, wzp: np.ndarray, table: np.ndarray, layout: str,
+    p: dict,
+) -> np.ndarray:  # fmt: skip
+    """The conv2d instruction's int8 output, asserted equal to qnn.conv2d's."""
+    xs, ws, co = x.shape, w.shape, w.shape[0]
+    (sh, sw), pads, (dh, dw) = p["strides"], p["pads"], p["dilations"]
+    oh = (xs[2] + pads[0] + pads[2] - dh * (ws[2] - 1) - 1) // sh + 1
+    ow = (xs[3] + pads[1] + pads[3] - dw * (ws[3] - 1) - 1) // sw + 1
     out_shape = (xs[0], co, oh, ow)
     b = Builder()
     xt = b.input("x", x, xd, nhwc(xs) if layout == "nhwc" else None)
     yt = b.output("y", out_shape, "i8", nhwc(out_shape) if layout == "nhwc" else None)
-    p = dict(strides=strides, pads=pads, dilations=dil, groups=groups, ifm_zero_point=xzp,
-             ofm_zero_point=5, clamp_min=lo_clamp, clamp_max=120, rounding=rounding)  # fmt: skip
     body = [inst("conv2d", (xt, b.const(w, "i8"), b.const(table, "i32"), yt), **p)]
     got = b.run(body)["y"]
     attrs = (
-        f"strides = {arr(strides)}, pads = {arr(pads)}, dilations = {arr(dil)}, "
-        f"groups = {groups} : i64, multiplier = {arr(table[:, 1])}, shift = {arr(table[:, 2])}, "
-        + clamp_attrs(p)
+        f"strides = {arr(p['strides'])}, pads = {arr(pads)}, dilations = {arr(p['dilations'])}, "
+        f"groups = {p['groups']} : i64, multiplier = {arr(table[:, 1])}, "
+        f"shift = {arr(table[:, 2])}, " + clamp_attrs(p)
     )
     want = qnn(
         "qnn.conv2d",
         [x.astype(NP[xd]), w.astype(np.int8), table[:, 0].copy()],
-        [qt(xs, xd, xzp), qt_axis(ws, wzp), f"tensor<{co}xi32>"],
-        qt(out_shape, "i8", 5),
+        [qt(xs, xd, p["ifm_zero_point"]), qt_axis(ws, wzp), f"tensor<{co}xi32>"],
+        qt(out_shape, "i8", p["ofm_zero_point"]),
         attrs,
     )
     np.testing.assert_array_equal(got, want)
-    spread(got, lo_clamp, 120)
+    return got
 
 
 def test_conv2d_from_the_spec() -> None:
