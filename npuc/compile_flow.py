@@ -118,10 +118,14 @@ def compile_model(
     summary += [f"warning: {w}" for w in warnings]
     if accuracy is not None:
         files[f"{name}.accuracy.txt"], files[f"{name}.accuracy.json"] = accuracy
-    tile = f"tile{{target={spec} optimise={options.optimise}"
-    tile += f" manual={json.dumps(options.tiling)}}}" if options.tiling else "}"
-    with stages.stage("tile", f"{target.name}, optimise for {options.optimise}"):
-        apply_pipeline(module, tile)
+    if options.tiling == "none":  # one instruction a layer: the plan must fit as it is
+        with stages.stage("tile", "none (--tiling none)"):
+            pass
+    else:
+        tile = f"tile{{target={spec} optimise={options.optimise}"
+        tile += f" manual={json.dumps(options.tiling)}}}" if options.tiling else "}"
+        with stages.stage("tile", f"{target.name}, optimise for {options.optimise}"):
+            apply_pipeline(module, tile)
     io = "arena" if target.placement.io == target.placement.arena else "separate"
     with stages.stage(
         "plan memory", f"inputs and outputs {'in the arena' if io == 'arena' else 'apart'}"

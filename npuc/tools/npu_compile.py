@@ -31,7 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--scheme", choices=SCHEMES, help="quantization scheme of a float model (default int8)"
     )
     parser.add_argument(
-        "--tiling", metavar="MANUAL", help='manual tiling, e.g. "(0,3,4,1);(7,7,1,2)"'
+        "--tiling",
+        metavar="MANUAL",
+        help='manual tiling, e.g. "(0,3,4,1);(7,7,1,2)", or "none": one instruction a layer',
     )
     parser.add_argument("--name", help="output name, a C identifier (default: the model's)")
     parser.add_argument("--config", metavar="FILE", help="TOML file with a [build] section")

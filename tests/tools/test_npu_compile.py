@@ -107,6 +107,28 @@ def test_compiled_mobilenet_runs_bit_exact_with_litert(mbv2_build, tmp_path):
     np.testing.assert_array_equal(got["softmax.q"], want)
 
 
+def test_tiling_none_gives_one_instruction_a_layer_and_the_same_outputs(mbv2_build, tmp_path):
+    from npuc.runtime.executor import Executor
+    from npuc.runtime.loader import load_file
+
+    out = tmp_path / "untiled"
+    done = run_tool("npu-compile", MBV2, "--target", "ethos-u55-256-hee", "--tiling", "none",
+                    "--name", "mbv2", "-o", out)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"tile\b.*none", done.stdout + done.stderr)
+    untiled, tiled = load_file(out / "mbv2.npubin"), load_file(mbv2_build[0] / "mbv2.npubin")
+    layers = [i.layer for i in untiled.instructions if i.op == "conv2d"]
+    assert len(layers) == len(set(layers)) == 52  # MobileNetV2's convolutions, one each
+    assert not [i for i in untiled.instructions if i.op == "dma"]
+    assert len(tiled.instructions) > 5 * len(untiled.instructions)
+    x = np.random.default_rng(5).integers(-128, 128, (1, 224, 224, 3)).astype(np.int8)
+    (name,) = (d.name for d in untiled.inputs)
+    a, b = Executor(untiled).run({name: x}), Executor(tiled).run({name: x})
+    assert a.keys() == b.keys()
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key])
+
+
 def test_profile_json_has_the_contract_fields(mbv2_build, tmp_path):
     out, _ = mbv2_build
     done = run_tool("npu-run", out / "mbv2.npubin", "--profile", "--json", tmp_path / "p.json")
