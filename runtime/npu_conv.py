@@ -38,6 +38,8 @@ MAX_CHUNKS = 8  # float32 chunks summed in float64 before a float64 GEMM is chea
 COLS_BUDGET = 1 << 27  # bytes of im2col matrix built at once
 BAND_ELEMENTS = 1 << 20  # outputs per band of a convolution (im2col, GEMM, output stage)
 TAPS_BLOCK = 1 << 16  # accumulators of a depthwise convolution's multiply-adds at once
+SHORT_RUN = 1024  # depthwise rows up to this long: one batched matmul, not a multiply-add a tap
+SMALL_TAPS = 1 << 15  # accumulators of such a matmul at once
 GEMM_BAND = 1 << 18  # accumulators of a GEMM requantized while they are in cache
 
 
@@ -185,7 +187,7 @@ def conv_weights(w: np.ndarray, wzp: np.ndarray, geo: ConvGeometry) -> Operand:
 # A depthwise convolution with at least this many channels and at most this many output
 # pixels runs as one channels-last einsum; otherwise as multiply-adds per tap, channels
 # first (numpy's loops are fastest along a long contiguous axis).
-DEPTHWISE_EINSUM_CHANNELS = 32
+DEPTHWISE_EINSUM_CHANNELS = 64
 DEPTHWISE_EINSUM_PIXELS = 512
 
 
@@ -367,19 +369,25 @@ def _taps_plan(
     *_, hq, wq = phases.shape
     flat = phases.reshape(sh, sw, co, hq * wq)
     run = oh * wq
-    block = max(1, TAPS_BLOCK // run)
+    small = run <= SHORT_RUN  # few calls on short rows: the taps side by side, one matmul
+    block = max(1, (SMALL_TAPS if small else TAPS_BLOCK) // run)
+    rows = w.reshape(co, 1, kh * kw)  # each channel's taps, for a batched matmul
     for c0 in range(0, co, block):
         channels = slice(c0, min(co, c0 + block))
-        a = scratch.get("acc", (channels.stop - c0, run), dtype)
-        term = scratch.get("term", a.shape, dtype)
-        for i in range(kh):
-            for j in range(kw):
-                start = (i * dh // sh) * wq + j * dw // sw
-                tap = flat[i * dh % sh, j * dw % sw, channels, start : start + run]
-                if i == j == 0:
-                    actions.append(partial(np.multiply, tap, w[channels, 0], out=a))
-                else:
-                    actions += [partial(np.multiply, tap, w[channels, i * kw + j], out=term),
-                                partial(np.add, a, term, out=a)]  # fmt: skip
+        count = channels.stop - c0
+        a = scratch.get("acc", (count, run), dtype)
+        taps = [flat[i * dh % sh, j * dw % sw, channels,
+                     (i * dh // sh) * wq + j * dw // sw :][:, :run]
+                for i in range(kh) for j in range(kw)]  # fmt: skip
+        if small:
+            cols = scratch.get("taps", (count, kh * kw, run), dtype)
+            actions += [partial(np.copyto, cols[:, t], tap) for t, tap in enumerate(taps)]
+            actions.append(partial(np.matmul, rows[channels], cols, out=a.reshape(count, 1, run)))
+        else:  # a multiply-add a tap, on long rows
+            term = scratch.get("term", a.shape, dtype)
+            actions.append(partial(np.multiply, taps[0], w[channels, 0], out=a))
+            for t, tap in enumerate(taps[1:], 1):
+                actions += [partial(np.multiply, tap, w[channels, t], out=term),
+                            partial(np.add, a, term, out=a)]  # fmt: skip
         actions += stage.actions(a.reshape(-1, oh, wq), bound, out[channels], scratch, channels)
     return actions
