@@ -347,6 +347,36 @@ def _phases(
     return actions, out
 
 
+def _gather_taps(
+    flat: np.ndarray, channels: slice, geo: ConvGeometry, wq: int, run: int, cols: np.ndarray
+) -> list[Action]:
+    """Copies filling cols [C, KH * KW, run] with each tap's run of the flattened stride
+    phases `flat`, one strided copy a phase: the taps i with i DH = a (mod SH) step by
+    SH / gcd(DH, SH), and their phase rows i DH // SH evenly too (columns alike)."""
+    (kh, kw), (sh, sw), (dh, dw) = geo.kernel, geo.strides, geo.dilations
+    grid = cols.reshape(cols.shape[0], kh, kw, run)
+    actions: list[Action] = []
+    for a in range(sh):
+        for b in range(sw):
+            rows = [i for i in range(kh) if i * dh % sh == a]
+            columns = [j for j in range(kw) if j * dw % sw == b]
+            if not rows or not columns:
+                continue
+            source = flat[a, b, channels]
+            i_step = rows[1] - rows[0] if len(rows) > 1 else 1
+            j_step = columns[1] - columns[0] if len(columns) > 1 else 1
+            start = (rows[0] * dh // sh) * wq + columns[0] * dw // sw
+            item = source.itemsize
+            view = np.lib.stride_tricks.as_strided(
+                source[:, start:], (source.shape[0], len(rows), len(columns), run),
+                (source.strides[0], i_step * dh // sh * wq * item, j_step * dw // sw * item, item),
+                writeable=False,
+            )  # fmt: skip
+            target = grid[:, rows[0] : rows[-1] + 1 : i_step, columns[0] : columns[-1] + 1 : j_step]
+            actions.append(partial(np.copyto, target, view))
+    return actions
+
+
 def _taps_plan(
     x: np.ndarray, out: np.ndarray, zero_point: int, weights: Operand, stage: OutputStage,
     geo: ConvGeometry, scratch: Scratch,
@@ -381,7 +411,7 @@ def _taps_plan(
                 for i in range(kh) for j in range(kw)]  # fmt: skip
         if small:
             cols = scratch.get("taps", (count, kh * kw, run), dtype)
-            actions += [partial(np.copyto, cols[:, t], tap) for t, tap in enumerate(taps)]
+            actions += _gather_taps(flat, channels, geo, wq, run, cols)
             actions.append(partial(np.matmul, rows[channels], cols, out=a.reshape(count, 1, run)))
         else:  # a multiply-add a tap, on long rows
             term = scratch.get("term", a.shape, dtype)
