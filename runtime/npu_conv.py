@@ -333,18 +333,47 @@ def _phases(
     hp, wp = h + top + bottom, w + left + right
     hq, wq = -(-hp // sh), -(-wp // sw)
     out = scratch.bordered((sh, sw, c, hq + 1, wq), dtype, zero_point, ("phases", geo))
+    words = _byte_pairs(x) if sw == 2 else None
     actions: list[Action] = []
     for a in range(sh):
         for b in range(sw):
             # the phase's rows r0:r1 and columns c0:c1 hold input pixels, the rest padding
             r0, c0 = max(0, -(-(top - a) // sh)), max(0, -(-(left - b) // sw))
             r1, c1 = -(-(top + h - a) // sh), -(-(left + w - b) // sw)
-            if r1 > r0 and c1 > c0:
-                rows = slice(a + sh * r0 - top, a + sh * (r1 - 1) - top + 1, sh)
-                cols = slice(b + sw * c0 - left, b + sw * (c1 - 1) - left + 1, sw)
-                actions.append(partial(np.copyto, out[a, b, :, r0:r1, c0:c1], x[:, rows, cols],
-                                       casting="unsafe"))  # fmt: skip
+            if r1 <= r0 or c1 <= c0:
+                continue
+            rows = slice(a + sh * r0 - top, a + sh * (r1 - 1) - top + 1, sh)
+            first, target = b + sw * c0 - left, out[a, b, :, r0:r1, c0:c1]
+            if words is None:
+                source = x[:, rows, first : b + sw * (c1 - 1) - left + 1 : sw]
+                actions.append(partial(np.copyto, target, source, casting="unsafe"))
+            else:
+                pairs = words[:, rows, first // 2 : first // 2 + c1 - c0]
+                actions += _byte_of_pairs(pairs, first % 2, target, scratch)
     return actions, out
+
+
+def _byte_pairs(x: np.ndarray) -> np.ndarray | None:
+    """An 8-bit input [C, H, W] with contiguous rows of even width as 16-bit words [C, H,
+    W / 2], each holding two neighbouring columns (little-endian: the even one low), or
+    None: splitting words with shifts beats numpy's every-other-byte copies."""
+    if x.dtype.itemsize != 1 or x.shape[2] % 2 or x.strides[2] != 1 or x.strides[1] % 2:
+        return None
+    return x.view(np.int16 if x.dtype == np.int8 else np.uint16)
+
+
+def _byte_of_pairs(
+    pairs: np.ndarray, high: int, target: np.ndarray, scratch: Scratch
+) -> list[Action]:
+    """Steps writing the low (high = 0) or high byte of each 16-bit word into target, as
+    the 8-bit value it stores: arithmetic shifts sign-extend int8 bytes."""
+    if high:
+        return [partial(np.right_shift, pairs, 8, out=target, casting="unsafe")]
+    if pairs.dtype == np.uint16:
+        return [partial(np.bitwise_and, pairs, 0xFF, out=target, casting="unsafe")]
+    shifted = scratch.get("low_bytes", pairs.shape, np.int16)
+    return [partial(np.left_shift, pairs, 8, out=shifted),
+            partial(np.right_shift, shifted, 8, out=target, casting="unsafe")]  # fmt: skip
 
 
 def _gather_taps(

@@ -228,22 +228,29 @@ def test_conv2d_matches_qnn(case: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("kernel", "strides", "dilations", "pads", "depthwise"),
-    [((5, 5), (3, 3), (2, 2), (2, 1, 0, 3), True), ((3, 4), (2, 3), (3, 1), (1, 0, 2, 2), True),
-     ((5, 3), (3, 2), (2, 3), (0, 2, 1, 0), False), ((2, 2), (4, 1), (1, 4), (3, 3, 3, 3), False)],
+    ("kernel", "strides", "dilations", "pads", "depthwise", "xd", "width"),
+    [((5, 5), (3, 3), (2, 2), (2, 1, 0, 3), True, "i8", 19),
+     ((3, 4), (2, 3), (3, 1), (1, 0, 2, 2), True, "i8", 19),
+     ((3, 3), (2, 2), (1, 1), (0, 1, 1, 0), True, "i8", 18),  # columns split from byte pairs
+     ((3, 3), (1, 2), (1, 2), (1, 2, 1, 1), True, "u8", 18),
+     ((5, 3), (3, 2), (2, 3), (0, 2, 1, 0), False, "u8", 20),
+     ((2, 2), (4, 1), (1, 4), (3, 3, 3, 3), False, "i8", 19)],
 )  # fmt: skip
-def test_conv2d_strides_dilations_and_pads_match_qnn(kernel, strides, dilations, pads, depthwise):
+def test_conv2d_strides_dilations_and_pads_match_qnn(
+    kernel, strides, dilations, pads, depthwise, xd, width
+):
     """Stride phases shared by taps unevenly, wide dilations, pads larger than a stride."""
-    rng = np.random.default_rng(sum(kernel) + sum(strides))
+    rng = np.random.default_rng(sum(kernel) + sum(strides) + width)
     c = 6
     ws = (c, 1, *kernel) if depthwise else (4, c, *kernel)
-    x = rng.integers(-128, 128, (1, c, 17, 19))
+    info = np.iinfo(NP[xd])
+    x = rng.integers(info.min, info.max + 1, (1, c, 17, width))
     w = rng.integers(-128, 128, ws)
     table = random_table(rng, ws[0], (37, 40))
     p = dict(strides=strides, pads=pads, dilations=dilations, groups=c if depthwise else 1,
-             ifm_zero_point=-3, ofm_zero_point=5, clamp_min=-128, clamp_max=127,
-             rounding="tflite")  # fmt: skip
-    got = check_conv(x, "i8", w, np.zeros(ws[0], np.int64), table, "nchw", p)
+             ifm_zero_point=-3 if xd == "i8" else 131, ofm_zero_point=5, clamp_min=-128,
+             clamp_max=127, rounding="tflite")  # fmt: skip
+    got = check_conv(x, xd, w, np.zeros(ws[0], np.int64), table, "nchw", p)
     spread(got, -128, 127)
 
 
