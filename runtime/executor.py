@@ -3,7 +3,8 @@
 `Executor(program)` prepares once: the constants arena, a numpy view of every
 operand, and for each conv2d / matmul / lut whose weights, parameter table or
 table are constants (read in the constants region, or a DMA copy of them that
-nothing overwrote since) the decoded table and the centred GEMM weights.
+nothing overwrote since) the decoded table and the centred GEMM weights; such a
+conv2d is planned into its numpy calls (npu_conv.conv2d_plan, docs/runtime.md).
 `run(inputs)` zeroes the writable arenas, writes the inputs at their I/O
 descriptors, runs the instructions in program order and reads the outputs back.
 Results are bit-exact with the `qnn` reference semantics (runtime/npu_conv.py,

@@ -6,10 +6,13 @@ float32 where every partial sum provably stays below 2^24, in float32 chunks of 
 in float64, in float64 below 2^53, in int64 otherwise (qnn_arith's dtype choice, with a
 bound from the weights' column sums), so each path gives the exact integers.
 
+A convolution is planned once (`conv2d_plan`) into numpy calls on fixed buffers.
 Ordinary and grouped convolutions run channel-major, as the arenas hold NCHW: the
-weights [Co, K] times the im2col matrix [K, output pixels], so neither the input nor the
-accumulators are transposed. Depthwise convolutions run channels-last, where one einsum
-over the window view vectorizes along the channels.
+weights [Co, K] times the input itself (1x1) or im2col rows cut from the input split by
+stride phase, so neither the input nor the accumulators are transposed. Depthwise
+convolutions read the stride phases too: short rows as the taps side by side and one
+batched matmul, long rows as a multiply-add per tap, many channels on a small image as
+one channels-last einsum (docs/runtime.md).
 """
 
 from __future__ import annotations
