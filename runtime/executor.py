@@ -277,24 +277,26 @@ class Executor:
                 values = values[:1]
             return nc.Operand.of(values.astype(np.int64) - t.weight_zero_point)
 
-        static = self._constant(rhs, copies)
-        if static is not None and self._constant(inst.operand("bias_scale"), copies) is not None:
-            operand = centred_rhs(static, table())
-            weights = lambda t: operand  # noqa: E731
-        else:
-            weights = lambda t: centred_rhs(views[1], t)  # noqa: E731
         lhs, out = views[0], views[3]
         zp, clamp, k = p["lhs_zero_point"], (p["clamp_min"], p["clamp_max"]), rhs.shape[1]
 
-        def step() -> None:
-            t = table()
-            w = weights(t)
+        def plan(values: np.ndarray, t: nr.Table) -> list[nr.Action]:
+            w = centred_rhs(values, t)
             peak = nc.storage_peak(lhs.dtype)
-            a = lhs.astype(nr.exact_dtype(peak))
-            acc, bound = nc.exact_gemm(a, peak, w, k, self.scratch)
+            gemm, acc, bound = nc.gemm_actions(lhs, peak, w, k, self.scratch)
             bias = t.bias - zp * w.sums[:, None, :]  # lhs zero point folded into the bias
             stage = nr.OutputStage(t, bias, p["rounding"], p["ofm_zero_point"], clamp)
-            stage(acc, bound, out, self.scratch)
+            return gemm + stage.actions(acc, bound, out, self.scratch)
+
+        static = self._constant(rhs, copies)
+        if static is not None and self._constant(inst.operand("bias_scale"), copies) is not None:
+            actions = plan(static, table())
+        else:
+            actions = None
+
+        def step() -> None:
+            for action in actions or plan(views[1], table()):
+                action()
 
         return step
 
