@@ -71,6 +71,27 @@ class _Copies:
             self.copies.append((dst, constant))
 
 
+class _Converted:
+    """Which instruction inputs have a converted copy (a pointwise convolution's float32
+    input) that is still current: none of its bytes written since it was made."""
+
+    def __init__(self) -> None:
+        self.current: set[isa.TensorRef] = set()
+
+    def use(self, t: isa.TensorRef) -> tuple[object, bool]:
+        """(the copy's key, whether the copy is current); the copy is current after it."""
+        current = t in self.current
+        self.current.add(t)
+        return t, current
+
+    def wrote(self, t: isa.TensorRef) -> None:
+        self.current = {
+            c
+            for c in self.current
+            if c.region != t.region or c.end <= t.offset or t.end <= c.offset
+        }
+
+
 def _blas_threads(threads: int | None) -> Callable[[], AbstractContextManager]:
     """A context limiting BLAS to `threads` (None: leave it), if threadpoolctl is installed.
 
@@ -119,7 +140,7 @@ class Executor:
             self.arenas[region.kind] = arena
         self._inputs = {d.name: (d, self.view(d.tensor)) for d in program.inputs}
         self._outputs = [(d, self.view(d.tensor)) for d in program.outputs]
-        copies = _Copies()
+        copies, self._converted = _Copies(), _Converted()
         self._steps: list[tuple[Step, tuple[np.ndarray, ...]]] = []
         for index, inst in enumerate(program.instructions):
             try:
@@ -132,6 +153,8 @@ class Executor:
             else:
                 for t in inst.written():
                     copies.wrote(t)
+            for t in inst.written():
+                self._converted.wrote(t)
 
     # ------------------------------------------------------------------ views
 
@@ -249,16 +272,19 @@ class Executor:
         zp, clamp = p["ifm_zero_point"], (p["clamp_min"], p["clamp_max"])
         channels_first = nc.channels_first(geo, ofm.shape[1])
 
-        def plan(weights: np.ndarray, t: nr.Table) -> list[nr.Action]:
+        def plan(
+            weights: np.ndarray, t: nr.Table, converted: tuple[object, bool] | None = None
+        ) -> list[nr.Action]:
             operand = nc.conv_weights(weights, t.weight_zero_point, geo)
             bias = t.bias - zp * operand.sums.reshape(-1)  # the input zero point, folded in
             stage = nr.OutputStage(t, bias, p["rounding"], p["ofm_zero_point"], clamp,
                                    channels_first)  # fmt: skip
-            return nc.conv2d_plan(x, out, zp, operand, stage, geo, self.scratch)
+            return nc.conv2d_plan(x, out, zp, operand, stage, geo, self.scratch, converted)
 
         static = self._constant(w, copies)
         if static is not None and self._constant(inst.operand("bias_scale"), copies) is not None:
-            actions = plan(static, table())
+            converted = self._converted.use(inst.operands[0]) if nc.pointwise(geo) else None
+            actions = plan(static, table(), converted)
         else:
             actions = None
 

@@ -208,10 +208,14 @@ def _out_channels(weights: Operand, geo: ConvGeometry) -> int:
 
 def conv2d_plan(
     x: np.ndarray, out: np.ndarray, zero_point: int, weights: Operand, stage: OutputStage,
-    geo: ConvGeometry, scratch: Scratch,
+    geo: ConvGeometry, scratch: Scratch, converted: tuple[object, bool] | None = None,
 ) -> list[Action]:  # fmt: skip
     """The conv2d instruction from the stored input x into the stored output out (NCHW
     views of the arenas) as numpy calls on fixed buffers, to run whenever x changes.
+
+    `converted` = (key, current): a pointwise convolution converts its input into a
+    buffer of the key's own, and skips that when an earlier plan with the key did and
+    x has not changed since (current).
 
     The padding holds the input zero point, so the exact accumulator sum (x - zp)(w - wzp)
     is the product of the stored input and the centred weights minus zp * sum(wc) per
@@ -226,8 +230,19 @@ def conv2d_plan(
         planner = _einsum_plan
     actions: list[Action] = []
     for image in range(x.shape[0]):
-        actions += planner(x[image], out[image], zero_point, weights, stage, geo, scratch)
+        if planner is _gemm_plan and converted is not None:
+            cache = ((converted[0], image), converted[1])
+            actions += _gemm_plan(x[image], out[image], zero_point, weights, stage, geo,
+                                  scratch, cache)  # fmt: skip
+        else:
+            actions += planner(x[image], out[image], zero_point, weights, stage, geo, scratch)
     return actions
+
+
+def pointwise(geo: ConvGeometry) -> bool:
+    """A 1x1 convolution with unit strides and no padding: a GEMM of the input itself."""
+    return geo.kernel == (1, 1) and geo.strides == (1, 1) and not any(geo.pads) and (
+        not geo.depthwise)  # fmt: skip
 
 
 def _row_bands(rows: int, per_row: int, cols_per_row: int, itemsize: int) -> Iterator[slice]:
@@ -237,7 +252,7 @@ def _row_bands(rows: int, per_row: int, cols_per_row: int, itemsize: int) -> Ite
 
 def _gemm_plan(
     x: np.ndarray, out: np.ndarray, zero_point: int, weights: Operand, stage: OutputStage,
-    geo: ConvGeometry, scratch: Scratch,
+    geo: ConvGeometry, scratch: Scratch, converted: tuple[object, bool] | None = None,
 ) -> list[Action]:  # fmt: skip
     """Weights [Co, K] times the input: itself for a pointwise convolution, else im2col
     rows cut as contiguous runs from the stride phases (`_phases`), whose rows' tail
@@ -248,9 +263,13 @@ def _gemm_plan(
     g, k, cog = weights.values.shape
     co = g * cog
     dtype = exact_dtype(peak)
-    if kh == kw == 1 and sh == sw == 1 and not any(geo.pads):  # the input rows themselves
-        xp = scratch.get("xp", x.shape, dtype)
-        actions: list[Action] = [partial(np.copyto, xp, x, casting="unsafe")]
+    if pointwise(geo):  # the input rows themselves
+        if converted is None:
+            xp = scratch.get("xp", x.shape, dtype)
+        else:
+            xp = scratch.bordered(x.shape, dtype, 0, ("converted", converted[0]))
+        current = converted is not None and converted[1]
+        actions: list[Action] = [] if current else [partial(np.copyto, xp, x, casting="unsafe")]
         width, flat = ow, None
     else:
         actions, phases = _phases(x, zero_point, dtype, geo, scratch)

@@ -357,6 +357,38 @@ def test_weights_copied_by_dma_then_replaced() -> None:
     assert not np.array_equal(ref["y1"], ref["y2"])
 
 
+def test_pointwise_inputs_are_converted_again_after_a_write() -> None:
+    """Pointwise convolutions share the float copy of an input they read alike, until any
+    instruction writes a byte of it; a later reader then sees the new values."""
+    rng = np.random.default_rng(8)
+    x = rng.integers(-128, 128, (1, 8, 3, 3))
+    patch = rng.integers(-128, 128, (1, 2, 3, 3))
+    w = rng.integers(-128, 128, (4, 8, 1, 1))
+    table = random_table(rng, 4, (36, 40))
+    b = Builder()
+    xt = b.input("x", x, "i8")
+    ys = [b.output(n, (1, 4, 3, 3)) for n in ("y1", "y2", "y3")]
+    wt, ct, pt = b.const(w, "i8"), b.const(table, "i32"), b.const(patch, "i8")
+    channels_2_3 = tensor(xt.region, xt.offset + 2 * 9, (1, 2, 3, 3))
+    body = [
+        inst("conv2d", (xt, wt, ct, ys[0])),
+        inst("conv2d", (xt, wt, ct, ys[1]), deps=(0,)),  # reuses the converted input
+        inst("dma", (pt, channels_2_3), deps=(1,)),  # overwrites two input channels
+        inst("conv2d", (xt, wt, ct, ys[2]), deps=(2,)),
+    ]
+    out = b.run(body)
+    changed = x.copy()
+    changed[:, 2:4] = patch
+    for name, source in (("y1", x), ("y2", x), ("y3", changed)):
+        want = qnn("qnn.conv2d", [source.astype(np.int8), w.astype(np.int8), table[:, 0].copy()],
+                   [qt(x.shape), qt_axis(w.shape, [0] * 4), "tensor<4xi32>"], qt((1, 4, 3, 3)),
+                   f"strides = {arr((1, 1))}, pads = {arr((0,) * 4)}, dilations = "
+                   f"{arr((1, 1))}, groups = 1 : i64, multiplier = {arr(table[:, 1])}, "
+                   f"shift = {arr(table[:, 2])}")  # fmt: skip
+        np.testing.assert_array_equal(out[name], want)
+    assert not np.array_equal(out["y1"], out["y3"])
+
+
 def test_bias_scale_filled_at_run_time_is_checked() -> None:
     b = Builder()
     xt = b.input("x", np.zeros((1, 1, 2, 2)), "i8")
