@@ -71,25 +71,38 @@ class _Copies:
             self.copies.append((dst, constant))
 
 
-class _Converted:
-    """Which instruction inputs have a converted copy (a pointwise convolution's float32
-    input) that is still current: none of its bytes written since it was made."""
+def _shared_inputs(program: isa.Program) -> dict[int, tuple[isa.TensorRef, bool]]:
+    """The pointwise convolutions that read an input an earlier one read too, with none of
+    its bytes written in between, by instruction index: (the input, whether an earlier one
+    converted it already). The first of each such run converts the input into a float32
+    buffer of its own; the others reuse it."""
+    shared: dict[int, tuple[isa.TensorRef, bool]] = {}
+    first: dict[isa.TensorRef, int] = {}  # an input -> the first reader since it changed
+    for index, inst in enumerate(program.instructions):
+        if inst.op == "conv2d" and nc.pointwise(_geometry(inst)):
+            x = inst.operands[0]
+            if x in first:
+                shared[first[x]] = (x, False)
+                shared[index] = (x, True)
+            else:
+                first[x] = index
+        for t in inst.written():
+            first = {
+                x: i
+                for x, i in first.items()
+                if x.region != t.region or x.end <= t.offset or t.end <= x.offset
+            }
+    return shared
 
-    def __init__(self) -> None:
-        self.current: set[isa.TensorRef] = set()
 
-    def use(self, t: isa.TensorRef) -> tuple[object, bool]:
-        """(the copy's key, whether the copy is current); the copy is current after it."""
-        current = t in self.current
-        self.current.add(t)
-        return t, current
-
-    def wrote(self, t: isa.TensorRef) -> None:
-        self.current = {
-            c
-            for c in self.current
-            if c.region != t.region or c.end <= t.offset or t.end <= c.offset
-        }
+def _geometry(inst: isa.Instruction) -> nc.ConvGeometry:
+    """A conv2d instruction's geometry."""
+    _, w, _, ofm = inst.operands
+    p = dict(inst.params)
+    return nc.ConvGeometry(
+        p["strides"], p["pads"], p["dilations"], p["groups"], w.shape[2:], ofm.shape[2:],
+        depthwise=w.shape[1] == 1 and p["groups"] > 1,
+    )  # fmt: skip
 
 
 def _blas_threads(threads: int | None) -> Callable[[], AbstractContextManager]:
@@ -140,11 +153,11 @@ class Executor:
             self.arenas[region.kind] = arena
         self._inputs = {d.name: (d, self.view(d.tensor)) for d in program.inputs}
         self._outputs = [(d, self.view(d.tensor)) for d in program.outputs]
-        copies, self._converted = _Copies(), _Converted()
+        copies, self._shared = _Copies(), _shared_inputs(program)
         self._steps: list[tuple[Step, tuple[np.ndarray, ...]]] = []
         for index, inst in enumerate(program.instructions):
             try:
-                step = self._prepare(inst, copies)
+                step = self._prepare(inst, copies, index)
             except NpucError as e:
                 raise NpucError(f"instruction {index} ({inst.op}): {e.message}") from None
             self._steps.append((step, tuple(self.view(t) for t in inst.written())))
@@ -153,8 +166,6 @@ class Executor:
             else:
                 for t in inst.written():
                     copies.wrote(t)
-            for t in inst.written():
-                self._converted.wrote(t)
 
     # ------------------------------------------------------------------ views
 
@@ -205,14 +216,14 @@ class Executor:
 
     # ------------------------------------------------------------------ preparation
 
-    def _prepare(self, inst: isa.Instruction, copies: _Copies) -> Step:
+    def _prepare(self, inst: isa.Instruction, copies: _Copies, index: int) -> Step:
         p = dict(inst.params)
         views = [self.view(t) for t in inst.operands]
         if inst.op == "dma":
             src, dst = views
             return lambda: np.copyto(dst, src)
         if inst.op == "conv2d":
-            return self._conv2d(inst, p, views, copies)
+            return self._conv2d(inst, p, views, copies, self._shared.get(index))
         if inst.op == "matmul":
             return self._matmul(inst, p, views, copies)
         if inst.op == "pool":
@@ -260,13 +271,12 @@ class Executor:
         view = self.view(t)
         return lambda: nr.Table.decode(view, wrange, p["rounding"])
 
-    def _conv2d(self, inst: isa.Instruction, p: dict, views: list, copies: _Copies) -> Step:
+    def _conv2d(
+        self, inst: isa.Instruction, p: dict, views: list, copies: _Copies,
+        converted: tuple[object, bool] | None,
+    ) -> Step:  # fmt: skip
         _, w, _, ofm = inst.operands
-        groups = p["groups"]
-        geo = nc.ConvGeometry(
-            p["strides"], p["pads"], p["dilations"], groups, w.shape[2:], ofm.shape[2:],
-            depthwise=w.shape[1] == 1 and groups > 1,
-        )  # fmt: skip
+        geo = _geometry(inst)
         table = self._table(inst, p, "weights", copies)
         x, out = views[0], views[3]
         zp, clamp = p["ifm_zero_point"], (p["clamp_min"], p["clamp_max"])
@@ -283,13 +293,12 @@ class Executor:
 
         static = self._constant(w, copies)
         if static is not None and self._constant(inst.operand("bias_scale"), copies) is not None:
-            converted = self._converted.use(inst.operands[0]) if nc.pointwise(geo) else None
             actions = plan(static, table(), converted)
         else:
             actions = None
 
         def step() -> None:
-            for action in actions or plan(views[1], table()):
+            for action in actions or plan(views[1], table(), converted):
                 action()
 
         return step
