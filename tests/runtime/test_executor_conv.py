@@ -1,0 +1,312 @@
+"""The NPU executor's conv2d and its output stage against the `qnn` reference kernels.
+
+Each test builds a small program by hand (tests/npu_programs.py), runs it, and compares
+every output with the corresponding `qnn.conv2d` or with numpy written from
+docs/binary-format.md; the fused requantization is checked against TFLite's
+two-rounding definition in Python integers.
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from npu_programs import (
+    NP,
+    Builder,
+    arr,
+    clamp_attrs,
+    inst,
+    nhwc,
+    qnn,
+    qt,
+    qt_axis,
+    random_table,
+    spread,
+    tensor,
+)
+
+from npuc.diagnostics import NpucError
+from npuc.runtime import npu_requant as nr
+from npuc.runtime.kernels.integer import requantize
+
+# --------------------------------------------------------------------------- conv2d
+
+CONV_CASES = {
+    # name: (x shape NCHW, w shape, strides, pads, dilations, groups, rounding, x dtype,
+    #        layout, shifts, clamp_min: 5 is the output zero point, a fused ReLU)
+    "3x3_s2_nhwc_tflite": ((1, 6, 9, 8), (5, 6, 3, 3), (2, 2), (1, 1, 1, 0), (1, 1), 1,
+                           "tflite", "i8", "nhwc", (38, 42), -100),
+    "1x1_nchw_half_even": ((2, 16, 4, 5), (12, 16, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1,
+                           "half_to_even", "i8", "nchw", (36, 40), -100),
+    "depthwise_mult2_dil": ((1, 4, 10, 10), (8, 1, 3, 3), (1, 2), (2, 2, 2, 2), (2, 2), 4,
+                            "half_away_from_zero", "i8", "nhwc", (39, 42), -100),
+    "grouped_5x3": ((1, 6, 8, 7), (4, 3, 5, 3), (1, 1), (2, 1, 2, 1), (1, 1), 2,
+                    "half_up", "u8", "nhwc", (36, 40), -100),
+    "long_k_chunks": ((1, 160, 5, 5), (8, 160, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1,
+                      "tflite", "i8", "nhwc", (44, 48), -100),
+    "depthwise_s2": ((1, 24, 15, 15), (24, 1, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 24,
+                     "tflite", "i8", "nhwc", (39, 42), -100),
+    "banded_1x1": ((1, 8, 64, 64), (32, 8, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1,
+                   "tflite", "i8", "nhwc", (36, 39), -100),
+    "int16_f64_gemm": ((1, 12, 4, 4), (6, 12, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1,
+                       "tflite", "i16", "nhwc", (50, 54), -100),
+    "depthwise_einsum_relu": ((1, 64, 9, 11), (64, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 64,
+                              "tflite", "i8", "nchw", (39, 42), 5),
+    "depthwise_taps_relu_s2": ((1, 16, 12, 12), (16, 1, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 16,
+                               "tflite", "i8", "nchw", (39, 42), 5),
+    "3x3_s2_short_k_relu": ((1, 3, 10, 12), (16, 3, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 1,
+                            "tflite", "i8", "nchw", (38, 41), 5),
+    "1x1_long_k_relu": ((1, 64, 6, 7), (24, 64, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1,
+                        "tflite", "i8", "nchw", (39, 42), 5),
+    "depthwise_taps_long_rows": ((1, 40, 30, 30), (40, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1),
+                                 40, "tflite", "i8", "nchw", (39, 42), 5),
+    "1x1_relu": ((1, 24, 7, 9), (40, 24, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1,
+                 "tflite", "i8", "nchw", (38, 41), 5),
+    "depthwise_einsum_mult2": ((1, 32, 6, 6), (64, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 32,
+                               "tflite", "i8", "nhwc", (39, 42), -100),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv2d_matches_qnn(case: str) -> None:
+    xs, ws, strides, pads, dil, groups, rounding, xd, layout, shifts, lo_clamp = CONV_CASES[case]
+    rng = np.random.default_rng(len(case))
+    lo, hi = (-(1 << 15), (1 << 15) - 1) if xd == "i16" else (-128, 255)
+    x = rng.integers(max(lo, np.iinfo(NP[xd]).min), min(hi, np.iinfo(NP[xd]).max) + 1, xs)
+    w = rng.integers(-128, 128, ws)
+    co = ws[0]
+    wzp = rng.integers(-20, 20, co) if xd != "i16" else np.zeros(co, np.int64)
+    table = random_table(rng, co, shifts, wzp)
+    xzp = {"i8": -7, "u8": 131, "i16": 0}[xd]
+    p = dict(strides=strides, pads=pads, dilations=dil, groups=groups, ifm_zero_point=xzp,
+             ofm_zero_point=5, clamp_min=lo_clamp, clamp_max=120, rounding=rounding)  # fmt: skip
+    got = check_conv(x, xd, w, wzp, table, layout, p)
+    spread(got, lo_clamp, 120)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "strides", "dilations", "pads", "depthwise", "xd", "width"),
+    [((5, 5), (3, 3), (2, 2), (2, 1, 0, 3), True, "i8", 19),
+     ((3, 4), (2, 3), (3, 1), (1, 0, 2, 2), True, "i8", 19),
+     ((3, 3), (2, 2), (1, 1), (0, 1, 1, 0), True, "i8", 18),  # columns split from byte pairs
+     ((3, 3), (1, 2), (1, 2), (1, 2, 1, 1), True, "u8", 18),
+     ((5, 3), (3, 2), (2, 3), (0, 2, 1, 0), False, "u8", 20),
+     ((2, 2), (4, 1), (1, 4), (3, 3, 3, 3), False, "i8", 19)],
+)  # fmt: skip
+def test_conv2d_strides_dilations_and_pads_match_qnn(
+    kernel, strides, dilations, pads, depthwise, xd, width
+):
+    """Stride phases shared by taps unevenly, wide dilations, pads larger than a stride."""
+    rng = np.random.default_rng(sum(kernel) + sum(strides) + width)
+    c = 6
+    ws = (c, 1, *kernel) if depthwise else (4, c, *kernel)
+    info = np.iinfo(NP[xd])
+    x = rng.integers(info.min, info.max + 1, (1, c, 17, width))
+    w = rng.integers(-128, 128, ws)
+    table = random_table(rng, ws[0], (37, 40))
+    p = dict(strides=strides, pads=pads, dilations=dilations, groups=c if depthwise else 1,
+             ifm_zero_point=-3 if xd == "i8" else 131, ofm_zero_point=5, clamp_min=-128,
+             clamp_max=127, rounding="tflite")  # fmt: skip
+    got = check_conv(x, xd, w, np.zeros(ws[0], np.int64), table, "nchw", p)
+    spread(got, -128, 127)
+
+
+def test_conv2d_accumulators_too_large_for_the_float64_stage() -> None:
+    """Sums of 1440 extreme products pass 2^22, beyond which the float64 output stage is not
+    exact: the runtime measures them and takes the int64 path, still equal to qnn."""
+    rng = np.random.default_rng(3)
+    w = np.where(rng.random((8, 160, 3, 3)) < 0.5, -128, 127)
+    x = np.broadcast_to(np.where(w[:1] < 0, -128, 127), (1, 160, 3, 3)).copy()
+    table = random_table(rng, 8, (49, 51))
+    p = dict(strides=(1, 1), pads=(1, 1, 1, 1), dilations=(1, 1), groups=1, ifm_zero_point=0,
+             ofm_zero_point=5, clamp_min=-128, clamp_max=127, rounding="tflite")  # fmt: skip
+    got = check_conv(x, "i8", w, np.zeros(8, np.int64), table, "nchw", p)
+    assert np.abs(got[0, 0, 1, 1].astype(int) - 5) > 20  # the centre saw the whole sum
+
+
+def check_conv(
+    x: np.ndarray, xd: str, w: np.ndarray, wzp: np.ndarray, table: np.ndarray, layout: str,
+    p: dict,
+) -> np.ndarray:  # fmt: skip
+    """The conv2d instruction's int8 output, asserted equal to qnn.conv2d's."""
+    xs, ws, co = x.shape, w.shape, w.shape[0]
+    (sh, sw), pads, (dh, dw) = p["strides"], p["pads"], p["dilations"]
+    oh = (xs[2] + pads[0] + pads[2] - dh * (ws[2] - 1) - 1) // sh + 1
+    ow = (xs[3] + pads[1] + pads[3] - dw * (ws[3] - 1) - 1) // sw + 1
+    out_shape = (xs[0], co, oh, ow)
+    b = Builder()
+    xt = b.input("x", x, xd, nhwc(xs) if layout == "nhwc" else None)
+    yt = b.output("y", out_shape, "i8", nhwc(out_shape) if layout == "nhwc" else None)
+    body = [inst("conv2d", (xt, b.const(w, "i8"), b.const(table, "i32"), yt), **p)]
+    got = b.run(body)["y"]
+    attrs = (
+        f"strides = {arr(p['strides'])}, pads = {arr(pads)}, dilations = {arr(p['dilations'])}, "
+        f"groups = {p['groups']} : i64, multiplier = {arr(table[:, 1])}, "
+        f"shift = {arr(table[:, 2])}, " + clamp_attrs(p)
+    )
+    want = qnn(
+        "qnn.conv2d",
+        [x.astype(NP[xd]), w.astype(np.int8), table[:, 0].copy()],
+        [qt(xs, xd, p["ifm_zero_point"]), qt_axis(ws, wzp), f"tensor<{co}xi32>"],
+        qt(out_shape, "i8", p["ofm_zero_point"]),
+        attrs,
+    )
+    np.testing.assert_array_equal(got, want)
+    return got
+
+
+def test_conv2d_from_the_spec() -> None:
+    """A tiny convolution computed with Python integers from the binary format's definition."""
+    rng = np.random.default_rng(7)
+    x = rng.integers(-128, 128, (1, 2, 4, 4))
+    w = rng.integers(-128, 128, (3, 2, 2, 2))
+    table = random_table(rng, 3, (34, 38), rng.integers(-5, 5, 3))
+    b = Builder()
+    xt, yt = b.input("x", x, "i8"), b.output("y", (1, 3, 2, 2))
+    body = [inst("conv2d", (xt, b.const(w, "i8"), b.const(table, "i32"), yt), strides=(2, 2),
+                 pads=(1, 0, 0, 1), ifm_zero_point=3, ofm_zero_point=-2)]  # fmt: skip
+    got = b.run(body)["y"]
+    xp = np.full((1, 2, 5, 5), 3, np.int64)  # padding holds the zero point
+    xp[:, :, 1:, :4] = x
+    for o in range(3):
+        bias, m, s, zp = (int(v) for v in table[o])
+        for i in range(2):
+            for j in range(2):
+                window = xp[0, :, 2 * i : 2 * i + 2, 2 * j : 2 * j + 2]
+                acc = bias + int(((window - 3) * (w[o] - zp)).sum())
+                exact = Fraction(acc * m, 2**s)
+                r = int(abs(exact) + Fraction(1, 2)) * (1 if exact >= 0 else -1)
+                assert got[0, o, i, j] == max(-128, min(127, r - 2))
+
+
+def test_weights_copied_by_dma_then_replaced() -> None:
+    """Weights DMA'd into SRAM are used, and a later copy over them is used by the next conv."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, (1, 8, 3, 3))
+    w1, w2 = rng.integers(-128, 128, (2, 4, 8, 1, 1))
+    table = random_table(rng, 4, (36, 40))
+    b = Builder()
+    xt = b.input("x", x, "i8")
+    wdyn = b.input("w_in", w2, "i8")  # weights from an input: not constants
+    y1, y2, y3 = (b.output(n, (1, 4, 3, 3)) for n in ("y1", "y2", "y3"))
+    c1, c2, ct = b.const(w1, "i8"), b.const(w2, "i8"), b.const(table, "i32")
+    s = tensor("sram", 0, (4, 8, 1, 1))
+    body = [
+        inst("dma", (c1, s)),
+        inst("conv2d", (xt, s, ct, y1), deps=(0,)),
+        inst("dma", (c2, s), deps=(1,)),
+        inst("conv2d", (xt, s, ct, y2), deps=(2,)),
+        inst("dma", (wdyn, s), deps=(3,)),
+        inst("move", (xt, tensor("sram", 64, (1, 8, 3, 3))), deps=(4,)),
+        inst("conv2d", (xt, s, ct, y3), deps=(5,)),
+    ]
+    out = b.run(body)
+    ref = {}
+    for name, w in (("y1", w1), ("y2", w2)):
+        ref[name] = qnn("qnn.conv2d", [x.astype(np.int8), w.astype(np.int8), table[:, 0].copy()],
+                        [qt(x.shape), qt_axis(w.shape, [0] * 4), "tensor<4xi32>"],
+                        qt((1, 4, 3, 3)),
+                        f"strides = {arr((1, 1))}, pads = {arr((0,) * 4)}, dilations = "
+                        f"{arr((1, 1))}, groups = 1 : i64, multiplier = {arr(table[:, 1])}, "
+                        f"shift = {arr(table[:, 2])}")  # fmt: skip
+        np.testing.assert_array_equal(out[name], ref[name])
+    np.testing.assert_array_equal(out["y3"], ref["y2"])
+    assert not np.array_equal(ref["y1"], ref["y2"])
+
+
+def test_pointwise_inputs_are_converted_again_after_a_write() -> None:
+    """Pointwise convolutions share the float copy of an input they read alike, until any
+    instruction writes a byte of it; a later reader then sees the new values."""
+    rng = np.random.default_rng(8)
+    x = rng.integers(-128, 128, (1, 8, 3, 3))
+    patch = rng.integers(-128, 128, (1, 2, 3, 3))
+    w = rng.integers(-128, 128, (4, 8, 1, 1))
+    table = random_table(rng, 4, (36, 40))
+    b = Builder()
+    xt = b.input("x", x, "i8")
+    ys = [b.output(n, (1, 4, 3, 3)) for n in ("y1", "y2", "y3")]
+    wt, ct, pt = b.const(w, "i8"), b.const(table, "i32"), b.const(patch, "i8")
+    channels_2_3 = tensor(xt.region, xt.offset + 2 * 9, (1, 2, 3, 3))
+    body = [
+        inst("conv2d", (xt, wt, ct, ys[0])),
+        inst("conv2d", (xt, wt, ct, ys[1]), deps=(0,)),  # reuses the converted input
+        inst("dma", (pt, channels_2_3), deps=(1,)),  # overwrites two input channels
+        inst("conv2d", (xt, wt, ct, ys[2]), deps=(2,)),
+    ]
+    out = b.run(body)
+    changed = x.copy()
+    changed[:, 2:4] = patch
+    for name, source in (("y1", x), ("y2", x), ("y3", changed)):
+        want = qnn("qnn.conv2d", [source.astype(np.int8), w.astype(np.int8), table[:, 0].copy()],
+                   [qt(x.shape), qt_axis(w.shape, [0] * 4), "tensor<4xi32>"], qt((1, 4, 3, 3)),
+                   f"strides = {arr((1, 1))}, pads = {arr((0,) * 4)}, dilations = "
+                   f"{arr((1, 1))}, groups = 1 : i64, multiplier = {arr(table[:, 1])}, "
+                   f"shift = {arr(table[:, 2])}")  # fmt: skip
+        np.testing.assert_array_equal(out[name], want)
+    assert not np.array_equal(out["y1"], out["y3"])
+
+
+def test_bias_scale_filled_at_run_time_is_checked() -> None:
+    b = Builder()
+    xt = b.input("x", np.zeros((1, 1, 2, 2)), "i8")
+    bad = np.array([[0, -5, 31, 0]], np.int32)  # a negative multiplier
+    tt = b.input("table", bad, "i32")
+    yt = b.output("y", (1, 1, 2, 2))
+    body = [inst("conv2d", (xt, b.const(np.ones((1, 1, 1, 1)), "i8"), tt, yt))]
+    with pytest.raises(NpucError, match=r"instruction 0 \(conv2d\).*multiplier -5"):
+        b.run(body)
+
+
+# --------------------------------------------------------------------------- fused requantization
+
+
+def _tflite_reference(x: int, m: int, shift: int) -> int:
+    """TFLite's MultiplyByQuantizedMultiplier for a right shift, in Python integers (gemmlowp)."""
+    ab = x * m
+    nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
+    high = abs(ab + nudge) >> 31
+    high = high if ab + nudge >= 0 else -high  # C division truncates toward zero
+    exponent = shift - 31
+    mask = (1 << exponent) - 1
+    remainder = high & mask
+    threshold = (mask >> 1) + (1 if high < 0 else 0)
+    return (high >> exponent) + (1 if remainder > threshold else 0)
+
+
+def test_fused_tflite_requantization_is_exact() -> None:
+    """The executor's one-floor float64 and int64 forms equal TFLite's two roundings."""
+    rng = np.random.default_rng(21)
+    channels = 6
+    m = rng.integers(1 << 30, 1 << 31, channels)
+    m[0] = 1 << 30
+    shift = np.array([31, 32, 33, 38, 44, 52])
+    # values on and next to the ties of every channel, and random ones
+    ties = [(k * (1 << int(s - 31)) + (1 << int(s - 32))) if s > 31 else k for s in shift
+            for k in (-3, -1, 0, 2)]  # fmt: skip
+    near = [round(t * (1 << 31) / int(mm)) + d for t, mm in zip(ties, np.repeat(m, 4),
+            strict=True) for d in (-1, 0, 1)]  # fmt: skip
+    acc = np.array(near + list(rng.integers(-(1 << 20), 1 << 20, 600)), np.int64)
+    acc = acc[: acc.size // channels * channels].reshape(-1, channels)
+    want = np.array([[_tflite_reference(int(v), int(m[c]), int(shift[c]))
+                      for c, v in enumerate(row)] for row in acc])  # fmt: skip
+    np.testing.assert_array_equal(nr.tflite_multiply(acc, m, shift), want)
+    np.testing.assert_array_equal(requantize(acc, m, shift, "tflite"), want)
+    rows = np.stack([np.zeros(channels), m, shift, np.zeros(channels)], axis=1)
+    table = nr.Table.decode(rows, (-128, 127), "tflite")
+    bias = rng.integers(-5000, 5000, channels)  # the bias folded into the float64 steps
+    # a signed clamp needs the ties' signs; a clamp at the zero point (a fused ReLU) does not
+    # lifted by 2^16 the int16 outputs come from a wrapping conversion, else from a floor
+    cases = itertools.product(((-32768, 32767), (-3, 32767), (-3, 20)), (0, 1 << 16),
+                              (np.zeros(channels, np.int64), bias), (False, True))  # fmt: skip
+    for clamp, lift, b, channels_first in cases:
+        form = nr.FloatForm.of(table, b, -3, clamp, channels_first, 2, lift)
+        x = (acc - b).astype(np.float64)
+        out = np.empty(acc.shape, np.int16)
+        if channels_first:
+            nr.tflite_requantize(np.ascontiguousarray(x.T), form, clamp, out.T, nr.Scratch())
+        else:
+            nr.tflite_requantize(x, form, clamp, out, nr.Scratch())
+        np.testing.assert_array_equal(out, np.clip(want - 3, *clamp))
