@@ -43,6 +43,7 @@ BAND_ELEMENTS = 1 << 20  # outputs per band of a convolution (im2col, GEMM, outp
 TAPS_BLOCK = 1 << 16  # accumulators of a depthwise convolution's multiply-adds at once
 SHORT_RUN = 1024  # depthwise rows up to this long: one batched matmul, not a multiply-add a tap
 SMALL_TAPS = 1 << 15  # accumulators of such a matmul at once
+PLAN_BAND_BYTES = 1 << 20  # a pointwise convolution's input and accumulators a band
 GEMM_BAND = 1 << 18  # accumulators of a GEMM requantized while they are in cache
 
 
@@ -245,8 +246,10 @@ def pointwise(geo: ConvGeometry) -> bool:
         not geo.depthwise)  # fmt: skip
 
 
-def _row_bands(rows: int, per_row: int, cols_per_row: int, itemsize: int) -> Iterator[slice]:
-    band = max(1, min(BAND_ELEMENTS // per_row, COLS_BUDGET // (cols_per_row * itemsize)))
+def _row_bands(
+    rows: int, per_row: int, cols_per_row: int, itemsize: int, elements: int = BAND_ELEMENTS
+) -> Iterator[slice]:
+    band = max(1, min(elements // per_row, COLS_BUDGET // (cols_per_row * itemsize)))
     return (slice(r0, min(rows, r0 + band)) for r0 in range(0, rows, band))
 
 
@@ -263,23 +266,31 @@ def _gemm_plan(
     g, k, cog = weights.values.shape
     co = g * cog
     dtype = exact_dtype(peak)
-    if pointwise(geo):  # the input rows themselves
-        if converted is None:
-            xp = scratch.get("xp", x.shape, dtype)
-        else:
-            xp = scratch.bordered(x.shape, dtype, 0, ("converted", converted[0]))
-        current = converted is not None and converted[1]
-        actions: list[Action] = [] if current else [partial(np.copyto, xp, x, casting="unsafe")]
+    itemsize = np.dtype(dtype).itemsize
+    banded = pointwise(geo) and converted is None
+    if banded:  # the input rows themselves, converted a band at a time that stays in cache
+        actions: list[Action] = []
+        width, flat, xp = ow, None, None
+        bands = _row_bands(oh, (k + co) * ow, k * ow, itemsize, PLAN_BAND_BYTES // itemsize)
+    elif pointwise(geo):  # converted whole into a buffer of its own, which others reuse
+        xp = scratch.bordered(x.shape, dtype, 0, ("converted", converted[0]))
+        current = converted[1]
+        actions = [] if current else [partial(np.copyto, xp, x, casting="unsafe")]
         width, flat = ow, None
+        bands = _row_bands(oh, ow, k * ow, itemsize)
     else:
         actions, phases = _phases(x, zero_point, dtype, geo, scratch)
         width = phases.shape[-1]
         flat = phases.reshape(sh, sw, x.shape[0], -1)
-    itemsize = np.dtype(dtype).itemsize
-    for rows in _row_bands(oh, ow, k * width, itemsize):
+        bands = _row_bands(oh, ow, k * width, itemsize)
+    for rows in bands:
         count = rows.stop - rows.start
         run = count * width
-        if flat is None:
+        if banded:
+            band = scratch.get("xp", (k, count, ow), dtype)
+            actions.append(partial(np.copyto, band, x[:, rows], casting="unsafe"))
+            cols = band.reshape(g, k, run)
+        elif flat is None:
             cols = xp[:, rows].reshape(g, k, run)
         else:
             cols = scratch.get("cols", (x.shape[0], kh, kw, run), dtype)
@@ -441,28 +452,36 @@ def _taps_plan(
     oh = geo.out_hw[0]
     co, c = weights.values.shape[1], x.shape[0]
     w = weights.as_(dtype).T.reshape(co, kh * kw, 1)
-    actions, phases = _phases(x, zero_point, dtype, geo, scratch)
-    if co != c:  # a channel multiplier: output channel o reads input channel o // (co / c)
-        repeated = scratch.get("repeated", (sh, sw, co, *phases.shape[3:]), dtype)
-        index = np.repeat(np.arange(c), co // c)
-        actions.append(partial(np.take, phases, index, axis=2, out=repeated))
-        phases = repeated
-    *_, hq, wq = phases.shape
-    flat = phases.reshape(sh, sw, co, hq * wq)
+    wq = -(-(x.shape[2] + geo.pads[1] + geo.pads[3]) // sw)  # as `_phases` lays them out
     run = oh * wq
     small = run <= SHORT_RUN  # few calls on short rows: the taps side by side, one matmul
     block = max(1, (SMALL_TAPS if small else TAPS_BLOCK) // run)
+    # split by phase a block at a time, so the phases stay in cache, unless a channel
+    # multiplier repeats input channels (then all at once)
+    actions: list[Action] = []
+    if co != c:  # output channel o reads input channel o // (co / c)
+        prepare, whole = _phases(x, zero_point, dtype, geo, scratch)
+        repeated = scratch.get("repeated", (sh, sw, co, *whole.shape[3:]), dtype)
+        index = np.repeat(np.arange(c), co // c)
+        actions += [*prepare, partial(np.take, whole, index, axis=2, out=repeated)]
+        everything = repeated.reshape(sh, sw, co, -1)
     rows = w.reshape(co, 1, kh * kw)  # each channel's taps, for a batched matmul
     for c0 in range(0, co, block):
         channels = slice(c0, min(co, c0 + block))
         count = channels.stop - c0
+        if co != c:
+            flat, local = everything, channels
+        else:
+            prepare, phases = _phases(x[channels], zero_point, dtype, geo, scratch)
+            actions += prepare
+            flat, local = phases.reshape(sh, sw, count, -1), slice(None)
         a = scratch.get("acc", (count, run), dtype)
-        taps = [flat[i * dh % sh, j * dw % sw, channels,
+        taps = [flat[i * dh % sh, j * dw % sw, local,
                      (i * dh // sh) * wq + j * dw // sw :][:, :run]
                 for i in range(kh) for j in range(kw)]  # fmt: skip
         if small:
             cols = scratch.get("taps", (count, kh * kw, run), dtype)
-            actions += _gather_taps(flat, channels, geo, wq, run, cols)
+            actions += _gather_taps(flat, local, geo, wq, run, cols)
             actions.append(partial(np.matmul, rows[channels], cols, out=a.reshape(count, 1, run)))
         else:  # a multiply-add a tap, on long rows
             term = scratch.get("term", a.shape, dtype)
