@@ -271,7 +271,8 @@ def _gemm_plan(
     if banded:  # the input rows themselves, converted a band at a time that stays in cache
         actions: list[Action] = []
         width, flat, xp = ow, None, None
-        bands = _row_bands(oh, (k + co) * ow, k * ow, itemsize, PLAN_BAND_BYTES // itemsize)
+        per_row = (x.shape[0] + co) * ow
+        bands = _row_bands(oh, per_row, x.shape[0] * ow, itemsize, PLAN_BAND_BYTES // itemsize)
     elif pointwise(geo):  # converted whole into a buffer of its own, which others reuse
         xp = scratch.bordered(x.shape, dtype, 0, ("converted", converted[0]))
         current = converted[1]
@@ -287,7 +288,7 @@ def _gemm_plan(
         count = rows.stop - rows.start
         run = count * width
         if banded:
-            band = scratch.get("xp", (k, count, ow), dtype)
+            band = scratch.get("xp", (x.shape[0], count, ow), dtype)
             actions.append(partial(np.copyto, band, x[:, rows], casting="unsafe"))
             cols = band.reshape(g, k, run)
         elif flat is None:
