@@ -196,8 +196,8 @@ DEPTHWISE_EINSUM_PIXELS = 512
 
 
 def channels_first(geo: ConvGeometry, channels: int) -> bool:
-    """Whether `conv2d_bands` gives accumulators channels first ([Co, rows, OW]): all but a
-    depthwise convolution with many channels on a small image."""
+    """Whether a convolution accumulates channels first ([Co, rows, OW]): all but a
+    depthwise convolution with many channels on a small image (`_einsum_plan`)."""
     pixels = geo.out_hw[0] * geo.out_hw[1]
     einsum = channels >= DEPTHWISE_EINSUM_CHANNELS and pixels <= DEPTHWISE_EINSUM_PIXELS
     return not (geo.depthwise and einsum)
@@ -231,12 +231,10 @@ def conv2d_plan(
         planner = _einsum_plan
     actions: list[Action] = []
     for image in range(x.shape[0]):
-        if planner is _gemm_plan and converted is not None:
-            cache = ((converted[0], image), converted[1])
-            actions += _gemm_plan(x[image], out[image], zero_point, weights, stage, geo,
-                                  scratch, cache)  # fmt: skip
-        else:
-            actions += planner(x[image], out[image], zero_point, weights, stage, geo, scratch)
+        plan = planner
+        if planner is _gemm_plan and converted is not None:  # a buffer per image
+            plan = partial(_gemm_plan, converted=((converted[0], image), converted[1]))
+        actions += plan(x[image], out[image], zero_point, weights, stage, geo, scratch)
     return actions
 
 
