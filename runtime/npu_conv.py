@@ -147,16 +147,6 @@ def gemm_actions(
     return [*actions, product(converted_a, weights(dtype), acc)], acc, bound
 
 
-def exact_gemm(
-    a: np.ndarray, a_peak: int, b: Operand, k: int, scratch: Scratch | None = None
-) -> tuple[np.ndarray, int]:
-    """(a @ b exactly, a bound on its magnitude): `gemm_actions`, run once."""
-    actions, acc, bound = gemm_actions(a, a_peak, b, k, scratch or Scratch())
-    for action in actions:
-        action()
-    return acc, bound
-
-
 # --------------------------------------------------------------------------- conv2d
 
 
