@@ -193,7 +193,7 @@ def tflite_requantize(
     roundings (r = 0: no second rounding, tie term 0). When the clamp's lower bound is at
     or above the zero point (a fused ReLU), every x < 0 clamps to it under either tie
     term, so the sign test is skipped. The caller guarantees that every value and sum
-    below is an integer multiple of 2^-shift below 2^53 of them (`fits_float64`), so all
+    below is an integer multiple of 2^-shift below 2^53 of them (`OutputStage.float_limit`), so all
     are exact in float64.
     """
     for action in float_actions(acc, form, clamp, out, scratch):
@@ -247,7 +247,7 @@ def scaled_actions(
     if form.lift != WRAP.get(out.dtype):  # other outputs: clamp and floor in their own range
         return [*actions, partial(clip_ufunc, p, float(lo), float(hi), out=p),
                 partial(np.floor, outputs(p), out=out, casting="unsafe")]  # fmt: skip
-    # |p| < 2^22 (`fits_float64`): the conversion to int32 truncates, which is the floor
+    # |p| < 2^22 (`OutputStage.float_limit`): the conversion to int32 truncates, which is the floor
     # from 0 up, and anything below 0 clamps up to lo + lift > 0 either way; the
     # conversion to the output then drops the lift (two's complement wrap-around)
     whole = scratch.get("whole", p.shape, np.int32)
@@ -260,15 +260,6 @@ def lift_for(dtype: np.dtype, clamp: tuple[int, int]) -> int:
     """The lift of `FloatForm` for outputs of `dtype`: its range when the clamp lies in it."""
     wrap = WRAP.get(np.dtype(dtype), 0)
     return wrap if wrap and clamp[0] + wrap > 0 and clamp[1] - clamp[0] < wrap else 0
-
-
-def fits_float64(peak: int, table: Table, zero_point: int, lift: int) -> bool:
-    """Whether `tflite_requantize` is exact for accumulators (bias included) up to `peak`:
-    |x| m, the tie, 1/2, the zero point and the lift, in units of 2^-shift, sum below
-    2^53."""
-    m, s = int(table.multiplier.max()), int(table.shift.max())
-    extra = (abs(zero_point) + lift + 2) << s
-    return peak * m < FLOAT_PRODUCT_EXACT and peak * m + extra < F64_EXACT
 
 
 def tflite_multiply(x: np.ndarray, multiplier, shift) -> np.ndarray:
@@ -358,7 +349,7 @@ class OutputStage:
             rows = scratch.get("rows", acc.shape, out.dtype)
             general = [partial(stage, acc, bound, rows, scratch),
                        partial(np.copyto, out, rows[..., : out.shape[-1]])]  # fmt: skip
-        limit = stage.float_limit(out.dtype)
+        limit = stage.float_limit(out.dtype) if stage.per_channel else -1
         if limit < 0 or not acc.size:
             return general
         form = stage._form(acc.ndim, lift_for(out.dtype, stage.clamp))
@@ -368,9 +359,10 @@ class OutputStage:
         return [partial(_measured, acc, limit, planned, general)]
 
     def float_limit(self, dtype: np.dtype) -> int:
-        """The largest accumulator magnitude for which the float64 form is exact into
-        outputs of `dtype` (-1: none, or no such form)."""
-        if not (self.floats and self.per_channel):
+        """The largest accumulator magnitude (bias not included) for which the float64
+        form is exact into outputs of `dtype`, -1 for none: |x| m, the tie, 1/2, the zero
+        point and the lift, in units of 2^-shift, must sum below 2^53."""
+        if not self.floats:
             return -1
         m, s = int(self.table.multiplier.max()), int(self.table.shift.max())
         if m == 0:
@@ -388,15 +380,14 @@ class OutputStage:
         if channels != slice(None):
             self.part(channels)(acc, bound, out, scratch)
             return
-        if self.floats and acc.size:
-            peak = bound + self.bias_peak
-            lift = lift_for(out.dtype, self.clamp)
-            fits = partial(fits_float64, table=self.table, zero_point=self.zero_point, lift=lift)
-            if not fits(peak):  # the bound is loose: measure
-                peak = max(int(acc.max()), -int(acc.min())) + self.bias_peak
-            if fits(peak):
+        limit = self.float_limit(out.dtype)
+        if limit >= 0 and acc.size:
+            if bound > limit:  # the bound is loose: measure
+                bound = max(int(acc.max()), -int(acc.min()))
+            if bound <= limit:
                 if not self.per_channel:  # a bias per batch: add it first
                     acc = acc.astype(F64) + self.bias
+                lift = lift_for(out.dtype, self.clamp)
                 tflite_requantize(acc, self._form(acc.ndim, lift), self.clamp, out, scratch)
                 return
         if self.channels_first:  # the shared functions take the channels last
