@@ -87,6 +87,12 @@ class TensorRef:
     def end(self) -> int:
         return self.offset + self.extent
 
+    def apart_from(self, other: TensorRef) -> bool:
+        """Whether the two views' byte ranges [offset, end) cannot meet: other regions, or
+        ranges that do not overlap (strided views may still miss each other inside)."""
+        return self.region != other.region or self.end <= other.offset or (
+            other.end <= self.offset)  # fmt: skip
+
     def is_contiguous(self) -> bool:
         return self.strides == row_major(self.shape)
 

@@ -468,7 +468,7 @@ def overlaps(a: TensorRef, b: TensorRef) -> bool:
     The lowering's token placement (passes/npu_lowering/deps.py) uses this same test, so
     the hazard check and the tokens agree on what conflicts.
     """
-    if a.region != b.region or a.end <= b.offset or b.end <= a.offset:
+    if a.apart_from(b):
         return False
     if a == b or (a.is_contiguous() and b.is_contiguous()):
         return True

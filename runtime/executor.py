@@ -58,11 +58,7 @@ class _Copies:
         return None
 
     def wrote(self, t: isa.TensorRef) -> None:
-        self.copies = [
-            (d, s)
-            for d, s in self.copies
-            if d.region != t.region or d.end <= t.offset or t.end <= d.offset
-        ]
+        self.copies = [(d, s) for d, s in self.copies if d.apart_from(t)]
 
     def dma(self, src: isa.TensorRef, dst: isa.TensorRef) -> None:
         constant = self.resolve(src)
@@ -87,11 +83,7 @@ def _shared_inputs(program: isa.Program) -> dict[int, tuple[isa.TensorRef, bool]
             else:
                 first[x] = index
         for t in inst.written():
-            first = {
-                x: i
-                for x, i in first.items()
-                if x.region != t.region or x.end <= t.offset or t.end <= x.offset
-            }
+            first = {x: i for x, i in first.items() if x.apart_from(t)}
     return shared
 
 
