@@ -6,22 +6,26 @@ table are constants (read in the constants region, or a DMA copy of them that
 nothing overwrote since) the decoded table and the centred GEMM weights; such a
 conv2d is planned into its numpy calls (npu_conv.conv2d_plan, docs/runtime.md).
 `run(inputs)` zeroes the writable arenas, writes the inputs at their I/O
-descriptors, runs the instructions in program order and reads the outputs back.
+descriptors, runs the instructions in program order and reads the outputs back;
+without an observer it follows the fast schedule of runtime/fusion.py (runs of
+conv2d tiles as one convolution, no DMAs whose bytes nothing reads).
 Results are bit-exact with the `qnn` reference semantics (runtime/npu_conv.py,
 npu_requant.py, npu_kernels.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 
 from npuc.diagnostics import NpucError
 from npuc.dialects import npu_isa as isa
 
+from . import fusion
 from . import npu_conv as nc
 from . import npu_kernels as nk
 from . import npu_requant as nr
@@ -67,22 +71,32 @@ class _Copies:
             self.copies.append((dst, constant))
 
 
-def _shared_inputs(program: isa.Program) -> dict[int, tuple[isa.TensorRef, bool]]:
+#: A step as `_shared_inputs` sees it: the input it reads if it is a pointwise conv2d, and
+#: the views it writes.
+Reader = tuple[isa.TensorRef | None, tuple[isa.TensorRef, ...]]
+
+
+def _pointwise_inputs(instructions: Sequence[isa.Instruction]) -> list[Reader]:
+    pointwise = [inst.op == "conv2d" and nc.pointwise(_geometry(inst)) for inst in instructions]
+    return [(inst.operands[0] if p else None, inst.written())
+            for inst, p in zip(instructions, pointwise, strict=True)]  # fmt: skip
+
+
+def _shared_inputs(steps: Sequence[Reader]) -> dict[int, tuple[isa.TensorRef, bool]]:
     """The pointwise convolutions that read an input an earlier one read too, with none of
-    its bytes written in between, by instruction index: (the input, whether an earlier one
+    its bytes written in between, by step index: (the input, whether an earlier one
     converted it already). The first of each such run converts the input into a float32
     buffer of its own; the others reuse it."""
     shared: dict[int, tuple[isa.TensorRef, bool]] = {}
     first: dict[isa.TensorRef, int] = {}  # an input -> the first reader since it changed
-    for index, inst in enumerate(program.instructions):
-        if inst.op == "conv2d" and nc.pointwise(_geometry(inst)):
-            x = inst.operands[0]
+    for index, (x, written) in enumerate(steps):
+        if x is not None:
             if x in first:
                 shared[first[x]] = (x, False)
                 shared[index] = (x, True)
             else:
                 first[x] = index
-        for t in inst.written():
+        for t in written:
             first = {x: i for x, i in first.items() if x.apart_from(t)}
     return shared
 
@@ -145,7 +159,12 @@ class Executor:
             self.arenas[region.kind] = arena
         self._inputs = {d.name: (d, self.view(d.tensor)) for d in program.inputs}
         self._outputs = [(d, self.view(d.tensor)) for d in program.outputs]
-        copies, self._shared = _Copies(), _shared_inputs(program)
+        copies = _Copies()
+        self._shared = _shared_inputs(_pointwise_inputs(program.instructions))
+        # per instruction: the roles its step takes from constants, and for a planned
+        # conv2d those constants (weights, bias_scale)
+        self._frozen: dict[int, tuple[str, ...]] = {}
+        self._conv_constants: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._steps: list[tuple[Step, tuple[np.ndarray, ...]]] = []
         for index, inst in enumerate(program.instructions):
             try:
@@ -158,6 +177,7 @@ class Executor:
             else:
                 for t in inst.written():
                     copies.wrote(t)
+        self._schedule = self._fast_schedule()
 
     # ------------------------------------------------------------------ views
 
@@ -192,19 +212,93 @@ class Executor:
                 raise NpucError(f"missing input '{name}'")
             view[...] = _stored_input(desc, np.asarray(inputs[name]))
         with self._limit(), _ufunc_buffer(UFUNC_BUFFER):
-            self._execute(observe)
+            if observe is None:
+                self._execute(self._schedule)
+            else:
+                self._execute(self._observed(observe))
         return {d.name: view.copy() for d, view in self._outputs}
 
-    def _execute(self, observe: Observer | None) -> None:
+    def _observed(self, observe: Observer) -> Iterator[tuple[Step, tuple[int, ...]]]:
+        """Every instruction's step, the observer called after each."""
         for index, (step, written) in enumerate(self._steps):
+            inst = self.program.instructions[index]
+
+            def observed(step=step, index=index, inst=inst, written=written) -> None:
+                step()
+                observe(index, inst, written)
+
+            yield observed, (index,)
+
+    def _execute(self, schedule: Iterable[tuple[Step, tuple[int, ...]]]) -> None:
+        for step, indices in schedule:
             try:
                 step()
             except (ValueError, OverflowError, NotImplementedError, NpucError) as e:
-                inst = self.program.instructions[index]
+                inst = self.program.instructions[indices[0]]
+                which = (f"instruction {indices[0]}" if len(indices) == 1
+                         else f"instructions {indices[0]}-{indices[-1]}")  # fmt: skip
                 message = e.message if isinstance(e, NpucError) else str(e)
-                raise NpucError(f"instruction {index} ({inst.op}): {message}") from None
-            if observe is not None:
-                observe(index, self.program.instructions[index], written)
+                raise NpucError(f"{which} ({inst.op}): {message}") from None
+
+    def _fast_schedule(self) -> list[tuple[Step, tuple[int, ...]]]:
+        """The steps `run` takes without an observer (runtime/fusion.py): tile runs as one
+        step at their last tile, no dead DMAs, the other instructions' own steps."""
+        instructions = self.program.instructions
+        runs = fusion.tile_runs(self.program, self._frozen, self._same_constants)
+        dead = fusion.dead_dmas(self.program, self._frozen)
+        at_last = {run.members[-1]: run for run in runs}
+        folded = {i for run in runs for i in run.members}
+        units: list[fusion.TileRun | int] = [
+            at_last.get(i, i) for i in range(len(instructions))
+            if i in at_last or (i not in folded and i not in dead)
+        ]  # fmt: skip
+        readers: list[Reader] = []
+        for unit in units:
+            if isinstance(unit, fusion.TileRun):
+                pointwise = nc.pointwise(_geometry(instructions[unit.members[0]]))
+                readers.append((unit.ifm if pointwise else None, (unit.ofm,)))
+            else:
+                readers += _pointwise_inputs([instructions[unit]])
+        shared = _shared_inputs(readers)
+        schedule: list[tuple[Step, tuple[int, ...]]] = []
+        for position, unit in enumerate(units):
+            if isinstance(unit, fusion.TileRun):
+                try:
+                    step = self._tile_run_step(unit, shared.get(position))
+                except NpucError as e:
+                    first, last = unit.members[0], unit.members[-1]
+                    raise NpucError(f"instructions {first}-{last} (conv2d): {e.message}") from None
+                schedule.append((step, unit.members))
+            elif shared.get(position) != self._shared.get(unit):  # converts or reuses otherwise
+                schedule.append((self._conv2d_step(unit, shared.get(position)), (unit,)))
+            else:
+                step = self._steps[unit][0]
+                if isinstance(step, _Deferred):
+                    step.plan()
+                schedule.append((step, (unit,)))
+        return schedule
+
+    def _same_constants(self, i: int, j: int) -> bool:
+        a, b = self._conv_constants[i], self._conv_constants[j]
+        return all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+    def _tile_run_step(self, run: fusion.TileRun, converted: tuple[object, bool] | None) -> Step:
+        """One conv2d over the union of the run's tiles, from their constants."""
+        first = self.program.instructions[run.members[0]]
+        parts = [self._conv_constants[i] for i in run.members]
+        if run.axis == fusion.ROWS:
+            weights, rows = parts[0]
+        else:
+            weights, rows = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+        p = first.params
+        geo = nc.ConvGeometry(
+            p["strides"], p["pads"], p["dilations"], run.ifm.shape[1] if run.depthwise else 1,
+            first.operands[1].shape[2:], run.ofm.shape[2:], run.depthwise,
+        )  # fmt: skip
+        actions = self._conv2d_actions(
+            first, geo, self.view(run.ifm), self.view(run.ofm), weights, rows, converted
+        )
+        return _sequence(actions)
 
     # ------------------------------------------------------------------ preparation
 
@@ -215,9 +309,9 @@ class Executor:
             src, dst = views
             return lambda: np.copyto(dst, src)
         if inst.op == "conv2d":
-            return self._conv2d(inst, p, views, copies, self._shared.get(index))
+            return self._conv2d(inst, views, copies, index)
         if inst.op == "matmul":
-            return self._matmul(inst, p, views, copies)
+            return self._matmul(inst, p, views, copies, index)
         if inst.op == "pool":
             return lambda: nk.pool(views[0], p, views[1])
         if inst.op == "eltwise":
@@ -227,6 +321,8 @@ class Executor:
             return lambda: nk.eltwise(views[0], views[1], p, views[2])
         if inst.op == "lut":
             static = self._constant(inst.operand("table"), copies)
+            if static is not None:
+                self._frozen[index] = ("table",)
             table = views[1] if static is None else np.ascontiguousarray(static)
             return lambda: nk.lut(views[0], table, p["table_base"], views[2])
         if inst.op == "softmax":
@@ -264,38 +360,46 @@ class Executor:
         return lambda: nr.Table.decode(view, wrange, p["rounding"])
 
     def _conv2d(
-        self, inst: isa.Instruction, p: dict, views: list, copies: _Copies,
-        converted: tuple[object, bool] | None,
-    ) -> Step:  # fmt: skip
-        _, w, _, ofm = inst.operands
-        geo = _geometry(inst)
-        table = self._table(inst, p, "weights", copies)
-        x, out = views[0], views[3]
+        self, inst: isa.Instruction, views: list[np.ndarray], copies: _Copies, index: int
+    ) -> Step:
+        """Planned once from the constants when the weights and table are constants, else
+        planned again at every run from the bytes they hold."""
+        static = [self._constant(inst.operand(r), copies) for r in ("weights", "bias_scale")]
+        if static[0] is not None and static[1] is not None:
+            self._frozen[index] = ("weights", "bias_scale")
+            self._conv_constants[index] = (static[0], static[1])
+            nr.Table.decode(static[1], isa.dtype_range(inst.operand("weights").dtype),
+                            inst.params["rounding"])  # fmt: skip
+            return _Deferred(partial(self._conv2d_step, index, self._shared.get(index)))
+        geo, (x, w, rows, out) = _geometry(inst), views
+        return lambda: _run(self._conv2d_actions(inst, geo, x, out, w, rows, None))
+
+    def _conv2d_step(self, index: int, converted: tuple[object, bool] | None) -> Step:
+        """The planned step of a conv2d with constant weights and table."""
+        inst = self.program.instructions[index]
+        x, out = self.view(inst.operands[0]), self.view(inst.operands[3])
+        weights, rows = self._conv_constants[index]
+        return _sequence(self._conv2d_actions(inst, _geometry(inst), x, out, weights, rows,
+                                              converted))  # fmt: skip
+
+    def _conv2d_actions(
+        self, inst: isa.Instruction, geo: nc.ConvGeometry, x: np.ndarray, out: np.ndarray,
+        weights: np.ndarray, rows: np.ndarray, converted: tuple[object, bool] | None,
+    ) -> list[nr.Action]:  # fmt: skip
+        """The numpy calls of a conv2d with these parameters, views and weights and table."""
+        p = inst.params
+        wrange = isa.dtype_range(inst.operand("weights").dtype)
+        table = nr.Table.decode(rows, wrange, p["rounding"])
         zp, clamp = p["ifm_zero_point"], (p["clamp_min"], p["clamp_max"])
-        channels_first = nc.channels_first(geo, ofm.shape[1])
+        operand = nc.conv_weights(weights, table.weight_zero_point, geo)
+        bias = table.bias - zp * operand.sums.reshape(-1)  # the input zero point, folded in
+        stage = nr.OutputStage(table, bias, p["rounding"], p["ofm_zero_point"], clamp,
+                               nc.channels_first(geo, out.shape[1]))  # fmt: skip
+        return nc.conv2d_plan(x, out, zp, operand, stage, geo, self.scratch, converted)
 
-        def plan(
-            weights: np.ndarray, t: nr.Table, converted: tuple[object, bool] | None = None
-        ) -> list[nr.Action]:
-            operand = nc.conv_weights(weights, t.weight_zero_point, geo)
-            bias = t.bias - zp * operand.sums.reshape(-1)  # the input zero point, folded in
-            stage = nr.OutputStage(t, bias, p["rounding"], p["ofm_zero_point"], clamp,
-                                   channels_first)  # fmt: skip
-            return nc.conv2d_plan(x, out, zp, operand, stage, geo, self.scratch, converted)
-
-        static = self._constant(w, copies)
-        if static is not None and self._constant(inst.operand("bias_scale"), copies) is not None:
-            actions = plan(static, table(), converted)
-        else:
-            actions = None
-
-        def step() -> None:
-            for action in actions or plan(views[1], table(), converted):
-                action()
-
-        return step
-
-    def _matmul(self, inst: isa.Instruction, p: dict, views: list, copies: _Copies) -> Step:
+    def _matmul(
+        self, inst: isa.Instruction, p: dict, views: list, copies: _Copies, index: int
+    ) -> Step:
         rhs = inst.operand("rhs")
         table = self._table(inst, p, "rhs", copies)
 
@@ -317,15 +421,35 @@ class Executor:
 
         static = self._constant(rhs, copies)
         if static is not None and self._constant(inst.operand("bias_scale"), copies) is not None:
-            actions = plan(static, table())
-        else:
-            actions = None
+            self._frozen[index] = ("rhs", "bias_scale")
+            return _sequence(plan(static, table()))
+        return lambda: _run(plan(views[1], table()))
 
-        def step() -> None:
-            for action in actions or plan(views[1], table()):
-                action()
 
-        return step
+class _Deferred:
+    """A step planned when it first runs, or when `plan` is called: the tiles the fast
+    schedule runs as one are planned on their own only for an observer."""
+
+    def __init__(self, planner: Callable[[], Step]) -> None:
+        self._planner, self._step = planner, None
+
+    def plan(self) -> Step:
+        if self._step is None:
+            self._step = self._planner()
+        return self._step
+
+    def __call__(self) -> None:
+        self.plan()()
+
+
+def _run(actions: Iterable[nr.Action]) -> None:
+    for action in actions:
+        action()
+
+
+def _sequence(actions: list[nr.Action]) -> Step:
+    """A step running these numpy calls in order."""
+    return partial(_run, actions)
 
 
 def run_with_dump(

@@ -162,3 +162,23 @@ def random_table(rng, channels: int, shift_range, wzp=None) -> np.ndarray:
 def spread(y: np.ndarray, lo: int, hi: int) -> None:
     """The comparison means something: not every output sits at a clamp bound."""
     assert np.mean((y > lo) & (y < hi)) > 0.2
+
+
+def qnn_conv(
+    x: np.ndarray, xd: str, w: np.ndarray, wzp: np.ndarray, table: np.ndarray, p: dict,
+    out_shape: tuple[int, ...],
+) -> np.ndarray:  # fmt: skip
+    """qnn.conv2d of stored x (dtype xd) with int8 weights, their zero points and a
+    bias_scale table [bias, multiplier, shift, weight zp] per output channel."""
+    attrs = (
+        f"strides = {arr(p['strides'])}, pads = {arr(p['pads'])}, "
+        f"dilations = {arr(p['dilations'])}, groups = {p['groups']} : i64, "
+        f"multiplier = {arr(table[:, 1])}, shift = {arr(table[:, 2])}, " + clamp_attrs(p)
+    )
+    return qnn(
+        "qnn.conv2d",
+        [x.astype(NP[xd]), w.astype(np.int8), table[:, 0].copy()],
+        [qt(x.shape, xd, p["ifm_zero_point"]), qt_axis(w.shape, wzp), f"tensor<{w.shape[0]}xi32>"],
+        qt(out_shape, "i8", p["ofm_zero_point"]),
+        attrs,
+    )

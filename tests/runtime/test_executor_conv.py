@@ -17,10 +17,10 @@ from npu_programs import (
     NP,
     Builder,
     arr,
-    clamp_attrs,
     inst,
     nhwc,
     qnn,
+    qnn_conv,
     qt,
     qt_axis,
     random_table,
@@ -144,18 +144,7 @@ def check_conv(
     yt = b.output("y", out_shape, "i8", nhwc(out_shape) if layout == "nhwc" else None)
     body = [inst("conv2d", (xt, b.const(w, "i8"), b.const(table, "i32"), yt), **p)]
     got = b.run(body)["y"]
-    attrs = (
-        f"strides = {arr(p['strides'])}, pads = {arr(pads)}, dilations = {arr(p['dilations'])}, "
-        f"groups = {p['groups']} : i64, multiplier = {arr(table[:, 1])}, "
-        f"shift = {arr(table[:, 2])}, " + clamp_attrs(p)
-    )
-    want = qnn(
-        "qnn.conv2d",
-        [x.astype(NP[xd]), w.astype(np.int8), table[:, 0].copy()],
-        [qt(xs, xd, p["ifm_zero_point"]), qt_axis(ws, wzp), f"tensor<{co}xi32>"],
-        qt(out_shape, "i8", p["ofm_zero_point"]),
-        attrs,
-    )
+    want = qnn_conv(x, xd, w, wzp, table, p, out_shape)
     np.testing.assert_array_equal(got, want)
     return got
 
