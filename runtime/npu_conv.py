@@ -44,6 +44,10 @@ TAPS_BLOCK = 1 << 16  # accumulators of a depthwise convolution's multiply-adds 
 SHORT_RUN = 1024  # depthwise rows up to this long: one batched matmul, not a multiply-add a tap
 SMALL_TAPS = 1 << 15  # accumulators of such a matmul at once
 PLAN_BAND_BYTES = 1 << 20  # a pointwise convolution's input and accumulators a band
+# pointwise convolutions with at most this many input channels run their GEMM in float64
+# with the output stage's scale and offset folded into the weights (`_folded_plan`)
+FOLDED_CHANNELS = 32
+REQUANT_ELEMENTS = 1 << 16  # float64 outputs of a folded GEMM at once: they stay in cache
 GEMM_BAND = 1 << 18  # accumulators of a GEMM requantized while they are in cache
 
 
@@ -256,6 +260,10 @@ def _gemm_plan(
     dtype = exact_dtype(peak)
     itemsize = np.dtype(dtype).itemsize
     banded = pointwise(geo) and converted is None
+    if banded and g == 1 and k <= FOLDED_CHANNELS:
+        folded = stage.folded_weights(weights.values[0], peak * weights.reach, out.dtype)
+        if folded is not None:
+            return _folded_plan(x, out, folded, stage, scratch)
     if banded:  # the input rows themselves, converted a band at a time that stays in cache
         actions: list[Action] = []
         width, flat, xp = ow, None, None
@@ -301,6 +309,29 @@ def _gemm_plan(
                                             columns=channels)  # fmt: skip
             part = acc.reshape(-1, count, width)
             actions += gemm + stage.actions(part, bound, out[channels, rows], scratch, channels)
+    return actions
+
+
+def _folded_plan(
+    x: np.ndarray, out: np.ndarray, folded: np.ndarray, stage: OutputStage, scratch: Scratch
+) -> list[Action]:  # fmt: skip
+    """A pointwise convolution with few input channels as float64 GEMMs of the folded
+    weights [Co, K + 1] (`OutputStage.folded_weights`) and the input over a row of ones,
+    a band of rows at a time: the GEMM costs less extra than the output stage's
+    conversion, multiply and add it replaces."""
+    c, h, w = x.shape
+    co = folded.shape[0]
+    actions: list[Action] = []
+    for rows in _row_bands(h, (c + co) * w, c * w, 8, PLAN_BAND_BYTES // 8):
+        run = (rows.stop - rows.start) * w
+        band = scratch.bordered((c + 1, run), F64, 1, "folded")  # the last row stays ones
+        actions.append(partial(np.copyto, band[:c].reshape(c, -1, w), x[:, rows]))
+        step = max(1, REQUANT_ELEMENTS // run)
+        for c0 in range(0, co, step):
+            channels = slice(c0, min(co, c0 + step))
+            p = scratch.get("p", (channels.stop - c0, run), F64)
+            actions.append(partial(np.matmul, folded[channels], band, out=p))
+            actions += stage.folded_actions(p, out[channels, rows], scratch, channels)
     return actions
 
 

@@ -251,9 +251,12 @@ def scaled_actions(
     # from 0 up, and anything below 0 clamps up to lo + lift > 0 either way; the
     # conversion to the output then drops the lift (two's complement wrap-around)
     whole = scratch.get("whole", p.shape, np.int32)
-    return [*actions, partial(np.copyto, whole, p, casting="unsafe"),
-            partial(clip_ufunc, outputs(whole), np.int32(lo + form.lift),
-                    np.int32(hi + form.lift), out=out, casting="unsafe")]  # fmt: skip
+    bounds = np.int32(lo + form.lift), np.int32(hi + form.lift)
+    actions.append(partial(np.copyto, whole, p, casting="unsafe"))
+    if out.strides[-1] == out.itemsize:  # rows written in order: clamped in place, narrowed
+        return [*actions, partial(clip_ufunc, whole, *bounds, out=whole),
+                partial(np.copyto, out, outputs(whole), casting="unsafe")]  # fmt: skip
+    return [*actions, partial(clip_ufunc, outputs(whole), *bounds, out=out, casting="unsafe")]
 
 
 def lift_for(dtype: np.dtype, clamp: tuple[int, int]) -> int:
@@ -357,6 +360,29 @@ class OutputStage:
         if bound <= limit:
             return planned
         return [partial(_measured, acc, limit, planned, general)]
+
+    def folded_weights(self, weights: np.ndarray, bound: int, dtype: np.dtype) -> np.ndarray | None:
+        """Channels first, per channel: [C, K + 1] float64, each output channel's centred
+        weights (int64 [K, C]) times its scale, then its offset, so that their product
+        with the input over a row of ones is the float64 stage's (acc + bias) * scale +
+        offset; None unless the float64 stage is exact for |acc| <= bound into `dtype`.
+
+        The product is exact in any order of summation: every term is an integer
+        multiple of 2^-shift, and the sum of their magnitudes is within `float_limit`.
+        """
+        limit = self.float_limit(dtype) if self.per_channel and self.channels_first else -1
+        if limit < 0 or bound > limit:
+            return None
+        form = self._form(2, lift_for(dtype, self.clamp))
+        return np.concatenate([weights.T * form.scale, form.offset], axis=1)
+
+    def folded_actions(
+        self, p: np.ndarray, out: np.ndarray, scratch: Scratch, channels: slice
+    ) -> list[Action]:
+        """The rest of the stage for the channels' rows p [c, ...] of a product with
+        `folded_weights`."""
+        form = self._form(2, lift_for(out.dtype, self.clamp))
+        return scaled_actions(p, form.tie[channels], form, self.clamp, out, scratch)
 
     def float_limit(self, dtype: np.dtype) -> int:
         """The largest accumulator magnitude (bias not included) for which the float64

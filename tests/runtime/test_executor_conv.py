@@ -129,6 +129,20 @@ def test_conv2d_accumulators_too_large_for_the_float64_stage() -> None:
     assert np.abs(got[0, 0, 1, 1].astype(int) - 5) > 20  # the centre saw the whole sum
 
 
+def test_folded_pointwise_rounds_ties_like_tflite() -> None:
+    """A pointwise convolution with few input channels runs as a float64 GEMM of weights
+    with the scale and offset folded in: every int8 input, with multipliers of 2^30 and
+    small shifts, puts many accumulators on ties of both signs."""
+    x = np.arange(-128, 128).reshape(1, 1, 16, 16)
+    w = np.array([1, -1, 3, 127]).reshape(4, 1, 1, 1)
+    table = np.array([[0, 1 << 30, 32, 0], [7, 1 << 30, 33, 0], [-3, 1 << 30, 35, 0],
+                      [11, 1 << 30, 38, 0]], np.int32)  # fmt: skip
+    p = dict(strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), groups=1, ifm_zero_point=-1,
+             ofm_zero_point=0, clamp_min=-128, clamp_max=127, rounding="tflite")  # fmt: skip
+    got = check_conv(x, "i8", w, np.zeros(4, np.int64), table, "nchw", p)
+    assert (got < -20).any() and (got > 20).any()
+
+
 def check_conv(
     x: np.ndarray, xd: str, w: np.ndarray, wzp: np.ndarray, table: np.ndarray, layout: str,
     p: dict,
