@@ -33,7 +33,6 @@ F32 = np.float32
 F64 = np.float64
 F32_EXACT = 1 << 24  # a float32 sum is exact while every partial sum stays below this
 F64_EXACT = 1 << 53
-FLOAT_PRODUCT_EXACT = integer.FLOAT_PRODUCT_EXACT
 REQUANT_BLOCK = 1 << 16  # elements requantized at once: the float64 temporaries stay in cache
 
 
@@ -170,7 +169,7 @@ class FloatForm:
         shape = (-1,) + (1,) * (ndim - 1) if channels_first else (-1,)
         half = 0.5 + zero_point + lift
         signed = clamp[0] < zero_point
-        offset = bias * table.scale  # exact: |bias| m < 2^52
+        offset = bias * table.scale  # exact: |bias| m < 2^53 (`OutputStage.float_limit`)
         if not signed:
             offset = offset + table.tie + half
         return cls(table.scale.reshape(shape), offset.reshape(shape), table.tie.reshape(shape),
@@ -394,8 +393,7 @@ class OutputStage:
         if m == 0:
             return -1
         extra = (abs(self.zero_point) + lift_for(dtype, self.clamp) + 2) << s
-        peak = min((FLOAT_PRODUCT_EXACT - 1) // m, (F64_EXACT - 1 - extra) // m)
-        return peak - self.bias_peak
+        return (F64_EXACT - 1 - extra) // m - self.bias_peak
 
     def __call__(
         self, acc: np.ndarray, bound: int, out: np.ndarray, scratch: Scratch,

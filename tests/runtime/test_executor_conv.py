@@ -315,3 +315,27 @@ def test_fused_tflite_requantization_is_exact() -> None:
         else:
             nr.tflite_requantize(x, form, clamp, out, nr.Scratch())
         np.testing.assert_array_equal(out, np.clip(want - 3, *clamp))
+
+
+def test_float_stage_is_exact_up_to_its_limit() -> None:
+    """The float64 stage is planned for accumulators up to its limit, where |acc| m plus
+    |bias| m and the offsets come within a hair of 2^53 units of 2^-shift. Biases of
+    about -+2^21 bring the sums back into the output range, so that windows of 4096
+    accumulators ending at the limit, each side, cross ties of the second rounding."""
+    m = np.array([(1 << 31) - 1, 1518500250, (1 << 31) - 12345, 1 << 30])
+    shift = np.array([40, 40, 40, 39])
+    bias = np.array([-2_000_000, 2_000_000, -1_999_000, -2_000_000])
+    rows = np.stack([bias, m, shift, np.zeros(4, np.int64)], axis=1)
+    table = nr.Table.decode(rows, (-128, 127), "tflite")
+    stage = nr.OutputStage(table, bias, "tflite", -3, (-128, 127))
+    limit = stage.float_limit(np.dtype(np.int8))
+    assert limit > (1 << 52) // int(m.max()) - 2_000_000  # beyond |acc| m < 2^52
+    window = np.arange(limit - 4095, limit + 1)
+    acc = np.concatenate([window, -window])[:, None].repeat(4, axis=1)
+    want = np.array([[_tflite_reference(int(v + bias[c]), int(m[c]), int(shift[c]))
+                      for c, v in enumerate(row)] for row in acc])  # fmt: skip
+    out = np.empty(acc.shape, np.int8)
+    for action in stage.actions(acc.astype(np.float64), limit, out, nr.Scratch()):
+        action()
+    np.testing.assert_array_equal(out, np.clip(want - 3, -128, 127))
+    spread(out, -128, 127)
