@@ -10,9 +10,8 @@ A convolution is planned once (`conv2d_plan`) into numpy calls on fixed buffers.
 Ordinary and grouped convolutions run channel-major, as the arenas hold NCHW: the
 weights [Co, K] times the input itself (1x1) or im2col rows cut from the input split by
 stride phase, so neither the input nor the accumulators are transposed. Depthwise
-convolutions read the stride phases too: short rows as the taps side by side and one
-batched matmul, long rows as a multiply-add per tap, many channels on a small image as
-one channels-last einsum (docs/runtime.md).
+convolutions read the stride phases too: the taps side by side and one batched matmul,
+or, many channels on a small image, one channels-last einsum (docs/runtime.md).
 """
 
 from __future__ import annotations
@@ -40,9 +39,9 @@ from .npu_requant import (
 MAX_CHUNKS = 8  # float32 chunks summed in float64 before a float64 GEMM is cheaper
 COLS_BUDGET = 1 << 27  # bytes of im2col matrix built at once
 BAND_ELEMENTS = 1 << 20  # outputs per band of a convolution (im2col, GEMM, output stage)
-TAPS_BLOCK = 1 << 16  # accumulators of a depthwise convolution's multiply-adds at once
-SHORT_RUN = 1024  # depthwise rows up to this long: one batched matmul, not a multiply-add a tap
-SMALL_TAPS = 1 << 15  # accumulators of such a matmul at once
+# accumulators of a depthwise convolution at once: its taps side by side (KH * KW times as
+# many floats) stay in cache
+TAPS_BLOCK = 1 << 14
 PLAN_BAND_BYTES = 1 << 20  # a pointwise convolution's input and accumulators a band
 # pointwise convolutions with at most this many input channels run their GEMM in float64
 # with the output stage's scale and offset folded into the weights (`_folded_plan`)
@@ -183,8 +182,8 @@ def conv_weights(w: np.ndarray, wzp: np.ndarray, geo: ConvGeometry) -> Operand:
 
 
 # A depthwise convolution with at least this many channels and at most this many output
-# pixels runs as one channels-last einsum; otherwise as multiply-adds per tap, channels
-# first (numpy's loops are fastest along a long contiguous axis).
+# pixels runs as one channels-last einsum; otherwise as a batched matmul of its taps,
+# channels first (numpy's loops are fastest along a long contiguous axis).
 DEPTHWISE_EINSUM_CHANNELS = 64
 DEPTHWISE_EINSUM_PIXELS = 512
 
@@ -463,19 +462,19 @@ def _taps_plan(
     x: np.ndarray, out: np.ndarray, zero_point: int, weights: Operand, stage: OutputStage,
     geo: ConvGeometry, scratch: Scratch,
 ) -> list[Action]:  # fmt: skip
-    """Depthwise: a multiply-add per tap over [C, OH, Wq] (each tap one contiguous run of a
-    stride phase, `_phases`), channels first, then the first OW columns of each row.
-    Blocks of channels keep the passes in cache."""
-    (kh, kw), (sh, sw), (dh, dw) = geo.kernel, geo.strides, geo.dilations
+    """Depthwise, channels first, a block of channels at a time: the taps of each output
+    of [C, OH, Wq] side by side (`_gather_taps`, each tap one contiguous run of a stride
+    phase, `_phases`) and one batched matmul with each channel's weights, then the first
+    OW columns of each row. Fewer passes over memory than a multiply-add per tap, in
+    blocks small enough that the taps stay in cache."""
+    (kh, kw), (sh, sw) = geo.kernel, geo.strides
     bound = storage_peak(x.dtype) * weights.reach
     dtype = exact_dtype(bound)
     oh = geo.out_hw[0]
     co, c = weights.values.shape[1], x.shape[0]
-    w = weights.as_(dtype).T.reshape(co, kh * kw, 1)
     wq = -(-(x.shape[2] + geo.pads[1] + geo.pads[3]) // sw)  # as `_phases` lays them out
     run = oh * wq
-    small = run <= SHORT_RUN  # few calls on short rows: the taps side by side, one matmul
-    block = max(1, (SMALL_TAPS if small else TAPS_BLOCK) // run)
+    block = max(1, TAPS_BLOCK // run)
     # split by phase a block at a time, so the phases stay in cache, unless a channel
     # multiplier repeats input channels (then all at once)
     actions: list[Action] = []
@@ -485,7 +484,7 @@ def _taps_plan(
         index = np.repeat(np.arange(c), co // c)
         actions += [*prepare, partial(np.take, whole, index, axis=2, out=repeated)]
         everything = repeated.reshape(sh, sw, co, -1)
-    rows = w.reshape(co, 1, kh * kw)  # each channel's taps, for a batched matmul
+    rows = weights.as_(dtype).T.reshape(co, 1, kh * kw)  # each channel's taps
     for c0 in range(0, co, block):
         channels = slice(c0, min(co, c0 + block))
         count = channels.stop - c0
@@ -495,19 +494,9 @@ def _taps_plan(
             prepare, phases = _phases(x[channels], zero_point, dtype, geo, scratch)
             actions += prepare
             flat, local = phases.reshape(sh, sw, count, -1), slice(None)
-        a = scratch.get("acc", (count, run), dtype)
-        taps = [flat[i * dh % sh, j * dw % sw, local,
-                     (i * dh // sh) * wq + j * dw // sw :][:, :run]
-                for i in range(kh) for j in range(kw)]  # fmt: skip
-        if small:
-            cols = scratch.get("taps", (count, kh * kw, run), dtype)
-            actions += _gather_taps(flat, local, geo, wq, run, cols)
-            actions.append(partial(np.matmul, rows[channels], cols, out=a.reshape(count, 1, run)))
-        else:  # a multiply-add a tap, on long rows
-            term = scratch.get("term", a.shape, dtype)
-            actions.append(partial(np.multiply, taps[0], w[channels, 0], out=a))
-            for t, tap in enumerate(taps[1:], 1):
-                actions += [partial(np.multiply, tap, w[channels, t], out=term),
-                            partial(np.add, a, term, out=a)]  # fmt: skip
-        actions += stage.actions(a.reshape(-1, oh, wq), bound, out[channels], scratch, channels)
+        acc = scratch.get("acc", (count, 1, run), dtype)
+        cols = scratch.get("taps", (count, kh * kw, run), dtype)
+        actions += _gather_taps(flat, local, geo, wq, run, cols)
+        actions.append(partial(np.matmul, rows[channels], cols, out=acc))
+        actions += stage.actions(acc.reshape(-1, oh, wq), bound, out[channels], scratch, channels)
     return actions
