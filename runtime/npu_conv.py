@@ -472,6 +472,8 @@ def _taps_plan(
     dtype = exact_dtype(bound)
     oh = geo.out_hw[0]
     co, c = weights.values.shape[1], x.shape[0]
+    if (sh, sw) != (1, 1) and co == c:
+        return _strided_taps_plan(x, out, zero_point, weights, stage, geo, scratch)
     wq = -(-(x.shape[2] + geo.pads[1] + geo.pads[3]) // sw)  # as `_phases` lays them out
     run = oh * wq
     block = max(1, TAPS_BLOCK // run)
@@ -499,4 +501,44 @@ def _taps_plan(
         actions += _gather_taps(flat, local, geo, wq, run, cols)
         actions.append(partial(np.matmul, rows[channels], cols, out=acc))
         actions += stage.actions(acc.reshape(-1, oh, wq), bound, out[channels], scratch, channels)
+    return actions
+
+
+def _strided_taps_plan(
+    x: np.ndarray, out: np.ndarray, zero_point: int, weights: Operand, stage: OutputStage,
+    geo: ConvGeometry, scratch: Scratch,
+) -> list[Action]:  # fmt: skip
+    """Depthwise with strides and no channel multiplier, a block of channels at a time: the
+    input converted into a buffer bordered with the zero point, then every output's taps
+    copied side by side from one strided view of it (a stride phase split would move
+    the input twice) and one batched matmul with each channel's weights."""
+    (kh, kw), (sh, sw), (dh, dw) = geo.kernel, geo.strides, geo.dilations
+    top, left, bottom, right = geo.pads
+    bound = storage_peak(x.dtype) * weights.reach
+    dtype = exact_dtype(bound)
+    oh, ow = geo.out_hw
+    c, h, w = x.shape
+    block = max(1, TAPS_BLOCK // (oh * ow))
+    rows = weights.as_(dtype).T.reshape(c, 1, kh * kw)  # each channel's taps
+    actions: list[Action] = []
+    for c0 in range(0, c, block):
+        channels = slice(c0, min(c, c0 + block))
+        count = channels.stop - c0
+        padded = scratch.bordered((count, h + top + bottom, w + left + right), dtype, zero_point,
+                                  ("padded", geo))  # fmt: skip
+        s0, s1, s2 = padded.strides
+        taps = np.lib.stride_tricks.as_strided(
+            padded, (count, kh, kw, oh, ow), (s0, dh * s1, dw * s2, sh * s1, sw * s2),
+            writeable=False,
+        )  # fmt: skip
+        cols = scratch.get("taps", (count, kh, kw, oh, ow), dtype)
+        acc = scratch.get("acc", (count, 1, oh * ow), dtype)
+        actions += [
+            partial(np.copyto, padded[:, top : top + h, left : left + w], x[channels],
+                    casting="unsafe"),
+            partial(np.copyto, cols, taps),
+            partial(np.matmul, rows[channels], cols.reshape(count, kh * kw, -1), out=acc),
+        ]  # fmt: skip
+        actions += stage.actions(acc.reshape(count, oh, ow), bound, out[channels], scratch,
+                                 channels)  # fmt: skip
     return actions
