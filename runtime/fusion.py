@@ -13,7 +13,7 @@ instruction's writes, gets the instructions one by one.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from npuc.dialects import npu_isa as isa
@@ -21,6 +21,9 @@ from npuc.dialects import npu_isa as isa
 #: The operand roles whose bytes a prepared step never reads, by instruction index: the
 #: weights and tables it planned from their constant copies.
 Frozen = Mapping[int, Collection[str]]
+
+#: Whether two planned conv2d instructions (by index) have the same weights and table.
+SameConstants = Callable[[int, int], bool]
 
 CHANNELS, ROWS = 1, 2  # the NCHW axis along which a run's tiles join
 
@@ -65,8 +68,9 @@ def _pointwise(inst: isa.Instruction) -> bool:
 
 
 def _joined(
-    run: TileRun, index: int, inst: isa.Instruction, program: isa.Program, same_constants
-) -> TileRun | None:
+    run: TileRun, index: int, inst: isa.Instruction, program: isa.Program,
+    same_constants: SameConstants,
+) -> TileRun | None:  # fmt: skip
     """`run` extended by the tile `inst` at `index`, if it continues it."""
     first = program.instructions[run.members[0]]
     ignore = {"groups"}
@@ -74,8 +78,9 @@ def _joined(
         k: v for k, v in inst.params.items() if k not in ignore
     } != {k: v for k, v in first.params.items() if k not in ignore}:  # fmt: skip
         return None
-    ifm, w, _, ofm = inst.operands
-    if w.shape[1:] != first.operands[1].shape[1:]:
+    ifm, w, table, ofm = inst.operands
+    _, first_w, first_table, _ = first.operands
+    if (w.shape[1:], w.dtype, table.dtype) != (first_w.shape[1:], first_w.dtype, first_table.dtype):
         return None
     candidates = []  # (axis, the joined ifm, depthwise)
     if depthwise(first) and depthwise(inst):
@@ -102,7 +107,7 @@ def _independent(inst: isa.Instruction, run: TileRun) -> bool:
         r.apart_from(run.ofm) for r in inst.read())  # fmt: skip
 
 
-def tile_runs(program: isa.Program, frozen: Frozen, same_constants) -> list[TileRun]:
+def tile_runs(program: isa.Program, frozen: Frozen, same_constants: SameConstants) -> list[TileRun]:
     """The runs of two or more conv2d tiles, each planned from constant weights and table,
     that compute adjacent slices of one convolution: depthwise tiles of adjacent channels,
     tiles of adjacent output channels of one input, or pointwise tiles of adjacent rows
