@@ -309,7 +309,7 @@ class Executor:
             src, dst = views
             return lambda: np.copyto(dst, src)
         if inst.op == "conv2d":
-            return self._conv2d(inst, views, copies, index)
+            return self._conv2d(inst, copies, index)
         if inst.op == "matmul":
             return self._matmul(inst, p, views, copies, index)
         if inst.op == "pool":
@@ -359,28 +359,29 @@ class Executor:
         view = self.view(t)
         return lambda: nr.Table.decode(view, wrange, p["rounding"])
 
-    def _conv2d(
-        self, inst: isa.Instruction, views: list[np.ndarray], copies: _Copies, index: int
-    ) -> Step:
-        """Planned once from the constants when the weights and table are constants, else
-        planned again at every run from the bytes they hold."""
+    def _conv2d(self, inst: isa.Instruction, copies: _Copies, index: int) -> Step:
+        """Planned once from the constants when the weights and table are constants (when
+        it first runs: the fast schedule may run it within a tile run instead; its table
+        is checked now), else planned again at every run from the bytes they hold."""
         static = [self._constant(inst.operand(r), copies) for r in ("weights", "bias_scale")]
-        if static[0] is not None and static[1] is not None:
-            self._frozen[index] = ("weights", "bias_scale")
-            self._conv_constants[index] = (static[0], static[1])
-            nr.Table.decode(static[1], isa.dtype_range(inst.operand("weights").dtype),
-                            inst.params["rounding"])  # fmt: skip
-            return _Deferred(partial(self._conv2d_step, index, self._shared.get(index)))
-        geo, (x, w, rows, out) = _geometry(inst), views
-        return lambda: _run(self._conv2d_actions(inst, geo, x, out, w, rows, None))
+        if static[0] is None or static[1] is None:
+            return self._conv2d_step(index, self._shared.get(index))
+        self._frozen[index] = ("weights", "bias_scale")
+        self._conv_constants[index] = (static[0], static[1])
+        nr.Table.decode(static[1], isa.dtype_range(inst.operand("weights").dtype),
+                        inst.params["rounding"])  # fmt: skip
+        return _Deferred(partial(self._conv2d_step, index, self._shared.get(index)))
 
     def _conv2d_step(self, index: int, converted: tuple[object, bool] | None) -> Step:
-        """The planned step of a conv2d with constant weights and table."""
+        """A conv2d's step: its numpy calls planned once from its constants, or, weights
+        or table not constant, planned at every run from the bytes they hold."""
         inst = self.program.instructions[index]
-        x, out = self.view(inst.operands[0]), self.view(inst.operands[3])
+        x, w, rows, out = (self.view(t) for t in inst.operands)
+        geo = _geometry(inst)
+        if index not in self._conv_constants:
+            return lambda: _run(self._conv2d_actions(inst, geo, x, out, w, rows, converted))
         weights, rows = self._conv_constants[index]
-        return _sequence(self._conv2d_actions(inst, _geometry(inst), x, out, weights, rows,
-                                              converted))  # fmt: skip
+        return _sequence(self._conv2d_actions(inst, geo, x, out, weights, rows, converted))
 
     def _conv2d_actions(
         self, inst: isa.Instruction, geo: nc.ConvGeometry, x: np.ndarray, out: np.ndarray,

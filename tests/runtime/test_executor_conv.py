@@ -254,6 +254,27 @@ def test_pointwise_inputs_are_converted_again_after_a_write() -> None:
     assert not np.array_equal(out["y1"], out["y3"])
 
 
+def test_pointwise_input_converted_by_a_conv_with_run_time_weights_is_reused() -> None:
+    """A pointwise convolution with weights from an input, planned at every run, converts
+    the input it shares with a later one planned from constants, which reuses it."""
+    rng = np.random.default_rng(5)
+    x = rng.integers(-128, 128, (1, 8, 3, 3))
+    w = rng.integers(-128, 128, (4, 8, 1, 1))
+    table = random_table(rng, 4, (36, 40))
+    b = Builder()
+    xt, wt = b.input("x", x, "i8"), b.input("w", w, "i8")
+    ys = [b.output(n, (1, 4, 3, 3)) for n in ("y1", "y2")]
+    ct = b.const(table, "i32")
+    body = [inst("conv2d", (xt, wt, ct, ys[0])),
+            inst("conv2d", (xt, b.const(w, "i8"), ct, ys[1]), deps=(0,))]  # fmt: skip
+    out = b.run(body)
+    p = dict(strides=(1, 1), pads=(0,) * 4, dilations=(1, 1), groups=1, ifm_zero_point=0,
+             ofm_zero_point=0, clamp_min=-128, clamp_max=127, rounding="tflite")  # fmt: skip
+    want = qnn_conv(x, "i8", w, np.zeros(4, np.int64), table, p, (1, 4, 3, 3))
+    np.testing.assert_array_equal(out["y1"], want)
+    np.testing.assert_array_equal(out["y2"], want)
+
+
 def test_bias_scale_filled_at_run_time_is_checked() -> None:
     b = Builder()
     xt = b.input("x", np.zeros((1, 1, 2, 2)), "i8")
