@@ -12,33 +12,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from npu_programs import inst, tensor
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
-from npuc.dialects.npu_isa import (
-    Instruction,
-    IODesc,
-    Program,
-    Region,
-    TensorRef,
-    default_params,
-    row_major,
-)
+from npuc.dialects.npu_isa import IODesc, Program, Region
 from npuc.registry import DIALECTS
 
 TINY = (Path(__file__).parent / "tiny.mlir").read_text()
-
-
-def tensor(region: str, offset: int, shape, dtype: str = "i8", strides=None) -> TensorRef:
-    shape = tuple(shape)
-    return TensorRef(region, offset, shape, tuple(strides or row_major(shape)), dtype)
-
-
-def inst(op: str, operands, deps=(), layer=None, **params) -> Instruction:
-    values = default_params(op, operands)
-    values.update(params)
-    return Instruction(op, tuple(operands), values, tuple(deps), layer)
 
 
 class Constants:

@@ -9,32 +9,14 @@ latency 16) and flash 8 x 0.25 = 2 B/cycle (burst 32, latency 32); ethos-u55-256
 from __future__ import annotations
 
 import pytest
+from npu_programs import inst, tensor
 
-from npuc.dialects.npu_isa import (
-    Instruction,
-    IODesc,
-    Program,
-    Region,
-    TensorRef,
-    default_params,
-    row_major,
-)
+from npuc.dialects.npu_isa import IODesc, Program, Region
 from npuc.runtime.cycle_model import CycleModel, burst_bytes, compute_cycles, estimate
 from npuc.target import load_target
 
 MCU = load_target("mcu-64")
 U55 = load_target("ethos-u55-256-hee")
-
-
-def tensor(region, offset, shape, dtype="i8", strides=None) -> TensorRef:
-    shape = tuple(shape)
-    return TensorRef(region, offset, shape, tuple(strides or row_major(shape)), dtype)
-
-
-def inst(op, operands, deps=(), layer=None, **params) -> Instruction:
-    values = default_params(op, operands)
-    values.update(params)
-    return Instruction(op, tuple(operands), values, tuple(deps), layer)
 
 
 def program(body, layers=()) -> Program:

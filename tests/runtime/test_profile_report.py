@@ -8,30 +8,12 @@ from html.parser import HTMLParser
 from itertools import pairwise
 
 import pytest
+from npu_programs import inst, tensor
 
-from npuc.dialects.npu_isa import (
-    Instruction,
-    IODesc,
-    Program,
-    Region,
-    TensorRef,
-    default_params,
-    row_major,
-)
+from npuc.dialects.npu_isa import IODesc, Program, Region
 from npuc.runtime import profile_report as report
 from npuc.runtime.cycle_model import Profile, estimate
 from npuc.target import load_target
-
-
-def tensor(region, offset, shape, dtype="i8", strides=None) -> TensorRef:
-    shape = tuple(shape)
-    return TensorRef(region, offset, shape, tuple(strides or row_major(shape)), dtype)
-
-
-def inst(op, operands, deps=(), layer=None, **params) -> Instruction:
-    values = default_params(op, operands)
-    values.update(params)
-    return Instruction(op, tuple(operands), values, tuple(deps), layer)
 
 
 @pytest.fixture(scope="module")
