@@ -22,7 +22,7 @@ import itertools
 import math
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 
@@ -225,11 +225,15 @@ def lower_bound(buffers: Sequence[Buffer], alignment: int = 64) -> int:
 
 def peak_of_roots(roots: Sequence[Buffer], alignment: int) -> int:
     """`lower_bound` of buffers that are already resolved (no views)."""
+    return peak_of_intervals((b.start, b.end, aligned_size(b, alignment)) for b in roots)
+
+
+def peak_of_intervals(intervals: Iterable[tuple[int, int, int]]) -> int:
+    """The largest total size live at one step, over (first step, last step, size)."""
     events: dict[int, int] = {}
-    for b in roots:
-        s = aligned_size(b, alignment)
-        events[b.start] = events.get(b.start, 0) + s
-        events[b.end + 1] = events.get(b.end + 1, 0) - s
+    for start, end, size in intervals:
+        events[start] = events.get(start, 0) + size
+        events[end + 1] = events.get(end + 1, 0) - size
     peak = live = 0
     for step in sorted(events):
         live += events[step]

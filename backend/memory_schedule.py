@@ -21,6 +21,7 @@ from npuc.backend.memory_plan import (
     align_up,
     check_alignment,
     lower_bound,
+    peak_of_intervals,
 )
 
 
@@ -61,6 +62,17 @@ def live_ranges(
     """One `Buffer` per sized tensor with its live interval in `order`."""
     if not is_topological(nodes, order):
         raise PlacementError("order is not a topological order of the graph")
+    start, end = _intervals(nodes, order, sizes, graph_outputs)
+    return [Buffer(t, sizes[t], start[t], end[t]) for t in start]
+
+
+def _intervals(
+    nodes: Sequence[Node],
+    order: Sequence[int],
+    sizes: Mapping[str, int],
+    graph_outputs: Sequence[str],
+) -> tuple[dict[str, int], dict[str, int]]:
+    """(first step, last step) of each sized tensor in `order`."""
     last = max(len(order) - 1, 0)
     start: dict[str, int] = {}
     end: dict[str, int] = {}
@@ -78,7 +90,7 @@ def live_ranges(
         if t in sizes:
             start.setdefault(t, 0)
             end[t] = last
-    return [Buffer(t, sizes[t], start[t], end[t]) for t in start]
+    return start, end
 
 
 def peak_bytes(
@@ -209,37 +221,10 @@ def _peak(
 ) -> int:
     """`peak_bytes` of a topological `order`, without building buffers."""
     check_alignment(alignment)
-    start: dict[str, int] = {}
-    end: dict[str, int] = {}
-    for step, i in enumerate(order):
-        n = nodes[i]
-        for t in n.inputs:
-            if t in sizes:
-                if t not in start:
-                    start[t] = 0  # graph input: live from the beginning
-                end[t] = step  # steps only grow, so this is the latest read
-        for t in n.outputs:
-            if t in sizes:
-                start[t] = end[t] = step
-    last = max(len(order) - 1, 0)
-    for t in graph_outputs:
-        if t in sizes:
-            start.setdefault(t, 0)
-            end[t] = last
-    events: dict[int, int] = {}
-    for t, s in start.items():
-        e, size = end[t], sizes[t]
-        if size < 0 or s > e:  # not a valid buffer: let live_ranges raise
-            return peak_bytes(nodes, order, sizes, graph_outputs, alignment)
-        a = align_up(size, alignment)
-        events[s] = events.get(s, 0) + a
-        events[e + 1] = events.get(e + 1, 0) - a
-    peak = live = 0
-    for step in sorted(events):
-        live += events[step]
-        if live > peak:
-            peak = live
-    return peak
+    start, end = _intervals(nodes, order, sizes, graph_outputs)
+    if any(sizes[t] < 0 or start[t] > end[t] for t in start):  # let live_ranges raise
+        return peak_bytes(nodes, order, sizes, graph_outputs, alignment)
+    return peak_of_intervals((start[t], end[t], align_up(sizes[t], alignment)) for t in start)
 
 
 def schedule(
