@@ -1,40 +1,77 @@
 # npuc: `make demo` sets everything up and compiles and runs the example; `make test` runs every test.
+#
+# The environment is locked: requirements.lock pins every package the tools, tests and benchmarks
+# use (and the build backend), with hashes, and `make setup` installs exactly that with uv.
+# `make test` refuses an environment that differs from the lock. `make lock` refreshes the lock
+# after a change to pyproject.toml; `make test-latest` runs the suite on the newest releases
+# that pyproject.toml admits. README.md, "The locked environment".
 PYTHON ?= python3
-VENV := .venv
+UV_VERSION := 0.13.9
+UV_DIR := .uv
+UV := $(UV_DIR)/bin/uv
+VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+LATEST := .venv-latest
 
-.PHONY: setup demo test lint filecheck pytest bench clean
+# uv uses the Python given here and never downloads one of its own.
+export UV_PYTHON := $(PYTHON)
+export UV_PYTHON_DOWNLOADS := never
 
-$(STAMP): pyproject.toml
+.PHONY: setup check-env lock demo test suite lint filecheck pytest test-latest bench clean
+
+$(UV):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "npuc needs Python 3.11 or newer")'
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	@touch $@
+	$(PYTHON) -m venv $(UV_DIR)
+	$(UV_DIR)/bin/python -m pip install --quiet uv==$(UV_VERSION)
 
-setup: $(STAMP)
+# Exactly what requirements.lock lists (anything else is removed; hashes are checked), then
+# npuc itself, editable, built by the locked setuptools.
+setup: | $(UV)
+	$(UV) venv --quiet --allow-existing $(VENV)
+	$(UV) pip sync --quiet --python $(VENV) --require-hashes requirements.lock
+	$(UV) pip install --quiet --python $(VENV) --no-deps --no-build-isolation -e .
+
+$(BIN)/npu-opt:
+	@$(MAKE) --no-print-directory setup
+
+# Fails when requirements.lock is stale against pyproject.toml or VENV differs from it.
+check-env: | $(BIN)/npu-opt
+	@$(UV_DIR)/bin/python .ci/environment.py check $(UV) $(VENV)
+
+lock: | $(UV)
+	$(UV_DIR)/bin/python .ci/environment.py lock $(UV) $(ARGS)
 
 demo: setup
 	@mkdir -p out
 	$(BIN)/npu-compile examples/lenet5.onnx --target mcu-64 --calib-random 32 -o out/lenet5
 	$(BIN)/npu-run out/lenet5/lenet5.npubin --profile
 
-lint: setup
+lint:
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-filecheck: setup
+filecheck:
 	$(BIN)/lit -sv filecheck
 
-pytest: setup
+pytest:
 	$(BIN)/pytest -q
 
 # Lint and FileCheck first, so pytest's summary is the closing line.
-test: lint filecheck pytest
+suite: lint filecheck pytest
 
-bench: setup
-	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+test: check-env
+	@$(MAKE) --no-print-directory suite
+
+# The newest releases that pyproject.toml admits, in an environment of their own (not in CI):
+# what an upgrade of the lock would bring, before anyone makes it.
+test-latest: | $(UV)
+	$(UV) venv --quiet --allow-existing $(LATEST)
+	VIRTUAL_ENV=$(LATEST) $(UV) pip install --quiet --upgrade -e '.[test,bench]'
+	VIRTUAL_ENV=$(LATEST) $(UV) pip list --format=freeze > $(LATEST)/versions.txt
+	@echo "newest versions: $(LATEST)/versions.txt"
+	@$(MAKE) --no-print-directory suite VENV=$(LATEST)
+
+bench: check-env
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_interpreter.py
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_quantization.py
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_tflite.py
@@ -44,4 +81,4 @@ bench: setup
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_vela.py
 
 clean:
-	rm -rf $(VENV) out build *.egg-info
+	rm -rf $(VENV) $(LATEST) $(UV_DIR) out build *.egg-info

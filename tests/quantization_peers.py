@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from digits_model import digits_cnn, digits_data
+from onnxruntime_reference import reference_session
 
 CALIBRATION_IMAGES = 200
 
@@ -37,11 +38,7 @@ def faithfulness(reference: np.ndarray, logits: np.ndarray, labels: np.ndarray) 
 
 
 def _session(model: onnx.ModelProto) -> ort.InferenceSession:
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    return ort.InferenceSession(
-        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
+    return reference_session(model)
 
 
 def float_logits() -> np.ndarray:

@@ -1,6 +1,6 @@
 """Figures for the `nn` level: import + pipeline time; interpreter latency vs onnxruntime.
 
-Run: .venv/bin/python tests/bench/bench_interpreter.py [--repeat N]
+Run: PYTHONPATH=tests .venv/bin/python tests/bench/bench_interpreter.py [--repeat N]
 Both engines run in this process on the same inputs and the same seeded random
 weights (the light graphs ship constant-filled ones); the ratio is what matters.
 """

@@ -3,7 +3,7 @@
 Run: .venv/bin/python tests/bench/bench_memory_plan.py [--iterations N] [--seconds S]
 
 Two families, 5 seeded instances each, 16-byte alignment (as the peers'
-MobileNetV2 figures in /work/shared/models/README.md):
+MobileNetV2 figures in ../shared/models/README.md):
 - "network": buffer i is written at step i and read 1-3 steps later, 10% are
   skip connections read up to 30 steps later; sizes log-uniform 1 KiB-600 KiB
   (shaped like a CNN's activations);

@@ -1,6 +1,6 @@
 """plan-memory figures on real graphs: the activations region against its bounds and peers.
 
-Run: .venv/bin/python tests/bench/bench_plan_memory.py [--alignment 16] [--budget 2]
+Run: PYTHONPATH=tests .venv/bin/python tests/bench/bench_plan_memory.py [--alignment A] [--budget S]
 
 For the shared MobileNetV2 (int8, no tiling) and the ONNX model-zoo graphs shipped with
 the onnx wheel (float, after npuc's default pipeline), the plan-memory pass builds the
@@ -9,7 +9,7 @@ same buffers are then placed by the TFLite-style best fit (greedy by size) and t
 USMP-style first fit (greedy by size), so the columns compare placement algorithms on
 one problem. The "raw" columns drop every view (each tensor its own buffer, as in
 planners without in-place reuse), which is the setting of the peers' MobileNetV2
-figures in /work/shared/models/README.md. Columns are KiB; "plan ms" is the whole pass,
+figures in ../shared/models/README.md. Columns are KiB; "plan ms" is the whole pass,
 "place ms" the placement.
 """
 
@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from onnx_models import LIGHT_DIR
+from shared_models import MBV2
 
 import npuc.api as api
 from npuc.backend.memory_assign import plan_function
@@ -33,7 +34,6 @@ from npuc.graph_io import entry_function
 from npuc.registry import DEFAULT_PIPELINE
 from npuc.target import load_target
 
-MBV2 = Path("/work/shared/models/mbv2_int8_224.tflite")
 LIGHT = [
     "bvlc_alexnet",
     "densenet121",

@@ -1,7 +1,7 @@
 """Figures for issue 6: compile time of the shared MobileNetV2, the NPU runtime's speed
 against LiteRT, and the cycle model's estimate next to Vela's.
 
-Run: .venv/bin/python tests/bench/bench_runtime.py [--repeat N] [--target T]
+Run: PYTHONPATH=tests .venv/bin/python tests/bench/bench_runtime.py [--repeat N] [--target T]
 All engines run in this process on the same int8 input; LiteRT with its reference
 kernels (BUILTIN_REF) and its default kernels without a delegate, one thread.
 """
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-from pathlib import Path
 
 import numpy as np
 from ai_edge_litert.interpreter import OpResolverType
 from bench_tflite import litert_runner, times
+from shared_models import MBV2
 
 from npuc.api import apply_pipeline, load_model
 from npuc.backend.npubin import encode_program
@@ -25,7 +25,7 @@ from npuc.runtime.loader import load
 from npuc.runtime.qnn_kernels import run_module
 from npuc.target import load_target
 
-MODEL = Path("/work/shared/models/mbv2_int8_224.tflite")
+MODEL = MBV2
 VELA_CYCLES = 5_815_345  # models/README.md: Vela 5.2, ethos-u55-256, Shared_Sram
 
 

@@ -1,6 +1,6 @@
 """Figures for the TFLite importer: import time, qnn interpreter vs LiteRT, bit-exact cases.
 
-Run: .venv/bin/python tests/bench/bench_tflite.py [--repeat N] [--model PATH]
+Run: PYTHONPATH=tests .venv/bin/python tests/bench/bench_tflite.py [--repeat N] [--model PATH]
 All engines run in this process on the same int8 input. LiteRT runs with its reference
 kernels (BUILTIN_REF, the kernels npuc is bit-exact with) and with its default builtin
 kernels without any delegate (BUILTIN_WITHOUT_DEFAULT_DELEGATES) at 1 and 2 threads.
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
+from shared_models import MBV2
 
 from npuc.frontends.tflite import import_tflite
 from npuc.graph_io import entry_function, input_names
@@ -30,7 +31,7 @@ from npuc.runtime.qnn_kernels import run_module
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(TESTS), str(TESTS / "frontends")]
-MODEL = Path("/work/shared/models/mbv2_int8_224.tflite")
+MODEL = MBV2
 
 
 def times(fn: Callable[[], object], repeat: int) -> list[float]:

@@ -1,9 +1,9 @@
 """The cycle model next to Vela's estimate, per network and per layer (issue 6, section 4).
 
-Run: .venv/bin/python tests/bench/bench_vela.py [--model M.tflite] [--optimise ...]
-Needs Vela (`pip install -e '.[bench]'`, ethos-u-vela). Both compile the same int8
-TFLite model for Arm Ethos-U55-256 in the Ethos_U55_High_End_Embedded system config
-with the Shared_Sram memory mode (npuc: targets/ethos-u55-256-hee.toml); Vela's
+Run: PYTHONPATH=tests .venv/bin/python tests/bench/bench_vela.py [--model M.tflite] [--optimise ...]
+Needs Vela (ethos-u-vela, in the lock's bench extra: `make setup` installs it). Both
+compile the same int8 TFLite model for Arm Ethos-U55-256 in the Ethos_U55_High_End_Embedded
+system config with the Shared_Sram memory mode (npuc: targets/ethos-u55-256-hee.toml); Vela's
 per-operator "Op Cycles" (--verbose-performance) are summed per layer name and set
 against npuc's per-layer cycles.
 """
@@ -19,13 +19,14 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from shared_models import MBV2
 
 from npuc.api import apply_pipeline, load_model
 from npuc.passes.lower_to_npu import program_of
 from npuc.runtime.cycle_model import estimate
 from npuc.target import load_target
 
-MODEL = Path("/work/shared/models/mbv2_int8_224.tflite")
+MODEL = MBV2
 TARGET = "ethos-u55-256-hee"
 VELA_ARGS = ["--accelerator-config", "ethos-u55-256", "--system-config",
              "Ethos_U55_High_End_Embedded", "--memory-mode", "Shared_Sram"]  # fmt: skip

@@ -14,6 +14,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper, numpy_helper
+from onnxruntime_reference import reference_session
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
@@ -90,13 +91,8 @@ def shape(value) -> tuple[int, ...]:
 def run_onnxruntime(
     model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]
 ) -> dict[str, np.ndarray]:
-    import onnxruntime
 
-    options = onnxruntime.SessionOptions()
-    options.log_severity_level = 3
-    session = onnxruntime.InferenceSession(
-        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
+    session = reference_session(model)
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(names, dict(feeds)), strict=True))
 

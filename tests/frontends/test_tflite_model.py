@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
+from shared_models import MBV2
 from tflite_builder import TFLiteModel
 
 from npuc.api import load_model
@@ -16,8 +17,6 @@ from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
 from npuc.runtime.qnn_kernels import run_module
-
-MBV2 = Path("/work/shared/models/mbv2_int8_224.tflite")
 
 
 @pytest.fixture(scope="module")

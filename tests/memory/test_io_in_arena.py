@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from shared_models import MBV2
 
 import npuc.api as api
 from npuc.backend.bundle import header_text
@@ -17,7 +18,6 @@ from npuc.registry import DEFAULT_PIPELINE
 
 REPO = Path(__file__).resolve().parents[2]
 LENET = REPO / "examples" / "lenet5.onnx"
-MBV2 = Path("/work/shared/models/mbv2_int8_224.tflite")
 KIB = 1024
 VELA_SIZE_OPTIMISED_PEAK_SRAM = 353.50 * KIB  # models/README.md, Vela 5.2 --optimise Size
 

@@ -16,6 +16,7 @@ import onnx
 import pytest
 from onnx_models import LIGHT_DIR, with_random_weights
 from PIL import Image
+from shared_models import MBV2
 from xdsl.passes import PassPipeline
 
 import npuc.api as api
@@ -29,7 +30,6 @@ from npuc.passes.plan_memory import PlanMemoryPass
 from npuc.registry import DEFAULT_PIPELINE, PASSES
 from npuc.target import load_target
 
-MBV2 = Path("/work/shared/models/mbv2_int8_224.tflite")
 LIGHT = [
     "bvlc_alexnet",
     "densenet121",
@@ -122,7 +122,7 @@ def test_mobilenet_v2_reaches_the_lower_bound(arena):
     act = region_attrs(module)["activations"]
     # The peak: the 112x112x96 expansion read by the depthwise conv writing 56x56x96 (int8).
     assert act["size"] == act["lower_bound"] == 112 * 112 * 96 + 56 * 56 * 96
-    assert f"{act['size'] / KIB:.1f}" == "1470.0"  # /work/shared/models/README.md
+    assert f"{act['size'] / KIB:.1f}" == "1470.0"  # ../shared/models/README.md
     assert act["lower_bound"] >= peak_live(module, arena)
     arena.check_layout(module)
     got = api.run(module, feeds)

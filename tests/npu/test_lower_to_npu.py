@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from shared_models import MBV2
 from xdsl.dialects.builtin import ModuleOp
 
 import npuc
@@ -23,7 +24,6 @@ from npuc.runtime.qnn_kernels import random_inputs, run_module
 
 REPO = Path(__file__).resolve().parents[2]
 LENET = REPO / "examples" / "lenet5.onnx"
-MBV2 = REPO.parent / "shared" / "models" / "mbv2_int8_224.tflite"
 PLAN = "plan-memory{target=mcu-64}"
 
 

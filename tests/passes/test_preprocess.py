@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-import onnxruntime as ort
 import pytest
+from onnxruntime_reference import reference_session
 from tool_runner import EXAMPLE
 
 from npuc.api import apply_pipeline, load_model
@@ -17,7 +17,7 @@ SCALE = np.array([0.0171, 0.0175, 0.0174], np.float32).reshape(1, 3, 1, 1)
 
 @pytest.fixture(scope="module")
 def session():
-    return ort.InferenceSession(str(EXAMPLE), providers=["CPUExecutionProvider"])
+    return reference_session(EXAMPLE)
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx_models import float_graph, random_init, residual_cnn
@@ -24,6 +23,7 @@ from onnxruntime.quantization import (
     QuantType,
     quantize_static,
 )
+from onnxruntime_reference import reference_session
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
@@ -106,7 +106,7 @@ def ort_quantize(tmp_path, model: onnx.ModelProto, fmt: str, act: str, per_chann
 
 
 def ort_run(model: onnx.ModelProto, xs: list[np.ndarray], outputs=None) -> list[list[np.ndarray]]:
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = reference_session(model)
     return [session.run(outputs, {"x": x}) for x in xs]
 
 

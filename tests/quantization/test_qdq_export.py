@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx_models import float_graph, random_init, residual_cnn
+from onnxruntime_reference import reference_session
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
@@ -78,10 +78,6 @@ def npuc_quantized(model: onnx.ModelProto, **config) -> ModuleOp:
     return module
 
 
-def session(model: onnx.ModelProto) -> ort.InferenceSession:
-    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-
-
 # --------------------------------------------------------------------------- comparison
 
 
@@ -121,7 +117,7 @@ def layer_agreement(module: ModuleOp, exported: onnx.ModelProto, xs: list[np.nda
         for key, value in layers.items()
     }
     stats = {key: [0, 0, 0] for key in layers}
-    sess = session(traced)
+    sess = reference_session(traced)
     for x in xs:
         theirs = dict(zip(out_names, sess.run(None, {"x": x}), strict=True))
         ours = run_module(module, {"x": x}, keep=set(layers))[1]
@@ -145,7 +141,7 @@ def output_steps(module: ModuleOp, exported: onnx.ModelProto, xs: list[np.ndarra
     """npuc minus onnxruntime on the (dequantized) output, in output quantization steps."""
     ret = list(entry_function(module).body.block.ops)[-1]
     scale = qnn.qtype(ret.operands[0].owner.operands[0]).scale
-    sess = session(exported)
+    sess = reference_session(exported)
     diffs = [
         np.rint((run_module(module, {"x": x})["y"] - sess.run(None, {"x": x})[0]) / scale)
         for x in xs
@@ -214,7 +210,7 @@ def test_qdq_export_quantized_signature():
     assert exported.graph.output[0].type.tensor_type.elem_type == elem
     q = qnn.qtype(entry_function(module).body.block.args[0])
     rng = np.random.default_rng(3)
-    sess = session(exported)
+    sess = reference_session(exported)
     for _ in range(8):
         x = rng.integers(q.qmin, q.qmax + 1, (2, 16)).astype(np.int8)
         ours = run_module(module, {"x": x})["y"]
@@ -253,7 +249,7 @@ def test_qdq_export_round_trips_a_prequantized_model(tmp_path):
     module = import_onnx(original)
     exported = export_qdq(module)
     xs = inputs(module, SAMPLES, seed=6)
-    a, b = session(original), session(exported)
+    a, b = reference_session(original), reference_session(exported)
     for x in xs:
         np.testing.assert_array_equal(a.run(None, {"x": x})[0], b.run(None, {"x": x})[0])
     assert np.abs(output_steps(module, exported, xs)).max() <= 1
@@ -309,7 +305,7 @@ def test_qdq_export_hand_built_qnn_module():
     onnx.checker.check_model(exported, full_check=True)
     assert [o.name for o in exported.graph.output] == ["y", "gate"]
     assert exported.graph.output[1].type.tensor_type.elem_type == TensorProto.UINT8
-    sess = session(exported)
+    sess = reference_session(exported)
     rng = np.random.default_rng(2)
     exact = total = 0
     for _ in range(SAMPLES):

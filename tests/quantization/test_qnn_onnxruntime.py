@@ -10,9 +10,9 @@ counts (pytest -s).
 from __future__ import annotations
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 from onnx import helper, numpy_helper
+from onnxruntime_reference import reference_session
 from xdsl.dialects.builtin import FunctionType, IntegerAttr, StringAttr, TensorType, f32, i32, i64
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Region
@@ -22,9 +22,6 @@ from npuc.dialects.nn_base import ints
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.runtime.kernels.integer import quantize_multipliers
 from npuc.runtime.qnn_kernels import run_function
-
-OPTIONS = ort.SessionOptions()
-OPTIONS.log_severity_level = 3
 
 
 def run_onnx(op_type: str, inputs: dict[str, np.ndarray], attrs: dict | None = None):
@@ -47,9 +44,7 @@ def run_onnx(op_type: str, inputs: dict[str, np.ndarray], attrs: dict | None = N
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
     model.ir_version = 9
-    session = ort.InferenceSession(
-        model.SerializeToString(), OPTIONS, providers=["CPUExecutionProvider"]
-    )
+    session = reference_session(model)
     return session.run(None, {names[0]: x})[0]
 
 

@@ -7,13 +7,10 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
-
-_SESSION_OPTIONS = ort.SessionOptions()
-_SESSION_OPTIONS.log_severity_level = 3
+from onnxruntime_reference import reference_session
 
 
 def node_model(
@@ -67,9 +64,7 @@ def run_ort(
 ) -> list[np.ndarray]:
     """Outputs of one ONNX node under onnxruntime's CPU provider."""
     model, feed = node_model(op_type, inputs, attrs, **kwargs)
-    session = ort.InferenceSession(
-        model.SerializeToString(), _SESSION_OPTIONS, providers=["CPUExecutionProvider"]
-    )
+    session = reference_session(model)
     return session.run(None, feed)
 
 

@@ -9,10 +9,10 @@ and the tiled program computes the same integers as the untiled one.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+from shared_models import MBV2
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import ReturnOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
@@ -26,7 +26,6 @@ from npuc.runtime.qnn_kernels import random_inputs, run_module
 from npuc.target import load_target
 from npuc.tensors import numpy_dtype
 
-MBV2 = Path("/work/shared/models/mbv2_int8_224.tflite")
 VELA_SIZE_PEAK = int(353.50 * 1024)  # Vela 5.2 --optimise Size on ethos-u55-256 (README)
 
 

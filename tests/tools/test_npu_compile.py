@@ -10,10 +10,10 @@ import numpy as np
 import onnx
 import pytest
 from onnx import numpy_helper
+from shared_models import MBV2
 from tool_runner import REPO, run_tool
 
 LENET = REPO / "examples" / "lenet5.onnx"
-MBV2 = Path("/work/shared/models/mbv2_int8_224.tflite")
 VELA_SIZE_OPTIMISED_PEAK_SRAM = int(353.50 * 1024)  # models/README.md
 
 

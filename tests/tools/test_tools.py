@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
 import pytest
+from onnxruntime_reference import reference_session
 from tool_runner import EXAMPLE, run_tool
 
 import npuc
@@ -19,7 +19,7 @@ def image() -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def reference(image: np.ndarray) -> np.ndarray:
-    session = ort.InferenceSession(str(EXAMPLE), providers=["CPUExecutionProvider"])
+    session = reference_session(EXAMPLE)
     return session.run(["probs"], {"image": image})[0]
 
 

@@ -1,0 +1,6 @@
+"""Models from the project's shared folder, which sits beside the checkout (../shared)."""
+
+from pathlib import Path
+
+SHARED_MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
+MBV2 = SHARED_MODELS / "mbv2_int8_224.tflite"  # figures of peers: ../shared/models/README.md
