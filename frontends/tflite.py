@@ -9,7 +9,9 @@ and axes map one to one. Spatial ops (convolutions, pools, resizes) are wrapped
 in transposes NHWC -> NCHW -> NHWC; a transpose that undoes the one producing its
 input is folded at import, so chains of spatial ops stay NCHW throughout.
 Ops are named after their first output tensor. Unsupported operators (and custom
-ops) are collected and reported together in one diagnostic.
+ops other than MediaPipe's Convolution2DTransposeBias) are collected and reported
+together in one diagnostic. DEQUANTIZE and DENSIFY of constants are folded first
+(tflite_constants), so layers see constant float32 filters.
 
 Resource variables (VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE, CALL_ONCE) become
 state arguments/results of `@main` with initial values in `nn.state_init`; see
@@ -38,6 +40,7 @@ from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.graph_io import ENTRY, io_attrs
 from npuc.tensors import to_dense
 
+from .tflite_constants import fold_constants
 from .tflite_model import Graph, Operator, Tensor, decode_all
 
 # Operators that run other subgraphs, with the options naming them.
@@ -96,7 +99,7 @@ def import_tflite(
                 data = f.read()
         except OSError as e:
             raise NpucError(f"cannot read TFLite model: {e.strerror or e}", location) from None
-    all_graphs = decode_all(data, location)
+    all_graphs = [fold_constants(g) for g in decode_all(data, location)]
     graph = all_graphs[0]
     from .tflite_state import signature_subgraphs
 
@@ -384,10 +387,12 @@ class _Import:
                 for i, (s, d) in enumerate(zip(t.signature, shape, strict=True))
             ]
             if any(s < 0 for s in t.signature[1:]) and t.name not in input_shapes:
-                dims = ",".join(map(str, shape))
+                dims = ",".join("?" if s < 0 and i else str(d) for i, (s, d) in
+                                enumerate(zip(t.signature, shape, strict=True)))  # fmt: skip
                 raise self.error(
-                    f"input '{t.name}' has dynamic dimensions; give its shape "
-                    f"with --input-shape {t.name}:{dims}"
+                    f"input '{t.name}' has dynamic dimensions; give its shape with "
+                    f"--input-shape {t.name}:{dims} (a size for each ?), or an --input array "
+                    "or calibration data of that shape"
                 )
         if t.name in input_shapes:
             given = [int(d) for d in input_shapes[t.name]]
@@ -431,7 +436,7 @@ class _Import:
             self.poisoned.update(op.outputs)
             return
         try:
-            if op.custom:
+            if op.custom and op.op_type not in _converters()[0]:
                 raise Unsupported("custom operators are not supported")
             if op.op_type in STATEFUL and self.state is not None:
                 self.state.convert(ctx)

@@ -32,6 +32,7 @@ computed as TFLite's Prepare computes them, encoded with QuantizeMultiplier
   an int32 accumulator, + bias, then the per-channel MultiplyByQuantizedMultiplier (conv's
   multipliers), + zp_out, clamped to the fused activation's range: `qnn.conv_transpose2d`
   with the float importer's geometry. The filter zero point must be 0 (LiteRT ignores it).
+- DEPTH_TO_SPACE: the stored values move (equal parameters in and out, as LiteRT requires).
 - PRELU: identity multiplier `float(s_in / s_out)` and alpha multiplier
   `float(s_in * s_alpha / s_out)` (float32 arithmetic, as in PreluPrepare), full int8 range.
 """
@@ -203,6 +204,7 @@ CONVERTERS = {
     "RESIZE_BILINEAR": _resize_bilinear,
     "DIV": _div,
     "TRANSPOSE_CONV": _transpose_conv,
+    "DEPTH_TO_SPACE": qops._movement(fops.CONVERTERS["DEPTH_TO_SPACE"]),
 }
 
 qops.CONVERTERS.update(CONVERTERS)

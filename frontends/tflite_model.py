@@ -16,6 +16,8 @@ import tflite
 
 from npuc.diagnostics import NpucError
 
+from .tflite_sparse import densify
+
 # TensorType enum -> numpy dtype.
 DTYPES: dict[int, np.dtype] = {
     tflite.TensorType.FLOAT32: np.dtype(np.float32),
@@ -111,7 +113,7 @@ def _subgraph(sub, buffers: list, codes: list[tuple[str, bool]]) -> Graph:
         for t in (*inputs, *outputs):
             if not -1 <= t < len(tensors):
                 raise NpucError(f"invalid TFLite model: operator {i} names tensor {t}")
-        options = _options(op) if not custom else {}
+        options = _options(op) if not custom else {"custom_options": _custom_options(op)}
         operators.append(Operator(i, op_type, inputs, outputs, options, custom))
     inputs = [int(t) for t in _ints(sub.InputsAsNumpy())]
     outputs = [int(t) for t in _ints(sub.OutputsAsNumpy())]
@@ -134,6 +136,12 @@ def _buffer(buf: Any, data: bytes) -> bytes:
             raise NpucError("truncated TFLite model: a buffer lies beyond the end of the file")
         return data[offset : offset + size]
     raw = buf.DataAsNumpy()
+    return b"" if isinstance(raw, int) else raw.tobytes()
+
+
+def _custom_options(op: Any) -> bytes:
+    """A custom operator's options as stored (flexbuffer or, for MediaPipe's ops, a C struct)."""
+    raw = op.CustomOptionsAsNumpy()
     return b"" if isinstance(raw, int) else raw.tobytes()
 
 
@@ -160,12 +168,18 @@ def _tensor(index: int, t: Any, buffers: list[bytes]) -> Tensor:
         if dtype is None:
             raise NpucError(f"constant tensor '{name}' has unsupported type {TYPE_NAMES[ttype]}")
         count = int(np.prod(shape)) if shape else 1
-        if len(raw) != count * dtype.itemsize:
+        if (sparsity := t.Sparsity()) is not None:
+            if len(raw) % dtype.itemsize:
+                raise NpucError(f"invalid TFLite model: sparse tensor '{name}' holds "
+                                f"{len(raw)} bytes of {TYPE_NAMES[ttype]}")  # fmt: skip
+            data = densify(sparsity, np.frombuffer(raw, dtype), shape, name)
+        elif len(raw) != count * dtype.itemsize:
             raise NpucError(
                 f"invalid TFLite model: tensor '{name}' holds {len(raw)} bytes, "
                 f"its shape {list(shape)} needs {count * dtype.itemsize}"
             )
-        data = np.frombuffer(raw, dtype).reshape(shape).copy()
+        else:
+            data = np.frombuffer(raw, dtype).reshape(shape).copy()
     return Tensor(index, name, shape, dtype, TYPE_NAMES.get(ttype, f"type {ttype}"), data,
                   _quant(t), signature)  # fmt: skip
 

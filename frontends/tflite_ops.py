@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,10 +18,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, SSAValue
 
-from npuc.dialects import nn
+from npuc.dialects import nn, qnn
 from npuc.dialects.nn_base import ints, shape_of
 
-from .tflite import OpContext, Unsupported, tensor_type
+from .tflite import OpContext, Unsupported, is_qvalue, tensor_type
 
 SAME, VALID = 0, 1
 # FusedActivationFunction: NONE, RELU, RELU_N1_TO_1, RELU6, TANH, SIGN_BIT
@@ -176,6 +177,31 @@ def _transpose_conv(ctx: OpContext) -> SSAValue:
     weight = ctx.constant(w.transpose(3, 0, 1, 2).astype(np.float32), name=ctx.tensor(1).name)
     bias = ctx.value(3) if ctx.has(3) else None
     y = ctx.emit(nn.ConvTranspose2dOp, [ctx.nchw(ctx.value(2)), weight, bias], props)
+    return ctx.nhwc(y)
+
+
+def _transpose_conv_bias(ctx: OpContext) -> SSAValue:
+    """MediaPipe's custom Convolution2DTransposeBias (inputs: data, OHWI filter, bias).
+
+    Its options are TfLiteTransposeConvParams as raw bytes (padding, stride w, stride h).
+    SAME crops `max(0, k - (n - 1) % s - 1)` from the full result, the smaller half first.
+    """
+    raw = ctx.opt("custom_options", b"")
+    if len(raw) < 12:
+        raise Unsupported(f"custom options of {len(raw)} bytes, expected 12 or more")
+    padding, stride_w, stride_h = struct.unpack("<iii", raw[:12])
+    if padding not in (1, 2) or stride_w < 1 or stride_h < 1:
+        raise Unsupported(f"padding {padding} or strides ({stride_h}, {stride_w}) not supported")
+    w = ctx.need_const(1, "the filter")  # [O, H, W, I]
+    strides, x_shape = [stride_h, stride_w], ctx.shape(0)
+    crops = [0, 0]
+    if padding == 1:
+        crops = [max(0, w.shape[1 + a] - (x_shape[1 + a] - 1) % strides[a] - 1) for a in range(2)]
+    pads = [crops[0] // 2, crops[1] // 2, crops[0] - crops[0] // 2, crops[1] - crops[1] // 2]
+    props = {"strides": ints(strides), "pads": ints(pads), "dilations": ints([1, 1]),
+             "output_padding": ints([0, 0]), "groups": i64_attr(1)}  # fmt: skip
+    weight = ctx.constant(w.transpose(3, 0, 1, 2).astype(np.float32), name=ctx.tensor(1).name)
+    y = ctx.emit(nn.ConvTranspose2dOp, [ctx.nchw(ctx.value(0)), weight, ctx.value(2)], props)
     return ctx.nhwc(y)
 
 
@@ -415,10 +441,24 @@ def _gather(ctx: OpContext) -> SSAValue:
                     result_types=[tensor_type(ctx.out())])  # fmt: skip
 
 
+def _depth_to_space(ctx: OpContext) -> SSAValue:
+    """NHWC DEPTH_TO_SPACE is DCR in NCHW: channel (i * block + j) * C + c goes to (i, j)."""
+    x = ctx.nchw(ctx.value(0))
+    block = int(ctx.opt("BlockSize", 0))
+    if block < 1:
+        raise Unsupported(f"block size {block} must be positive")
+    op_type = qnn.DepthToSpaceOp if is_qvalue(x) else nn.DepthToSpaceOp
+    ty = x.type
+    assert isinstance(ty, TensorType)
+    props = {"block_size": i64_attr(block), "mode": StringAttr("DCR")}
+    return ctx.nhwc(ctx.emit(op_type, [x], props, element_type=ty.element_type))
+
+
 CONVERTERS = {
     "CONV_2D": lambda ctx: _conv(ctx, depthwise=False),
     "DEPTHWISE_CONV_2D": lambda ctx: _conv(ctx, depthwise=True),
     "TRANSPOSE_CONV": _transpose_conv,
+    "custom:Convolution2DTransposeBias": _transpose_conv_bias,
     "FULLY_CONNECTED": _fully_connected,
     "BATCH_MATMUL": _batch_matmul,
     "ADD": _binary(nn.AddOp, fusable=True),
@@ -448,6 +488,7 @@ CONVERTERS = {
     "PAD": _pad,
     "PADV2": _pad,
     "GATHER": _gather,
+    "DEPTH_TO_SPACE": _depth_to_space,
     "RESIZE_NEAREST_NEIGHBOR": _resize("nearest"),
     "RESIZE_BILINEAR": _resize("linear"),
     "SOFTMAX": _softmax,

@@ -99,9 +99,9 @@ def requant_props(pairs: Sequence[tuple[int, int]], clamp: tuple[int, int]) -> d
     return props
 
 
-def _check_int8(*tensors: Tensor) -> None:
+def _check_int8(*tensors: Tensor, uint8: bool = False) -> None:
     for t in tensors:
-        if t.dtype != np.int8 or t.quant is None:
+        if t.dtype not in ((np.int8, np.uint8) if uint8 else (np.int8,)) or t.quant is None:
             raise Unsupported(f"tensor '{t.name}' is {t.type_name}; quantized kernels need int8")
         if t.quant.axis is not None and len(t.quant.scales) > 1:
             raise Unsupported(f"activation '{t.name}' is quantized per channel")
@@ -507,10 +507,12 @@ def _batch_matmul(ctx: OpContext) -> SSAValue:
 
 
 def _quantize(ctx: OpContext) -> SSAValue:
+    """float -> int8/uint8, or TFLite's Requantize between int8 and uint8 (either way):
+    MultiplyByQuantizedMultiplier by QuantizeMultiplier(double(s_in) / double(s_out))."""
     x_t, out = ctx.tensor(0), ctx.out()
     if x_t.dtype == np.float32:
         return ctx.emit(qnn.QuantizeOp, [ctx.value(0)], result_types=[_out_type(ctx)])
-    _check_int8(out)
+    _check_int8(x_t, out, uint8=True)
     pair = tflite_multiplier(_scale(x_t) / _scale(out))
     q = quantized_type(out)
     return ctx.emit(qnn.RequantizeOp, [ctx.value(0)], requant_props([pair], (q.qmin, q.qmax)),
@@ -518,9 +520,7 @@ def _quantize(ctx: OpContext) -> SSAValue:
 
 
 def _dequantize(ctx: OpContext) -> SSAValue:
-    t = ctx.tensor(0)
-    if t.data is not None and t.dtype == np.float16:  # float16 weights
-        return ctx.constant(t.data.astype(np.float32))
+    t = ctx.tensor(0)  # constants are folded before import (tflite_constants)
     if t.quant is None:
         raise Unsupported(f"input '{t.name}' of type {t.type_name} is not quantized")
     return ctx.emit(qnn.DequantizeOp, [ctx.value(0)], result_types=[_out_type(ctx)])

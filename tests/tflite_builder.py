@@ -20,6 +20,7 @@ import tflite
 
 TYPES = {
     np.dtype(np.float32): tflite.TensorType.FLOAT32,
+    np.dtype(np.float16): tflite.TensorType.FLOAT16,
     np.dtype(np.int8): tflite.TensorType.INT8,
     np.dtype(np.uint8): tflite.TensorType.UINT8,
     np.dtype(np.int16): tflite.TensorType.INT16,
@@ -39,6 +40,7 @@ class _Tensor:
     zero_points: list[int] | None
     axis: int
     type_code: int | None = None  # overrides TYPES[dtype] (resource tensors)
+    sparse: bool = False  # stored as TFLite sparsity: dense dimensions, the last one CSR
 
 
 @dataclass
@@ -49,6 +51,7 @@ class _Op:
     options: str | None
     fields: dict[str, Any] = field(default_factory=dict)
     custom: str | None = None
+    custom_options: bytes = b""
 
 
 class TFLiteModel:
@@ -68,6 +71,7 @@ class TFLiteModel:
         scale: float | Sequence[float] | None = None,
         zero_point: int | Sequence[int] | None = None,
         axis: int = 0,
+        sparse: bool = False,
     ) -> int:
         dtype = np.dtype(dtype)
         if data is not None:
@@ -80,7 +84,8 @@ class TFLiteModel:
             zps = [int(z) for z in np.ravel(zp)]
             if len(zps) == 1:
                 zps *= len(scales)
-        self.tensors.append(_Tensor(name, list(shape), dtype, data, scales, zps, axis))
+        self.tensors.append(_Tensor(name, list(shape), dtype, data, scales, zps, axis,
+                                    sparse=sparse))  # fmt: skip
         return len(self.tensors) - 1
 
     def op(self, name: str, inputs: Sequence[int], outputs: Sequence[int],
@@ -99,9 +104,10 @@ class TFLiteModel:
         self.subgraphs.append((sub, list(inputs), list(outputs)))
         return len(self.subgraphs)
 
-    def custom_op(self, name: str, inputs: Sequence[int], outputs: Sequence[int]) -> None:
+    def custom_op(self, name: str, inputs: Sequence[int], outputs: Sequence[int],
+                  options: bytes = b"") -> None:  # fmt: skip
         self.ops.append(_Op(tflite.BuiltinOperator.CUSTOM, list(inputs), list(outputs), None,
-                            custom=name))  # fmt: skip
+                            custom=name, custom_options=options))  # fmt: skip
 
     # ------------------------------------------------------------------ serialisation
 
@@ -160,7 +166,8 @@ class TFLiteModel:
             if t.data is None:
                 buffer_of.append(0)
             else:
-                buffers.append(cls._buffer(b, t.data))
+                data = t.data[t.data != 0] if t.sparse else t.data
+                buffers.append(cls._buffer(b, data))
                 buffer_of.append(len(buffers) - 1)
         tensors = [cls._tensor(b, t, buf) for t, buf in zip(g.tensors, buffer_of, strict=True)]
         ops = [cls._op(b, op, codes.index((op.code, op.custom))) for op in g.ops]
@@ -211,6 +218,7 @@ class TFLiteModel:
             tflite.QuantizationParametersAddZeroPoint(b, zps)
             tflite.QuantizationParametersAddQuantizedDimension(b, t.axis)
             quant = tflite.QuantizationParametersEnd(b)
+        sparsity = TFLiteModel._sparsity(b, t.data) if t.sparse and t.data is not None else None
         tflite.TensorStart(b)
         tflite.TensorAddShape(b, shape)
         tflite.TensorAddType(b, TYPES[t.dtype] if t.type_code is None else t.type_code)
@@ -218,7 +226,42 @@ class TFLiteModel:
         tflite.TensorAddName(b, name)
         if quant is not None:
             tflite.TensorAddQuantization(b, quant)
+        if sparsity is not None:
+            tflite.TensorAddSparsity(b, sparsity)
         return tflite.TensorEnd(b)
+
+    @staticmethod
+    def _sparsity(b: flatbuffers.Builder, data: np.ndarray) -> int:
+        """Dense leading dimensions, the last one CSR over the non-zero values."""
+        rows = data.reshape(-1, data.shape[-1])
+        segments = np.concatenate([[0], np.cumsum((rows != 0).sum(axis=1))]).astype(np.int32)
+        indices = np.nonzero(rows)[1].astype(np.int32)
+        vectors = []
+        for values in (segments, indices):
+            vec = b.CreateNumpyVector(values)
+            tflite.Int32VectorStart(b)
+            tflite.Int32VectorAddValues(b, vec)
+            vectors.append(tflite.Int32VectorEnd(b))
+        dims = []
+        for d, size in enumerate(data.shape):
+            tflite.DimensionMetadataStart(b)
+            if d < data.ndim - 1:
+                tflite.DimensionMetadataAddFormat(b, tflite.DimensionType.DENSE)
+                tflite.DimensionMetadataAddDenseSize(b, size)
+            else:
+                tflite.DimensionMetadataAddFormat(b, tflite.DimensionType.SPARSE_CSR)
+                int32 = tflite.SparseIndexVector.Int32Vector
+                tflite.DimensionMetadataAddArraySegmentsType(b, int32)
+                tflite.DimensionMetadataAddArraySegments(b, vectors[0])
+                tflite.DimensionMetadataAddArrayIndicesType(b, int32)
+                tflite.DimensionMetadataAddArrayIndices(b, vectors[1])
+            dims.append(tflite.DimensionMetadataEnd(b))
+        order = b.CreateNumpyVector(np.arange(data.ndim, dtype=np.int32))
+        dim_vec = TFLiteModel._tables(b, tflite.SparsityParametersStartDimMetadataVector, dims)
+        tflite.SparsityParametersStart(b)
+        tflite.SparsityParametersAddTraversalOrder(b, order)
+        tflite.SparsityParametersAddDimMetadata(b, dim_vec)
+        return tflite.SparsityParametersEnd(b)
 
     @staticmethod
     def _code(b: flatbuffers.Builder, code: int, custom: str | None) -> int:
@@ -248,6 +291,9 @@ class TFLiteModel:
             options = getattr(tflite, f"{op.options}End")(b)
         ins = b.CreateNumpyVector(np.array(op.inputs, np.int32))
         outs = b.CreateNumpyVector(np.array(op.outputs, np.int32))
+        custom = None
+        if op.custom_options:
+            custom = b.CreateNumpyVector(np.frombuffer(op.custom_options, np.uint8))
         tflite.OperatorStart(b)
         tflite.OperatorAddOpcodeIndex(b, code_index)
         tflite.OperatorAddInputs(b, ins)
@@ -255,6 +301,8 @@ class TFLiteModel:
         if options is not None:
             tflite.OperatorAddBuiltinOptionsType(b, getattr(tflite.BuiltinOptions, op.options))
             tflite.OperatorAddBuiltinOptions(b, options)
+        if custom is not None:
+            tflite.OperatorAddCustomOptions(b, custom)
         return tflite.OperatorEnd(b)
 
 

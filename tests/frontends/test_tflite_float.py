@@ -148,6 +148,8 @@ CASES = {
                                       np.array([0.5], np.float32)], [3, 6]),
     "gather": lambda: single(
         "GATHER", [[5, 3], np.array([4, 0, 2], np.int32)], [3, 3], "GatherOptions", Axis=0),
+    "depth_to_space": lambda: single("DEPTH_TO_SPACE", [[1, 3, 4, 12]], [1, 6, 8, 3],
+                                     "DepthToSpaceOptions", BlockSize=2),
     "softmax_beta": lambda: single("SOFTMAX", [[2, 7]], [2, 7], "SoftmaxOptions", Beta=0.5),
     "logistic": lambda: single("LOGISTIC", [[2, 7]], [2, 7]),
     "tanh": lambda: single("TANH", [[2, 7]], [2, 7]),

@@ -132,6 +132,8 @@ CASES = {
     "split": lambda: single("SPLIT", [np.array([1], np.int32), Q([2, 6], 0.1, 3)],
                             [Q([2, 3], 0.1, 3), Q([2, 3], 0.1, 3)], "SplitOptions", NumSplits=2),
     "requantize": lambda: single("QUANTIZE", [Q([4, 8], 0.05, 7)], Q([4, 8], 0.03, -2)),
+    "depth_to_space": lambda: single("DEPTH_TO_SPACE", [Q([1, 2, 3, 18], 0.1, 5)],
+                                     Q([1, 6, 9, 2], 0.1, 5), "DepthToSpaceOptions", BlockSize=3),
     # Activations as qnn.lut (all 256 inputs: test_tflite_int8_activations).
     "logistic": lambda: single("LOGISTIC", [Q([2, 32], 0.06, -3)], Q([2, 32], 1 / 256, -128)),
     "tanh": lambda: single("TANH", [Q([2, 32], 0.03, 11)], Q([2, 32], 1 / 128, 0)),
