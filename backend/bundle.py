@@ -87,15 +87,18 @@ def header_text(name: str, planned: PlannedModule, model: str = "", target: str 
         lines.append(f"#define {prefix}_{stem}_MEM_SIZE {planned.regions[region].size}")
     lines.append(f"#define {prefix}_MEM_ALIGN {align}")
     io_regions = {v.region for v in (*planned.inputs, *planned.outputs)}
-    if io_regions - {MUTABLE, ACTIVATIONS} or len(io_regions) > 1:
-        raise NpucError("inputs and outputs must all be in the mutable or all in the "
-                        f"activations region, not in {', '.join(sorted(io_regions))}")  # fmt: skip
-    io_region = io_regions.pop() if io_regions else MUTABLE
+    if io_regions - {MUTABLE, ACTIVATIONS}:
+        raise NpucError("inputs and outputs must be in the mutable or the activations "
+                        f"region, not in {', '.join(sorted(io_regions))}")  # fmt: skip
+    io_region = ACTIVATIONS if ACTIVATIONS in io_regions else MUTABLE
     if io_region == ACTIVATIONS:
         lines += ["", "// Inputs and outputs live in the activations region (io=arena): write",
                   "// inputs there before each call and read outputs after it; an input",
                   "// buffer may be overwritten during the call.",
                   f"#define {prefix}_IO_IN_ACTIVATIONS 1"]  # fmt: skip
+        if MUTABLE in io_regions:
+            lines += ["// State carried from one call to the next stays in the mutable region",
+                      "// (the names marked _IN_MUTABLE)."]  # fmt: skip
     for kind, values in (("INPUT", planned.inputs), ("OUTPUT", planned.outputs)):
         lines += [
             "",
@@ -104,6 +107,8 @@ def header_text(name: str, planned: PlannedModule, model: str = "", target: str 
         for v, stem in zip(values, sanitised_names([v.label for v in values]), strict=True):
             lines.append(f"#define {prefix}_{kind}_{stem}_OFFSET {v.offset}")
             lines.append(f"#define {prefix}_{kind}_{stem}_SIZE {v.size}")
+            if v.region != io_region:
+                lines.append(f"#define {prefix}_{kind}_{stem}_IN_MUTABLE 1")
     lines += ["", f"#endif  // {guard}", ""]
     return "\n".join(lines)
 

@@ -37,7 +37,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
 from npuc import graph_io
-from npuc.diagnostics import NpucError
+from npuc.diagnostics import InternalError, NpucError, user_file
 from npuc.dialects import nn, qnn
 from npuc.dialects.nn_base import ActivationFusable, shape_of
 from npuc.dialects.quant_types import UniformQuantizedType, storage_range
@@ -65,12 +65,14 @@ def export_qdq(module: ModuleOp, *, name: str = "npuc") -> onnx.ModelProto:
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as e:
-        raise NpucError(f"the exported ONNX model is invalid (an exporter bug): {e}") from e
+        raise InternalError(f"the exported ONNX model is invalid: {e}") from e
     return model
 
 
 def save_qdq(module: ModuleOp, path: str) -> None:
-    onnx.save(export_qdq(module), path)
+    model = export_qdq(module)
+    with user_file(path, "write"):
+        onnx.save(model, path)
 
 
 def _qtype(value: SSAValue) -> UniformQuantizedType | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
-from npuc.diagnostics import NpucError
+from npuc.diagnostics import NpucError, user_file
 from npuc.target import Target
 
 from .bundle import header_text, weights_bytes, weights_text
@@ -74,15 +74,16 @@ def write_all(outdir: Path, files: dict[str, bytes]) -> list[Path]:
 
     A failure while writing leaves `outdir` as it was.
     """
-    tmp = Path(tempfile.mkdtemp(prefix=".npuc-out-", dir=outdir.resolve().parent))
-    try:
-        for file, data in files.items():
-            (tmp / file).write_bytes(data)
-        outdir.mkdir(exist_ok=True)
-        paths = []
-        for file in files:
-            os.replace(tmp / file, outdir / file)
-            paths.append(outdir / file)
-        return paths
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with user_file(outdir, "write"):
+        tmp = Path(tempfile.mkdtemp(prefix=".npuc-out-", dir=outdir.resolve().parent))
+        try:
+            for file, data in files.items():
+                (tmp / file).write_bytes(data)
+            outdir.mkdir(exist_ok=True)
+            paths = []
+            for file in files:
+                os.replace(tmp / file, outdir / file)
+                paths.append(outdir / file)
+            return paths
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)

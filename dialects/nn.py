@@ -1,13 +1,17 @@
 """The `nn` dialect: float neural-network operators with value semantics.
 
-Tensors are ranked and statically shaped; data is f32 (index operands and
-`argmax` results are i64). Spatial operators use one canonical layout, NCHW
-for activations and OIHW for convolution weights; a frontend whose format is
-NHWC inserts explicit `nn.transpose` ops. See docs/dialects/nn.md.
+Tensors are ranked and statically shaped. Data is f32; integer (i8-i64,
+ui8-ui64) and boolean (i1) tensors flow through the ops that declare them:
+data movement, integer arithmetic, comparisons, `nn.cast`, `nn.where`, index
+operands and `argmax` results (see nn_base's element-type constraints).
+Spatial operators use one canonical layout, NCHW for activations and OIHW
+for convolution weights; a frontend whose format is NHWC inserts explicit
+`nn.transpose` ops. See docs/dialects/nn.md.
 
 Every op may carry a `name` property holding the source model's node name, so
 reports can name layers as the user knows them. The ops live in
-`nn_elementwise.py`, `nn_layers.py` and `nn_movement.py`; this module assembles the dialect.
+`nn_elementwise.py`, `nn_layers.py`, `nn_logic.py` and `nn_movement.py`; this module
+assembles the dialect.
 """
 
 from xdsl.ir import Dialect
@@ -65,6 +69,19 @@ from .nn_layers import (
     ReduceMinOp,
     ReduceProdOp,
     ReduceSumOp,
+)
+from .nn_logic import (
+    AndOp,
+    CastOp,
+    EqualOp,
+    GreaterEqualOp,
+    GreaterOp,
+    LessEqualOp,
+    LessOp,
+    NotOp,
+    OrOp,
+    WhereOp,
+    XorOp,
 )
 from .nn_movement import (
     BroadcastOp,
@@ -143,6 +160,17 @@ NN = Dialect(
         GatherOp,
         DepthToSpaceOp,
         SpaceToDepthOp,
+        CastOp,
+        EqualOp,
+        LessOp,
+        LessEqualOp,
+        GreaterOp,
+        GreaterEqualOp,
+        NotOp,
+        AndOp,
+        OrOp,
+        XorOp,
+        WhereOp,
     ],
 )
 
@@ -150,11 +178,13 @@ __all__ = [
     "NN",
     "AbsOp",
     "AddOp",
+    "AndOp",
     "ArgMaxOp",
     "ArgMinOp",
     "AvgPool2dOp",
     "BatchNormOp",
     "BroadcastOp",
+    "CastOp",
     "CeilOp",
     "ClipOp",
     "ConcatOp",
@@ -164,6 +194,7 @@ __all__ = [
     "DepthToSpaceOp",
     "DivOp",
     "EluOp",
+    "EqualOp",
     "ErfOp",
     "ExpOp",
     "FloorOp",
@@ -172,11 +203,15 @@ __all__ = [
     "GeluOp",
     "GlobalAvgPoolOp",
     "GlobalMaxPoolOp",
+    "GreaterEqualOp",
+    "GreaterOp",
     "HardSigmoidOp",
     "HardSwishOp",
     "InstanceNormOp",
     "LayerNormOp",
     "LeakyReluOp",
+    "LessEqualOp",
+    "LessOp",
     "LogOp",
     "LogSoftmaxOp",
     "LrnOp",
@@ -187,6 +222,8 @@ __all__ = [
     "MulOp",
     "NNOperation",
     "NegOp",
+    "NotOp",
+    "OrOp",
     "PReluOp",
     "PadOp",
     "PowOp",
@@ -209,6 +246,8 @@ __all__ = [
     "SubOp",
     "TanhOp",
     "TransposeOp",
+    "WhereOp",
+    "XorOp",
     "build",
     "ints",
     "shape_of",

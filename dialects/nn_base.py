@@ -8,15 +8,24 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
+    Signedness,
     StringAttr,
     TensorType,
     f32,
+    i1,
+    i8,
+    i16,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
+    AttrConstraint,
+    AttrSetConstraint,
     IRDLOperation,
     ParsePropInAttrDict,
+    VarConstraint,
     opt_prop_def,
     traits_def,
 )
@@ -28,6 +37,31 @@ from .nn_shapes import Shape, ShapeError
 F32Tensor = TensorType.constr(f32)
 I64Array = DenseArrayBase.constr(i64)
 I64Tensor = TensorType.constr(i64)
+
+# Element types of `nn` tensors. Signless integers are signed (ONNX intN); uiN are unsigned.
+INTEGER_TYPES: tuple[IntegerType, ...] = (
+    i8,
+    i16,
+    i32,
+    i64,
+    *(IntegerType(w, Signedness.UNSIGNED) for w in (8, 16, 32, 64)),
+)
+NUMERIC_ELEMENT = AttrSetConstraint.get(f32, *INTEGER_TYPES)
+ANY_ELEMENT = AttrSetConstraint.get(f32, i1, *INTEGER_TYPES)
+IndexTensor = TensorType.constr(AttrSetConstraint.get(i32, i64))
+BoolTensor = TensorType.constr(i1)
+
+
+def same_element(constraint: AttrConstraint, var: str = "T") -> AttrConstraint:
+    """Tensors whose element type satisfies `constraint` and is one type across the op."""
+    return TensorType.constr(VarConstraint(var, constraint))
+
+
+def is_float(value: SSAValue | Attribute) -> bool:
+    ty = value.type if isinstance(value, SSAValue) else value
+    return isinstance(ty, TensorType) and ty.element_type == f32
+
+
 F32Attr = FloatAttr.constr(type=f32)
 FUNCTIONAL_FORMAT = "operands attr-dict `:` functional-type(operands, results)"
 

@@ -18,7 +18,16 @@ from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from . import nn_shapes as shapes
-from .nn_base import ActivationFusable, F32Attr, F32Tensor, NNOperation, prop_int
+from .nn_base import (
+    NUMERIC_ELEMENT,
+    ActivationFusable,
+    F32Attr,
+    F32Tensor,
+    NNOperation,
+    is_float,
+    prop_int,
+    same_element,
+)
 from .nn_shapes import ShapeError
 
 # --------------------------------------------------------------------------- constants
@@ -93,8 +102,31 @@ class BinaryOperation(NNOperation):
         return [shapes.broadcast(*operand_shapes)]
 
 
-class FusableBinaryOperation(BinaryOperation, ActivationFusable):
-    """A broadcasting binary op that can carry a fused activation."""
+class NumericUnaryOperation(UnaryOperation):
+    """Elementwise op on f32 or integer tensors; the result has the input's type."""
+
+    input = operand_def(same_element(NUMERIC_ELEMENT))
+    output = result_def(same_element(NUMERIC_ELEMENT))
+
+
+class NumericBinaryOperation(BinaryOperation):
+    """Broadcasting op on two f32 or two integer tensors of one element type.
+
+    On integers it wraps around (two's complement) and divides truncating toward zero.
+    """
+
+    lhs = operand_def(same_element(NUMERIC_ELEMENT))
+    rhs = operand_def(same_element(NUMERIC_ELEMENT))
+    output = result_def(same_element(NUMERIC_ELEMENT))
+
+
+class FusableBinaryOperation(NumericBinaryOperation, ActivationFusable):
+    """A broadcasting binary op that can carry a fused activation (on f32 only)."""
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.activation is not None and not is_float(self.output):
+            raise VerifyException(f"'{self.name}': a fused activation needs f32 tensors")
 
 
 @irdl_op_definition
@@ -119,7 +151,7 @@ class MulOp(FusableBinaryOperation):
 
 
 @irdl_op_definition
-class DivOp(BinaryOperation):
+class DivOp(NumericBinaryOperation):
     """lhs / rhs."""
 
     name = "nn.div"
@@ -133,14 +165,14 @@ class PowOp(BinaryOperation):
 
 
 @irdl_op_definition
-class MaximumOp(BinaryOperation):
+class MaximumOp(NumericBinaryOperation):
     """Elementwise maximum (NaN-propagating)."""
 
     name = "nn.maximum"
 
 
 @irdl_op_definition
-class MinimumOp(BinaryOperation):
+class MinimumOp(NumericBinaryOperation):
     """Elementwise minimum (NaN-propagating)."""
 
     name = "nn.minimum"
@@ -210,14 +242,14 @@ class ErfOp(UnaryOperation):
 
 
 @irdl_op_definition
-class AbsOp(UnaryOperation):
+class AbsOp(NumericUnaryOperation):
     """|x|."""
 
     name = "nn.abs"
 
 
 @irdl_op_definition
-class NegOp(UnaryOperation):
+class NegOp(NumericUnaryOperation):
     """-x."""
 
     name = "nn.neg"

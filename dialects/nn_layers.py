@@ -25,6 +25,8 @@ from xdsl.irdl import (
 
 from . import nn_shapes as shapes
 from .nn_base import (
+    ANY_ELEMENT,
+    NUMERIC_ELEMENT,
     ActivationFusable,
     F32Attr,
     F32Tensor,
@@ -34,6 +36,7 @@ from .nn_base import (
     prop_bool,
     prop_int,
     prop_ints,
+    same_element,
 )
 from .nn_shapes import ShapeError
 
@@ -154,11 +157,11 @@ class MatMulOp(ActivationFusable):
 
 @irdl_op_definition
 class MaxPool2dOp(NNOperation):
-    """Max over kH x kW windows; padding never wins."""
+    """Max over kH x kW windows; padding never wins. f32 or integer data."""
 
     name = "nn.max_pool2d"
-    input = operand_def(F32Tensor)
-    output = result_def(F32Tensor)
+    input = operand_def(same_element(NUMERIC_ELEMENT))
+    output = result_def(same_element(NUMERIC_ELEMENT))
     kernel = prop_def(I64Array)
     strides = prop_def(I64Array)
     pads = prop_def(I64Array)
@@ -359,29 +362,43 @@ class ReduceMeanOp(ReduceOperation):
     name = "nn.reduce_mean"
 
 
+class NumericReduceOperation(ReduceOperation):
+    """A reduction on f32 or integer tensors (integers wrap around); the result keeps the type."""
+
+    input = operand_def(same_element(NUMERIC_ELEMENT))
+    output = result_def(same_element(NUMERIC_ELEMENT))
+
+
+class OrderReduceOperation(ReduceOperation):
+    """A reduction by order (max, min) on any element type, i1 included."""
+
+    input = operand_def(same_element(ANY_ELEMENT))
+    output = result_def(same_element(ANY_ELEMENT))
+
+
 @irdl_op_definition
-class ReduceSumOp(ReduceOperation):
+class ReduceSumOp(NumericReduceOperation):
     """Sum over axes."""
 
     name = "nn.reduce_sum"
 
 
 @irdl_op_definition
-class ReduceMaxOp(ReduceOperation):
+class ReduceMaxOp(OrderReduceOperation):
     """Maximum over axes."""
 
     name = "nn.reduce_max"
 
 
 @irdl_op_definition
-class ReduceMinOp(ReduceOperation):
+class ReduceMinOp(OrderReduceOperation):
     """Minimum over axes."""
 
     name = "nn.reduce_min"
 
 
 @irdl_op_definition
-class ReduceProdOp(ReduceOperation):
+class ReduceProdOp(NumericReduceOperation):
     """Product over axes."""
 
     name = "nn.reduce_prod"
@@ -390,10 +407,10 @@ class ReduceProdOp(ReduceOperation):
 class ArgReduceOperation(NNOperation):
     """Index (i32 or i64, the result's type) of the extreme along `axis`.
 
-    Ties pick the first index unless select_last_index.
+    Ties pick the first index unless select_last_index. The input is f32 or integer.
     """
 
-    input = operand_def(F32Tensor)
+    input = operand_def(TensorType.constr(NUMERIC_ELEMENT))
     output = result_def(I64Tensor | TensorType.constr(i32))
     axis = prop_def(IntegerAttr[I64])
     keepdims = opt_prop_def(BoolAttr, BoolAttr.from_bool(True))

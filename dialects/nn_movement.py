@@ -26,16 +26,21 @@ from xdsl.utils.exceptions import VerifyException
 
 from . import nn_shapes as shapes
 from .nn_base import (
+    ANY_ELEMENT,
     F32Attr,
     F32Tensor,
     I64Array,
-    I64Tensor,
+    IndexTensor,
     NNOperation,
     prop_int,
     prop_ints,
+    same_element,
     shape_of,
 )
 from .nn_shapes import ShapeError
+
+# Data movement works on every element type; input and result types agree.
+AnyT = same_element(ANY_ELEMENT)
 
 # --------------------------------------------------------------------------- data movement
 
@@ -45,8 +50,8 @@ class ReshapeOp(NNOperation):
     """Reinterpret the row-major elements under the result type's shape (zero-copy)."""
 
     name = "nn.reshape"
-    input = operand_def(F32Tensor)
-    output = result_def(F32Tensor)
+    input = operand_def(AnyT)
+    output = result_def(AnyT)
 
     def verify_(self) -> None:
         super().verify_()
@@ -60,8 +65,8 @@ class BroadcastOp(NNOperation):
     """Broadcast the input to the result type's shape (numpy rules, like ONNX Expand)."""
 
     name = "nn.broadcast"
-    input = operand_def(F32Tensor)
-    output = result_def(F32Tensor)
+    input = operand_def(AnyT)
+    output = result_def(AnyT)
 
     def verify_(self) -> None:
         super().verify_()
@@ -86,8 +91,8 @@ class TransposeOp(NNOperation):
     """Permute dimensions: result dim i is input dim perm[i]."""
 
     name = "nn.transpose"
-    input = operand_def(F32Tensor)
-    output = result_def(F32Tensor)
+    input = operand_def(AnyT)
+    output = result_def(AnyT)
     perm = prop_def(I64Array)
 
     @classmethod
@@ -100,8 +105,8 @@ class ConcatOp(NNOperation):
     """Join tensors along `axis`."""
 
     name = "nn.concat"
-    inputs = var_operand_def(F32Tensor)
-    output = result_def(F32Tensor)
+    inputs = var_operand_def(AnyT)
+    output = result_def(AnyT)
     axis = prop_def(IntegerAttr[I64])
 
     @classmethod
@@ -114,8 +119,8 @@ class SplitOp(NNOperation):
     """Cut a tensor along `axis` into consecutive pieces sized by the result types."""
 
     name = "nn.split"
-    input = operand_def(F32Tensor)
-    outputs = var_result_def(F32Tensor)
+    input = operand_def(AnyT)
+    outputs = var_result_def(AnyT)
     axis = prop_def(IntegerAttr[I64])
 
     def verify_(self) -> None:
@@ -136,8 +141,8 @@ class SliceOp(NNOperation):
     """
 
     name = "nn.slice"
-    input = operand_def(F32Tensor)
-    output = result_def(F32Tensor)
+    input = operand_def(AnyT)
+    output = result_def(AnyT)
     starts = prop_def(I64Array)
     ends = prop_def(I64Array)
     steps = prop_def(I64Array)
@@ -166,8 +171,8 @@ class PadOp(NNOperation):
     """
 
     name = "nn.pad"
-    input = operand_def(F32Tensor)
-    output = result_def(F32Tensor)
+    input = operand_def(AnyT)
+    output = result_def(AnyT)
     pads = prop_def(I64Array)
     mode = opt_prop_def(StringAttr, StringAttr("constant"))
     value = opt_prop_def(F32Attr, FloatAttr(0.0, f32))
@@ -235,12 +240,12 @@ class ResizeOp(NNOperation):
 
 @irdl_op_definition
 class GatherOp(NNOperation):
-    """Slices of the input along `axis` at i64 indices (negative counts from the end)."""
+    """Slices of the input along `axis` at i32 or i64 indices (negative counts from the end)."""
 
     name = "nn.gather"
-    input = operand_def(F32Tensor)
-    indices = operand_def(I64Tensor)
-    output = result_def(F32Tensor)
+    input = operand_def(AnyT)
+    indices = operand_def(IndexTensor)
+    output = result_def(AnyT)
     axis = prop_def(IntegerAttr[I64])
 
     @classmethod
@@ -253,8 +258,8 @@ class DepthToSpaceOp(NNOperation):
     """Move channel blocks into block x block spatial tiles; mode "DCR" or "CRD" as in ONNX."""
 
     name = "nn.depth_to_space"
-    input = operand_def(F32Tensor)
-    output = result_def(F32Tensor)
+    input = operand_def(AnyT)
+    output = result_def(AnyT)
     block_size = prop_def(IntegerAttr[I64])
     mode = opt_prop_def(StringAttr, StringAttr("DCR"))
 
@@ -271,8 +276,8 @@ class SpaceToDepthOp(NNOperation):
     """Move block x block spatial tiles into channels (inverse of DCR depth_to_space)."""
 
     name = "nn.space_to_depth"
-    input = operand_def(F32Tensor)
-    output = result_def(F32Tensor)
+    input = operand_def(AnyT)
+    output = result_def(AnyT)
     block_size = prop_def(IntegerAttr[I64])
 
     @classmethod

@@ -417,6 +417,8 @@ def host_dtype(ty: Attribute) -> str | None:
         bits = max(8, element.storage_bits.data)
         return f"{'i' if element.storage_signed.data else 'u'}{bits}"
     if isinstance(element, IntegerType):
+        if element.width.data == 1:
+            return "b8"
         unsigned = element.signedness.data == Signedness.UNSIGNED
         name = f"{'u' if unsigned else 'i'}{element.width.data}"
         return name if name in isa.DTYPES else None
@@ -467,7 +469,8 @@ class HostOp(NPUInstruction):
             for i, (value, t) in enumerate(zip(values, tensors, strict=True)):
                 ref = t.ref()
                 ty = value.type
-                shape = tuple(ty.get_shape()) if isinstance(ty, TensorType) else None
+                # a rank-0 tensor is stored as one element, shape [1]
+                shape = (tuple(ty.get_shape()) or (1,)) if isinstance(ty, TensorType) else None
                 if shape != ref.shape or host_dtype(ty) != ref.dtype:
                     raise VerifyException(
                         f"'npu.host': body {what} {i} of type {ty} does not match "

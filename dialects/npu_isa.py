@@ -27,6 +27,7 @@ DTYPES: dict[str, tuple[int, str, tuple[int, int] | None]] = {
     "i32": (4, "<i4", (-(1 << 31), (1 << 31) - 1)),
     "i64": (8, "<i8", (-(1 << 63), (1 << 63) - 1)),
     "f32": (4, "<f4", None),
+    "b8": (1, "|b1", (0, 1)),  # bool, one byte 0 or 1 (nn's i1; host ops only)
 }
 DTYPE_NAMES = tuple(DTYPES)
 ENGINES = ("dma", "compute", "host")

@@ -21,11 +21,12 @@ from google.protobuf.message import DecodeError
 from onnx import numpy_helper, version_converter
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Region
+from xdsl.ir import Attribute, Block, Region
 from xdsl.utils.exceptions import VerifyException
 
 from npuc.diagnostics import NpucError
 from npuc.graph_io import ENTRY, name_attrs
+from npuc.tensors import xdsl_type
 
 from . import onnx_elementwise, onnx_layers, onnx_quantized, onnx_resize, onnx_tensor_ops
 from .onnx_fold import FOLDERS
@@ -320,8 +321,11 @@ class _Import:
                 fixed[name] = shape
         oracle = _ShapeOracle(self.proto, fixed)
         arg_shapes = [self._argument_shape(n, overrides, fixed, oracle) for n in in_names]
+        elements = [self._argument_element(n, oracle) for n in in_names]
 
-        block = Block(arg_types=[TensorType(f32, s) for s in arg_shapes])
+        block = Block(
+            arg_types=[TensorType(e, s) for e, s in zip(elements, arg_shapes, strict=True)]
+        )
         available = set(in_names) | set(self.initializers)
         nodes = schedule(self.graph, out_names, available, set(self.graph_inputs), self.location)
         used = {t for _, node in nodes for t in node.input if t} | set(out_names)
@@ -448,10 +452,12 @@ class _Import:
             if not strict:
                 return None
             vi = self.graph_inputs[name].type.tensor_type.shape.dim
-            labels = [d.dim_param or "?" if not d.dim_value else str(d.dim_value) for d in vi]
+            labels = [str(d.dim_value) if d.dim_value > 0 else d.dim_param or "?" for d in vi]
+            open_dims = ",".join("?" if d is None else str(d) for d in dims)
             raise self.error(
                 f"input '{name}' has dynamic dimensions ({'x'.join(labels)}); give its shape "
-                f"with --input-shape {name}:{','.join(str(d or 1) for d in dims)}"
+                f"with --input-shape {name}:{open_dims} (a size for each ?), or an --input "
+                "array or calibration data of that shape"
             )
         return dims  # type: ignore[return-value]
 
@@ -463,9 +469,7 @@ class _Import:
         oracle: _ShapeOracle,
     ) -> list[int]:
         if name in self.graph_inputs:
-            elem = self._declared(name)
-            if elem is not None:
-                self._check_float(name, elem[1])
+            self._argument_element(name, oracle)
             shape = self._graph_input_shape(name, overrides, strict=True)
             assert shape is not None
             return shape
@@ -473,27 +477,24 @@ class _Import:
             shape = list(overrides[name])
         else:
             shape = self._inferred_shape(name, fixed, oracle)
-        info = oracle(name)
-        declared = self._declared(name)
-        elem = declared[1] if declared is not None else None
-        if elem is None and info is not None:
-            self._check_float_dtype(name, info[1])
-        elif elem is not None:
-            self._check_float(name, elem)
         return shape
 
-    def _check_float(self, name: str, elem_type: int) -> None:
-        if elem_type != onnx.TensorProto.FLOAT:
+    def _argument_element(self, name: str, oracle: _ShapeOracle) -> Attribute:
+        """The `nn` element type of an input: f32, an integer type or i1 (bool)."""
+        declared = self._declared(name)
+        if declared is not None:
+            dtype, label = _dtype(declared[1]), _type_name(declared[1])
+        else:
+            info = oracle(name)
+            dtype = info[1] if info is not None else np.dtype(np.float32)
+            label = str(dtype)
+        element = _INPUT_ELEMENTS.get(dtype) if dtype is not None else None
+        if element is None:
             raise self.error(
-                f"input '{name}' has element type {_type_name(elem_type)}; npuc's nn dialect "
-                "takes float32 inputs"
+                f"input '{name}' has element type {label}; npuc's nn dialect takes float32, "
+                "integer (int8-int64, uint8-uint64) and bool inputs"
             )
-
-    def _check_float_dtype(self, name: str, dtype: np.dtype) -> None:
-        if dtype != np.float32:
-            raise self.error(
-                f"input '{name}' has element type {dtype}; npuc's nn dialect takes float32 inputs"
-            )
+        return element
 
     def _inferred_shape(
         self, name: str, fixed: Mapping[str, Sequence[int]], oracle: _ShapeOracle
@@ -511,7 +512,12 @@ class _Import:
     def _probe(self, name: str, fixed: Mapping[str, Sequence[int]]) -> list[int] | None:
         """The shape of a cut input, by importing the part of the graph that computes it."""
         args = list(fixed)
-        block = Block(arg_types=[TensorType(f32, fixed[n]) for n in args])
+        types = []
+        for n in args:
+            declared = self._declared(n)
+            dtype = _dtype(declared[1]) if declared is not None else None
+            types.append(TensorType(_INPUT_ELEMENTS.get(dtype, f32), fixed[n]))
+        block = Block(arg_types=types)
         try:
             nodes = schedule(
                 self.graph, [name], set(args) | set(self.initializers), set(args), None
@@ -528,6 +534,15 @@ class _Import:
         if importer.issues or value is None:
             return None
         return list(value.shape) if isinstance(value, np.ndarray) else list(shape_of(value))
+
+
+_INPUT_ELEMENTS: dict[np.dtype | None, Attribute] = {
+    np.dtype(np.float32): f32,
+    **{
+        np.dtype(t): xdsl_type(np.dtype(t))
+        for t in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool")
+    },
+}
 
 
 def _dims_text(dims: Sequence[int | None]) -> str:

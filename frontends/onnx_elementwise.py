@@ -6,12 +6,13 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, f32, i64
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, f32, i1, i64
+from xdsl.ir import Attribute
 
 from npuc.dialects import nn
 from npuc.dialects.nn_shapes import ShapeError, broadcast
 
-from .onnx_graph import Converter, NodeContext, Unsupported, Value, shape_of
+from .onnx_graph import Converter, NodeContext, Unsupported, Value, element_of, shape_of
 
 FLT_MAX = 3.4e38
 
@@ -24,21 +25,51 @@ def i64_attr(value: int) -> IntegerAttr:
     return IntegerAttr(int(value), i64)
 
 
-def _binary(op_type: type[nn.NNOperation]) -> Converter:
+def _numeric(op_type: type[nn.NNOperation], result: Attribute | None = None) -> Converter:
+    """An op on inputs of one element type, f32 or integer (i1 too for comparisons);
+    the result has `result` or the inputs' element type."""
+
     def convert(ctx: NodeContext) -> list[Value]:
-        return [ctx.emit(op_type, [ctx.operand(0), ctx.operand(1)])]
+        operands, element = ctx.values(range(ctx.num_inputs))
+        return [ctx.emit(op_type, operands, element_type=result or element)]
 
     return convert
 
 
+def _logical(op_type: type[nn.NNOperation]) -> Converter:
+    def convert(ctx: NodeContext) -> list[Value]:
+        operands = [ctx.value(i, i1) for i in range(ctx.num_inputs)]
+        return [ctx.emit(op_type, operands, element_type=i1)]
+
+    return convert
+
+
+def _pow(ctx: NodeContext) -> list[Value]:
+    """float32 base; an integer exponent is cast to float32 (ONNX lets the two types differ)."""
+    exponent = ctx.input(1)
+    if isinstance(exponent, np.ndarray) or element_of(exponent) == f32:
+        return [ctx.emit(nn.PowOp, [ctx.operand(0), ctx.operand(1)])]
+    cast = ctx.emit(nn.CastOp, [exponent], element_type=f32)
+    return [ctx.emit(nn.PowOp, [ctx.operand(0), cast])]
+
+
+def _where(ctx: NodeContext) -> list[Value]:
+    (x, y), element = ctx.values([1, 2])
+    return [ctx.emit(nn.WhereOp, [ctx.value(0, i1), x, y], element_type=element)]
+
+
 def _variadic(op_type: type[nn.NNOperation], mean: bool = False) -> Converter:
     def convert(ctx: NodeContext) -> list[Value]:
-        values = [ctx.operand(i) for i in range(ctx.num_inputs) if ctx.has(i)]
-        if not values:
+        present = [i for i in range(ctx.num_inputs) if ctx.has(i)]
+        if not present:
             raise ValueError(f"{ctx.op_type} needs at least one input")
+        if mean:
+            values, element = [ctx.operand(i) for i in present], f32
+        else:
+            values, element = ctx.values(present)
         acc = values[0]
         for value in values[1:]:
-            acc = ctx.emit(op_type, [acc, value])
+            acc = ctx.emit(op_type, [acc, value], element_type=element)
         if mean and len(values) > 1:
             scale = ctx.constant(np.array(1.0 / len(values), np.float32))
             acc = ctx.emit(nn.MulOp, [acc, scale])
@@ -95,7 +126,22 @@ def _bound(ctx: NodeContext, attr: str, index: int) -> float | None:
     return float(value)
 
 
+def _integer_clip(ctx: NodeContext) -> list[Value]:
+    """Clip of integer data: maximum and minimum with the bounds in the data's type."""
+    x = ctx.value(0)
+    for index, op_type in ((1, nn.MaximumOp), (2, nn.MinimumOp)):
+        if ctx.has(index):
+            bound = ctx.need_const(index, "bound")
+            if bound.size != 1:
+                raise ValueError("Clip bounds must be scalars")
+            x = ctx.emit(op_type, [x, ctx.value(index, element_of(x))], element_type=element_of(x))
+    return [x]
+
+
 def _clip(ctx: NodeContext) -> list[Value]:
+    data = ctx.input(0)
+    if ctx.opset >= 11 and not isinstance(data, np.ndarray) and element_of(data) != f32:
+        return _integer_clip(ctx)
     lo, hi = _bound(ctx, "min", 1), _bound(ctx, "max", 2)
     x = ctx.operand(0)
     if lo is None and hi is None:
@@ -170,11 +216,11 @@ def _unary(op_type: type[nn.NNOperation]) -> Converter:
 
 
 CONVERTERS: dict[str, Converter] = {
-    "Add": _binary(nn.AddOp),
-    "Sub": _binary(nn.SubOp),
-    "Mul": _binary(nn.MulOp),
-    "Div": _binary(nn.DivOp),
-    "Pow": _binary(nn.PowOp),
+    "Add": _numeric(nn.AddOp),
+    "Sub": _numeric(nn.SubOp),
+    "Mul": _numeric(nn.MulOp),
+    "Div": _numeric(nn.DivOp),
+    "Pow": _pow,
     "Max": _variadic(nn.MaximumOp),
     "Min": _variadic(nn.MinimumOp),
     "Sum": _variadic(nn.AddOp),
@@ -187,8 +233,8 @@ CONVERTERS: dict[str, Converter] = {
     "Log": _unary(nn.LogOp),
     "Sqrt": _unary(nn.SqrtOp),
     "Erf": _unary(nn.ErfOp),
-    "Abs": _unary(nn.AbsOp),
-    "Neg": _unary(nn.NegOp),
+    "Abs": _numeric(nn.AbsOp),
+    "Neg": _numeric(nn.NegOp),
     "Reciprocal": _unary(nn.ReciprocalOp),
     "Floor": _unary(nn.FloorOp),
     "Ceil": _unary(nn.CeilOp),
@@ -205,4 +251,14 @@ CONVERTERS: dict[str, Converter] = {
     "Softmax": _softmax(nn.SoftmaxOp),
     "LogSoftmax": _softmax(nn.LogSoftmaxOp),
     "Identity": passthrough,
+    "Equal": _numeric(nn.EqualOp, i1),
+    "Less": _numeric(nn.LessOp, i1),
+    "LessOrEqual": _numeric(nn.LessEqualOp, i1),
+    "Greater": _numeric(nn.GreaterOp, i1),
+    "GreaterOrEqual": _numeric(nn.GreaterEqualOp, i1),
+    "Not": _logical(nn.NotOp),
+    "And": _logical(nn.AndOp),
+    "Or": _logical(nn.OrOp),
+    "Xor": _logical(nn.XorOp),
+    "Where": _where,
 }

@@ -137,7 +137,7 @@ def _cast_like(ctx: NodeContext) -> list[np.ndarray]:
 
 # Cast to these follows ONNX's saturate/round_mode rules, which numpy's conversions
 # (NaN or inf on overflow, wrap-around for int4/int2) do not model.
-_NARROW_TYPES = [
+NARROW_TYPES = [
     "FLOAT8E4M3FN",
     "FLOAT8E4M3FNUZ",
     "FLOAT8E5M2",
@@ -149,15 +149,15 @@ _NARROW_TYPES = [
     "INT2",
     "UINT2",
 ]
-_NARROW = {
+NARROW = {
     np.dtype(helper.tensor_dtype_to_np_dtype(getattr(TensorProto, name))): name.lower()
-    for name in _NARROW_TYPES
+    for name in NARROW_TYPES
 }
 
 
 def _cast_array(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    if dtype in _NARROW:
-        raise Unsupported(f"cast to {_NARROW[dtype]} not supported")
+    if dtype in NARROW:
+        raise Unsupported(f"cast to {NARROW[dtype]} not supported")
     if dtype.kind in "iub" and x.dtype.kind == "f":
         x = np.trunc(x)
     if dtype.kind == "b":

@@ -21,9 +21,9 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     Float32Type,
     IntegerType,
+    Signedness,
     TensorType,
     f32,
-    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -166,6 +166,30 @@ class NodeContext:
         """Input i as an f32 run-time value (constants become `nn.constant`)."""
         return self.importer.f32_value(self.node.input[i], self.name)
 
+    def value(self, i: int, element: Attribute | None = None) -> SSAValue:
+        """Input i as a run-time value of its own element type (f32, integer or i1).
+
+        A constant becomes an `nn.constant` of `element` if given, else of its dtype
+        (floats as f32); a run-time value must already have `element`.
+        """
+        return self.importer.typed_value(self.node.input[i], self.name, element)
+
+    def values(self, indices: Sequence[int]) -> tuple[list[SSAValue], Attribute]:
+        """Inputs as run-time values of one element type, and that type.
+
+        f32 unless a run-time input is an integer or i1 tensor, whose type the
+        others (ONNX gives them one type) then take.
+        """
+        inputs = [self.input(i) for i in indices]
+        runtime = [element_of(v) for v in inputs if not isinstance(v, np.ndarray)]
+        if all(isinstance(e, Float32Type) for e in runtime):
+            return [self.operand(i) for i in indices], f32
+        element = next(e for e in runtime if not isinstance(e, Float32Type))
+        if any(e != element for e in runtime):
+            shown = ", ".join(element_text(e) for e in runtime)
+            raise Unsupported(f"inputs of different element types ({shown})")
+        return [self.value(i, element) for i in indices], element
+
     def output_used(self, i: int) -> bool:
         outs = self.node.output
         return i < len(outs) and bool(outs[i]) and outs[i] in self.importer.used
@@ -208,18 +232,41 @@ class NodeContext:
         shape = tuple(int(d) for d in shape)
         if shape_of(value) == shape:
             return value
-        return self.emit(ReshapeOp, [value], result_types=[TensorType(f32, shape)])
+        return self.emit(ReshapeOp, [value], result_types=[TensorType(element_of(value), shape)])
 
     def transpose(self, value: SSAValue, perm: Sequence[int]) -> SSAValue:
         if list(perm) == list(range(len(perm))):
             return value
-        return self.emit(TransposeOp, [value], {"perm": ints(perm)})
+        return self.emit(TransposeOp, [value], {"perm": ints(perm)}, element_type=element_of(value))
 
 
 def shape_of(value: SSAValue) -> Shape:
     ty = value.type
     assert isinstance(ty, TensorType)
     return tuple(ty.get_shape())
+
+
+def element_of(value: SSAValue) -> Attribute:
+    ty = value.type
+    assert isinstance(ty, TensorType)
+    return ty.element_type
+
+
+def element_text(element: Attribute) -> str:
+    if isinstance(element, IntegerType):
+        unsigned = element.signedness.data == Signedness.UNSIGNED
+        return f"{'u' if unsigned else ''}i{element.width.data}"
+    return str(element)
+
+
+def element_for(dtype: np.dtype) -> Attribute:
+    """The `nn` element type holding a numpy dtype: floats as f32, integers and bool as such."""
+    if dtype.kind == "f":
+        return f32
+    try:
+        return xdsl_type(dtype)
+    except TypeError:
+        raise Unsupported(f"element type {dtype} not supported") from None
 
 
 def is_f32(value: SSAValue) -> bool:
@@ -290,8 +337,8 @@ class GraphImporter:
     def add_constant(self, array: np.ndarray, name: str, element_type: Attribute = f32) -> SSAValue:
         if isinstance(element_type, Float32Type):
             array = as_dtype(array, np.float32)
-        elif element_type == i64:
-            array = as_dtype(array, np.int64)
+        else:
+            array = as_dtype(array, numpy_dtype(element_type))
         op = ConstantOp(dense(array, element_type), name)
         self.block.add_op(op)
         return op.output
@@ -311,20 +358,46 @@ class GraphImporter:
             raise Unsupported(f"run-time input '{tensor}' has element type {_type_text(value)}")
         return value
 
+    def typed_value(self, tensor: str, user: str, element: Attribute | None = None) -> SSAValue:
+        """`tensor` as a run-time value of `element` (default: its own type, floats as f32)."""
+        value = self.lookup(tensor)
+        if not isinstance(value, np.ndarray):
+            if element is not None and element_of(value) != element:
+                raise Unsupported(
+                    f"run-time input '{tensor}' has element type {_type_text(value)}, "
+                    f"expected {element_text(element)}"
+                )
+            return value
+        if element is None:
+            element = element_for(value.dtype)
+        if isinstance(element, Float32Type):
+            return self.f32_value(tensor, user)
+        key = (tensor, str(element))
+        if key not in self._materialized:
+            if value.dtype.kind not in "iub":
+                raise Unsupported(f"tensor '{tensor}' of type {value.dtype} as an integer operand")
+            self._materialized[key] = self.add_constant(
+                value, self.const_names.get(tensor, user), element
+            )
+        return self._materialized[key]
+
     def result(self, tensor: str) -> SSAValue:
-        """A graph output: run-time values as they are, constants as f32 or i64 `nn.constant`."""
+        """A graph output: run-time values as they are, constants as `nn.constant` of their
+        type (floats as f32)."""
         value = self.lookup(tensor)
         if not isinstance(value, np.ndarray):
             return value
         if value.dtype.kind == "f":
             return self.f32_value(tensor, tensor)
-        if value.dtype.kind in "iu":
-            return self.add_constant(value, self.const_names.get(tensor, tensor), i64)
-        raise NpucError(
-            f"output '{tensor}' is a constant of type {value.dtype}; npuc outputs are float32 "
-            "or int64",
-            self.location,
-        )
+        try:
+            element = xdsl_type(value.dtype)
+        except TypeError:
+            raise NpucError(
+                f"output '{tensor}' is a constant of type {value.dtype}; npuc outputs are "
+                "float32, integer or bool tensors",
+                self.location,
+            ) from None
+        return self.add_constant(value, self.const_names.get(tensor, tensor), element)
 
     # ------------------------------------------------------------------ conversion
 
@@ -419,12 +492,7 @@ class GraphImporter:
 
 def _type_text(value: SSAValue) -> str:
     ty = value.type
-    if isinstance(ty, TensorType):
-        element = ty.element_type
-        if isinstance(element, IntegerType):
-            return f"i{element.width.data}"
-        return str(element)
-    return str(ty)
+    return element_text(ty.element_type) if isinstance(ty, TensorType) else str(ty)
 
 
 def _exception_text(e: Exception) -> str:

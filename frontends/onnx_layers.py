@@ -17,7 +17,15 @@ from npuc.dialects import nn
 
 from .onnx_elementwise import f32_attr, i64_attr
 from .onnx_fold import reduce_axes
-from .onnx_graph import Converter, NodeContext, Unsupported, Value, as_dtype, shape_of
+from .onnx_graph import (
+    Converter,
+    NodeContext,
+    Unsupported,
+    Value,
+    as_dtype,
+    element_of,
+    shape_of,
+)
 
 
 @dataclass
@@ -238,7 +246,7 @@ def _pool(op_type: type[nn.NNOperation]) -> Converter:
         ceil_mode = bool(ctx.attr("ceil_mode", 0))
         if str(ctx.attr("auto_pad", "NOTSET")).startswith("SAME"):
             ceil_mode = False
-        x = ctx.operand(0)
+        x = ctx.value(0) if is_max else ctx.operand(0)
         if rank == 3:
             x = _lift(ctx, x)
         if is_max:
@@ -249,7 +257,7 @@ def _pool(op_type: type[nn.NNOperation]) -> Converter:
                 props |= win.props("dilations")
             props["count_include_pad"] = BoolAttr.from_bool(bool(ctx.attr("count_include_pad", 0)))
         props["ceil_mode"] = BoolAttr.from_bool(ceil_mode)
-        y = ctx.emit(op_type, [x], props)
+        y = ctx.emit(op_type, [x], props, element_type=element_of(x))
         return [_drop_h(ctx, y) if rank == 3 else y]
 
     return convert
@@ -257,7 +265,10 @@ def _pool(op_type: type[nn.NNOperation]) -> Converter:
 
 def _global_pool(op_type: type[nn.NNOperation]) -> Converter:
     def convert(ctx: NodeContext) -> list[Value]:
-        return [ctx.emit(op_type, [ctx.operand(0)])]
+        if ctx.rank(0) != 3:
+            return [ctx.emit(op_type, [ctx.operand(0)])]
+        y = ctx.emit(op_type, [_lift(ctx, ctx.operand(0))])  # 1-D pools run as 2-D ones
+        return [_drop_h(ctx, y)]
 
     return convert
 
@@ -341,9 +352,12 @@ _SIMPLE_REDUCE = {
 }
 
 
+_INTEGER_REDUCE = ("ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin")
+
+
 def _reduce(ctx: NodeContext) -> list[Value]:
     axes, keepdims = reduce_axes(ctx)
-    x = ctx.operand(0)
+    x = ctx.value(0) if ctx.op_type in _INTEGER_REDUCE else ctx.operand(0)
     if axes is None:
         return [x]
     kind = ctx.op_type
@@ -354,7 +368,7 @@ def _reduce(ctx: NodeContext) -> list[Value]:
     elif kind == "ReduceLogSumExp":
         x = ctx.emit(nn.ExpOp, [x])
     props = {"axes": nn.ints(axes), "keepdims": BoolAttr.from_bool(keepdims)}
-    y = ctx.emit(_SIMPLE_REDUCE[kind], [x], props)
+    y = ctx.emit(_SIMPLE_REDUCE[kind], [x], props, element_type=element_of(x))
     if kind == "ReduceL2":
         y = ctx.emit(nn.SqrtOp, [y])
     elif kind in ("ReduceLogSum", "ReduceLogSumExp"):
@@ -373,7 +387,7 @@ def _arg(op_type: type[nn.NNOperation]) -> Converter:
             "keepdims": BoolAttr.from_bool(bool(ctx.attr("keepdims", 1))),
             "select_last_index": BoolAttr.from_bool(bool(ctx.attr("select_last_index", 0))),
         }
-        return [ctx.emit(op_type, [ctx.operand(0)], props, element_type=i64)]
+        return [ctx.emit(op_type, [ctx.value(0)], props, element_type=i64)]
 
     return convert
 

@@ -6,14 +6,15 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import StringAttr, TensorType, f32, i64
+from xdsl.dialects.builtin import StringAttr, TensorType, i64
 
 from npuc.dialects import nn
 from npuc.dialects.nn_shapes import broadcast
+from npuc.tensors import numpy_dtype
 
 from .onnx_elementwise import f32_attr, i64_attr
-from .onnx_fold import onnx_dtype
-from .onnx_graph import Converter, NodeContext, Unsupported, Value, is_f32
+from .onnx_fold import NARROW, onnx_dtype
+from .onnx_graph import Converter, NodeContext, Unsupported, Value, element_for, element_of
 
 
 def _axis(axis: int, rank: int) -> int:
@@ -33,7 +34,7 @@ def _reshaped(ctx: NodeContext, shape: Sequence[int]) -> list[Value]:
     data = ctx.const(0)
     if data is not None:
         return [data.reshape(shape)]
-    return [ctx.reshape(ctx.operand(0), shape)]
+    return [ctx.reshape(ctx.value(0), shape)]
 
 
 def reshape_target(shape: Sequence[int], target: Sequence[int], allowzero: bool) -> list[int]:
@@ -112,7 +113,7 @@ def _transpose(ctx: NodeContext) -> list[Value]:
     data = ctx.const(0)
     if data is not None:
         return [np.transpose(data, perm)]
-    return [ctx.transpose(ctx.operand(0), perm)]
+    return [ctx.transpose(ctx.value(0), perm)]
 
 
 def _concat(ctx: NodeContext) -> list[Value]:
@@ -125,10 +126,10 @@ def _concat(ctx: NodeContext) -> list[Value]:
     if all(c is not None for c in consts):
         return [np.concatenate(consts, axis=axis).astype(consts[0].dtype, copy=False)]
     kept = [i for i, s in zip(present, shapes, strict=True) if s[axis] != 0]
-    operands = [ctx.operand(i) for i in kept]
+    operands, element = ctx.values(kept)
     if len(operands) == 1:
         return operands
-    return [ctx.emit(nn.ConcatOp, [*operands], {"axis": i64_attr(axis)})]
+    return [ctx.emit(nn.ConcatOp, [*operands], {"axis": i64_attr(axis)}, element_type=element)]
 
 
 def _split(ctx: NodeContext) -> list[Value]:
@@ -153,8 +154,9 @@ def _split(ctx: NodeContext) -> list[Value]:
     data = ctx.const(0)
     if data is not None:
         return list(np.split(data, np.cumsum(sizes)[:-1], axis=axis))
-    types = [TensorType(f32, (*shape[:axis], s, *shape[axis + 1 :])) for s in sizes]
-    op = ctx.emit_op(nn.SplitOp, [ctx.operand(0)], {"axis": i64_attr(axis)}, result_types=types)
+    x = ctx.value(0)
+    types = [TensorType(element_of(x), (*shape[:axis], s, *shape[axis + 1 :])) for s in sizes]
+    op = ctx.emit_op(nn.SplitOp, [x], {"axis": i64_attr(axis)}, result_types=types)
     return list(op.results)
 
 
@@ -203,11 +205,11 @@ def _slice(ctx: NodeContext) -> list[Value]:
             for s, e, st in zip(starts, ends, steps, strict=True)
         )
         return [data[index]]
-    x = ctx.operand(0)
+    x = ctx.value(0)
     if starts == [0] * len(shape) and ends == list(shape) and steps == [1] * len(shape):
         return [x]
     props = {"starts": nn.ints(starts), "ends": nn.ints(ends), "steps": nn.ints(steps)}
-    return [ctx.emit(nn.SliceOp, [x], props)]
+    return [ctx.emit(nn.SliceOp, [x], props, element_type=element_of(x))]
 
 
 PAD_MODES = ("constant", "reflect", "edge", "wrap")
@@ -238,28 +240,35 @@ def _pad(ctx: NodeContext) -> list[Value]:
         raise ValueError(f"pads {pads} must have {2 * rank} values")
     data = ctx.const(0)
     if not any(pads):
-        return [data if data is not None else ctx.operand(0)]
+        return [data if data is not None else ctx.value(0)]
     if data is not None and min(pads) >= 0:
         widths = list(zip(pads[:rank], pads[rank:], strict=True))
         if mode == "constant":
             return [np.pad(data, widths, mode="constant", constant_values=value)]
         return [np.pad(data, widths, mode=mode)]
     props = {"pads": nn.ints(pads), "mode": StringAttr(mode), "value": f32_attr(value)}
-    return [ctx.emit(nn.PadOp, [ctx.operand(0)], props)]
+    x = ctx.value(0)
+    return [ctx.emit(nn.PadOp, [x], props, element_type=element_of(x))]
 
 
 def _gather(ctx: NodeContext) -> list[Value]:
     shape = ctx.shape(0)
     axis = _axis(int(ctx.attr("axis", 0)), len(shape))
-    indices = ctx.need_const(1, "indices").astype(np.int64)
+    props = {"axis": i64_attr(axis)}
+    constant = ctx.const(1)
+    if constant is None:  # run-time indices (i32 or i64), checked when the gather runs
+        x = ctx.value(0)
+        return [ctx.emit(nn.GatherOp, [x, ctx.value(1)], props, element_type=element_of(x))]
+    indices = constant.astype(np.int64)
     dim = shape[axis]
     if indices.size and (indices.min() < -dim or indices.max() >= dim):
         raise ValueError(f"indices out of range for dimension {dim}")
     data = ctx.const(0)
     if data is not None:
         return [np.take(data, indices, axis=axis)]
-    props = {"axis": i64_attr(axis)}
-    return [ctx.emit(nn.GatherOp, [ctx.operand(0), ctx.constant(indices, i64)], props)]
+    x = ctx.value(0)
+    indices_value = ctx.constant(indices, i64)
+    return [ctx.emit(nn.GatherOp, [x, indices_value], props, element_type=element_of(x))]
 
 
 def _expand(ctx: NodeContext) -> list[Value]:
@@ -268,10 +277,10 @@ def _expand(ctx: NodeContext) -> list[Value]:
     data = ctx.const(0)
     if data is not None:
         return [np.broadcast_to(data, out)]
-    x = ctx.operand(0)
+    x = ctx.value(0)
     if out == shape:
         return [x]
-    return [ctx.emit(nn.BroadcastOp, [x], result_types=[TensorType(f32, out)])]
+    return [ctx.emit(nn.BroadcastOp, [x], result_types=[TensorType(element_of(x), out)])]
 
 
 def _tile(ctx: NodeContext) -> list[Value]:
@@ -282,13 +291,13 @@ def _tile(ctx: NodeContext) -> list[Value]:
     data = ctx.const(0)
     if data is not None:
         return [np.tile(data, repeats)]
-    x = ctx.operand(0)
+    x = ctx.value(0)
     if all(r == 1 for r in repeats):
         return [x]
     interleaved = [v for d in shape for v in (1, d)]
     tiled = [v for r, d in zip(repeats, shape, strict=True) for v in (r, d)]
     y = ctx.reshape(x, interleaved)
-    y = ctx.emit(nn.BroadcastOp, [y], result_types=[TensorType(f32, tiled)])
+    y = ctx.emit(nn.BroadcastOp, [y], result_types=[TensorType(element_of(x), tiled)])
     return [ctx.reshape(y, [r * d for r, d in zip(repeats, shape, strict=True)])]
 
 
@@ -297,12 +306,14 @@ def _depth_to_space(ctx: NodeContext) -> list[Value]:
     if mode not in ("DCR", "CRD"):
         raise Unsupported(f"mode '{mode}' not supported")
     props = {"block_size": i64_attr(ctx.attr("blocksize")), "mode": StringAttr(mode)}
-    return [ctx.emit(nn.DepthToSpaceOp, [ctx.operand(0)], props)]
+    x = ctx.value(0)
+    return [ctx.emit(nn.DepthToSpaceOp, [x], props, element_type=element_of(x))]
 
 
 def _space_to_depth(ctx: NodeContext) -> list[Value]:
     props = {"block_size": i64_attr(ctx.attr("blocksize"))}
-    return [ctx.emit(nn.SpaceToDepthOp, [ctx.operand(0)], props)]
+    x = ctx.value(0)
+    return [ctx.emit(nn.SpaceToDepthOp, [x], props, element_type=element_of(x))]
 
 
 def _shape(ctx: NodeContext) -> list[Value]:
@@ -327,13 +338,14 @@ def _dropout(ctx: NodeContext) -> list[Value]:
 
 
 def _cast_runtime(ctx: NodeContext, target: np.dtype) -> list[Value]:
-    x = ctx.input(0)
-    if not isinstance(x, np.ndarray):
-        if is_f32(x) and target.kind == "f" and target.itemsize >= 4:
-            return [x]
-        if not is_f32(x) and target == np.int64:
-            return [x]
-    raise Unsupported(f"cast to {target} at run time not supported")
+    """Cast of a run-time value; wider floats stay f32, as nn computes in float32."""
+    if (target.kind == "f" and target.itemsize < 4) or target in NARROW:
+        raise Unsupported(f"cast to {NARROW.get(target, target)} at run time not supported")
+    x = ctx.value(0)
+    element = element_for(target)
+    if element_of(x) == element:
+        return [x]
+    return [ctx.emit(nn.CastOp, [x], element_type=element)]
 
 
 def _cast(ctx: NodeContext) -> list[Value]:
@@ -344,7 +356,7 @@ def _cast_like(ctx: NodeContext) -> list[Value]:
     like = ctx.input(1)
     if isinstance(like, np.ndarray):
         return _cast_runtime(ctx, like.dtype)
-    return _cast_runtime(ctx, np.dtype(np.float32) if is_f32(like) else np.dtype(np.int64))
+    return _cast_runtime(ctx, numpy_dtype(element_of(like)))
 
 
 CONVERTERS: dict[str, Converter] = {

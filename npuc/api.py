@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 from xdsl.passes import PassPipeline
 
-from .diagnostics import NpucError
+from .diagnostics import NpucError, working_on
 from .registry import DEFAULT_PIPELINE, DIALECTS, PASSES
 
 ModelSource = str | os.PathLike[str] | ModuleOp
@@ -98,7 +98,10 @@ def apply_pipeline(
             passes = PassPipeline.parse_spec(PASSES, pipeline)
         except ValueError as e:
             raise NpucError(f"bad pass pipeline '{pipeline}': {e}") from None
-        passes.apply(ctx or make_context(), module)
+        ctx = ctx or make_context()
+        for p in passes.passes:
+            with working_on("pass", p):
+                p.apply(ctx, module)
         module.verify()
     return module
 
@@ -115,9 +118,14 @@ def run(
 
     Works on `nn`, `qnn` and mixed modules; quantized outputs are stored integers.
     Inputs not given are filled with deterministic random data (see `random_inputs`).
+    A model file's dynamic input dimensions take their sizes from the `inputs` arrays.
     """
+    from .input_shapes import shapes_from_data
     from .runtime.qnn_kernels import run_module
 
+    if inputs and not isinstance(model, ModuleOp):
+        shapes = {name: np.shape(array) for name, array in inputs.items()}
+        input_shapes, _ = shapes_from_data(model, shapes, input_shapes, "its input array")
     module = load_model(model, input_shapes=input_shapes)
     if pipeline:
         apply_pipeline(module, pipeline)

@@ -19,7 +19,7 @@ from typing import TextIO
 
 from xdsl.dialects.builtin import ModuleOp
 
-from .diagnostics import NpucError
+from .diagnostics import NpucError, working_on
 
 OPTIMISE = ("performance", "size")
 TARGET_KEY = "target"  # debug-section key naming the target a binary was compiled for
@@ -38,6 +38,7 @@ class CompileOptions:
     calib: str | None = None
     calib_random: int | None = None
     tiling: str = ""
+    host_fallback: bool = True  # ops without an NPU instruction run on the target's host CPU
     import_options: dict = field(default_factory=dict)
 
 
@@ -47,6 +48,7 @@ class CompileResult:
     files: dict[str, bytes]
     summary: list[str]
     timings: list[tuple[str, float]]
+    host_ops: list[str] = field(default_factory=list)  # one line per op run on the host
 
 
 class Stages:
@@ -65,7 +67,13 @@ class Stages:
             print(f"[{self.index}/{self.total}] {label}{': ' + detail if detail else ''} ...",
                   end="", file=out, flush=True)  # fmt: skip
         start = time.perf_counter()
-        yield
+        try:
+            with working_on("stage", label):
+                yield
+        except BaseException:
+            if self.enabled:  # end the progress line before the error is reported
+                print(" failed", file=out, flush=True)
+            raise
         seconds = time.perf_counter() - start
         self.timings.append((label, seconds))
         if self.enabled:
@@ -109,8 +117,20 @@ def compile_model(
     stages = Stages(7, stream, progress)
     files: dict[str, bytes] = {}
     summary: list[str] = []
+    import_options = dict(options.import_options)
+    if options.calib is not None and options.model.suffix.lower() != ".mlir":
+        from .input_shapes import calibration_shapes, declared_inputs, shapes_from_data
+
+        arrays = calibration_shapes(options.calib, list(declared_inputs(options.model)))
+        import_options["input_shapes"], notes = shapes_from_data(
+            options.model,
+            arrays,
+            import_options.get("input_shapes"),
+            "the first calibration sample",
+        )
+        summary += notes
     with stages.stage("import", str(options.model)):
-        module = load_model(options.model, **options.import_options)
+        module = load_model(options.model, **import_options)
     with stages.stage("optimise", "default pipeline"):
         apply_pipeline(module, DEFAULT_PIPELINE)
     with stages.stage("quantize", _quantize_detail(module, options)):
@@ -132,8 +152,11 @@ def compile_model(
     ):
         apply_pipeline(module, f"plan-memory{{target={spec} io={io}}}")
         planned = read_plan(module)
-    with stages.stage("lower", "npu instructions"):
-        apply_pipeline(module, "lower-to-npu")
+    host = "all" if options.host_fallback else "float"
+    with stages.stage(
+        "lower", "npu instructions" + ("" if options.host_fallback else ", no host fallback")
+    ):
+        apply_pipeline(module, f"lower-to-npu{{host={host}}}")
         program = _with_target(program_of(module), options.target)
     with stages.stage("emit", str(options.output)):
         files.update(memory_files(name, module, planned, target, options.model.name, with_ir=False))
@@ -145,8 +168,9 @@ def compile_model(
         f"{len(program.instructions)} instructions; estimated {profile.total_cycles:,} cycles, "
         f"{profile.inference_ms:.2f} ms at {target.clock_mhz:g} MHz"
     )
+    summary += profile.share.lines(target.host.name)
     summary += memory_summary(planned, target)
-    return CompileResult(name, files, summary, stages.timings)
+    return CompileResult(name, files, summary, stages.timings, profile.share.host_table())
 
 
 def _with_target(program, target: str):

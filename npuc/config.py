@@ -24,6 +24,7 @@ BUILD_KEYS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "calib": (str, True),
     "calib_random": (int, False),
     "tiling": (str, False),
+    "host_fallback": (bool, False),
     "name": (str, False),
     "output": (str, True),
     "input_shape": (list, False),
@@ -45,6 +46,8 @@ def read_config(path: str | Path) -> dict[str, dict[str, Any]]:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise NpucError(f"{path}: no such config file") from None
+    except OSError as e:
+        raise NpucError(f"{path}: cannot read the config file: {e.strerror or e}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise NpucError(f"{path}: not a valid TOML file: {e}") from None
     unknown = sorted(set(data) - set(SECTIONS))

@@ -24,10 +24,20 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.func import FuncOp
 
+from .diagnostics import NpucError
+
 NAME_ATTR = "nn.name"
 STATE_ATTR = "nn.state"
 STATE_INIT_ATTR = "nn.state_init"
 ENTRY = "main"
+
+
+class ModelStructureError(NpucError, ValueError):
+    """A model without the entry function or state pairs the flow needs: a user error, and
+    a ValueError whose text is the bare message, for the callers that add their pass's name."""
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def entry_function(module: ModuleOp) -> FuncOp:
@@ -38,7 +48,7 @@ def entry_function(module: ModuleOp) -> FuncOp:
             return f
     if len(funcs) == 1:
         return funcs[0]
-    raise ValueError("the module has no entry function: expected `func.func @main`")
+    raise ModelStructureError("the module has no entry function: expected `func.func @main`")
 
 
 def _names(attrs: ArrayAttr[DictionaryAttr] | None, count: int, prefix: str) -> list[str]:
@@ -84,7 +94,9 @@ def state_names(func: FuncOp) -> list[tuple[int, int, str]]:
     args, results = _states(func.arg_attrs), _states(func.res_attrs)
     unpaired = sorted(set(args) ^ set(results))
     if unpaired:
-        raise ValueError(f"state without both an argument and a result: {', '.join(unpaired)}")
+        raise ModelStructureError(
+            f"state without both an argument and a result: {', '.join(unpaired)}"
+        )
     return [(i, results[name], name) for name, i in args.items()]
 
 

@@ -83,6 +83,19 @@ class Source:
 
 
 @dataclass(frozen=True)
+class Host:
+    """The CPU beside the NPU that runs ops without an NPU instruction (host fallback).
+
+    A host op costs `cycles_per_element` per element it reads or writes plus its MACs at
+    `macs_per_cycle`, in host cycles at `clock_mhz` (docs/cycle-model.md)."""
+
+    name: str = "host CPU"
+    clock_mhz: float | None = None  # None: the NPU's clock
+    cycles_per_element: float = 1.0
+    macs_per_cycle: float = 1.0
+
+
+@dataclass(frozen=True)
 class Target:
     """A parsed, validated target description."""
 
@@ -96,6 +109,7 @@ class Target:
     memories: tuple[Memory, ...]
     placement: Placement
     source: Source
+    host: Host = Host()
     path: Path | None = None
 
     @property
@@ -239,6 +253,18 @@ def parse_target(data: Mapping[str, Any], path: Path | str | None = None) -> Tar
         if dtype not in DATA_TYPES:
             r.fail(f"data_types[{i}]", f"expected one of {', '.join(DATA_TYPES)}", dtype)
 
+    host_data = r.table(top.get("host", {}), "host", _HOST_KEYS)
+    host = Host(
+        name=r.string(host_data.get("name", Host.name), "host.name", nonempty=True),
+        clock_mhz=r.positive_number(host_data.get("clock_mhz", clock_mhz), "host.clock_mhz"),
+        cycles_per_element=r.positive_number(
+            host_data.get("cycles_per_element", Host.cycles_per_element), "host.cycles_per_element"
+        ),
+        macs_per_cycle=r.positive_number(
+            host_data.get("macs_per_cycle", Host.macs_per_cycle), "host.macs_per_cycle"
+        ),
+    )
+
     alignment = r.positive_int(top.get("alignment", DEFAULT_ALIGNMENT), "alignment")
     if alignment & (alignment - 1):
         r.fail("alignment", "expected a power of two (bytes)", alignment)
@@ -254,6 +280,7 @@ def parse_target(data: Mapping[str, Any], path: Path | str | None = None) -> Tar
         memories=memories,
         placement=placement,
         source=source,
+        host=host,
         path=Path(path) if path is not None else None,
     )
 
@@ -270,6 +297,7 @@ _TOP_KEYS = (
     "memories",
     "placement",
     "source",
+    "host",
 )
 _MAC_KEYS = ("output_channels", "pixels", "input_channels")
 _MEMORY_KEYS = (
@@ -284,6 +312,7 @@ _MEMORY_KEYS = (
 )
 _PLACEMENT_KEYS = ("constants", "arena", "io")
 _SOURCE_KEYS = ("mirrors", "notes")
+_HOST_KEYS = ("name", "clock_mhz", "cycles_per_element", "macs_per_cycle")
 
 
 class _Reader:

@@ -32,6 +32,7 @@ _TO_XDSL: dict[np.dtype, Attribute] = {
     np.dtype(np.int16): i16,
     np.dtype(np.int8): i8,
     np.dtype(np.bool_): i1,
+    **{np.dtype(f"u{w // 8}"): IntegerType(w, Signedness.UNSIGNED) for w in (8, 16, 32, 64)},
 }
 
 

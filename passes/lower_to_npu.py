@@ -5,9 +5,9 @@ instruction on strided views of those bytes (passes/npu_lowering/compute.py), da
 movement becomes views where possible and moves or DMAs otherwise (movement.py),
 conv/matmul parameters become `bias_scale` tables appended to the constants region,
 and tokens order the instructions by the bytes they touch (deps.py). Ops with no
-instruction are refused all at once, except that `host` lets float ops (`float`) or
-every such op (`all`) run on the host CPU as `npu.host`. Binary format of the result:
-docs/binary-format.md.
+instruction run on the host CPU as `npu.host` (`host=all`, the default, like Vela's CPU
+fallback); `host=float` keeps only float ops there and `host=none` none, refusing the
+others all at once. Binary format of the result: docs/binary-format.md.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from xdsl.passes import ModulePass
 
 from npuc import graph_io
 from npuc.backend.memory_ir import constant_bytes, is_constant, is_planned
-from npuc.diagnostics import NpucError
+from npuc.diagnostics import InternalError, NpucError, note_context
 from npuc.dialects import npu_isa as isa
 from npuc.dialects.mem import BUFFER_ATTR, BufferAttr, RegionOp, buffer_list
 from npuc.dialects.npu import ProgramOp, YieldOp, host_body_text
@@ -30,9 +30,9 @@ from npuc.dialects.npu_rules import check_hazards, check_instruction, check_prog
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.dialects.tile import LAYER_ATTR, InsertOp
 
-from .npu_lowering import movement  # noqa: F401  (registers the data-movement rules)
+from .npu_lowering import movement, resize  # noqa: F401  (register their rules)
 from .npu_lowering.builder import Builder, Constants, LoweringError
-from .npu_lowering.compute import COMPUTE, RULES
+from .npu_lowering.compute import COMPUTE, RULES, lowerable
 from .npu_lowering.deps import with_deps
 from .npu_lowering.views import ViewError, contiguous, same_place, shape_of, sliced
 
@@ -44,14 +44,14 @@ MAX_ROUNDS = 32
 class LowerToNpuPass(ModulePass):
     """Lower a planned module to one `npu.program` (see the module docstring).
 
-    `host`: `none` refuses every op without an instruction; `float` (default) runs
-    float ops (nn ops, quantize/dequantize at float inputs and outputs) on the host;
-    `all` also runs quantized ops without an instruction there.
+    `host`: `all` (default) runs every op without an instruction on the host; `float`
+    only float ops (nn ops, quantize/dequantize at float inputs and outputs), refusing
+    quantized ops without an instruction; `none` refuses every such op.
     """
 
     name = "lower-to-npu"
 
-    host: str = "float"
+    host: str = "all"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         program = lower_module(op, self.host)
@@ -176,7 +176,7 @@ def _plan_ops(func: FuncOp, host: str) -> dict[Operation, str]:
             how[op] = "constant"
         elif _bias_load(op):
             how[op] = "skip"
-        elif op.name in RULES and not _is_float(op):
+        elif lowerable(op) and not _is_float(op):
             how[op] = "rule"
         elif host == "all" or (host == "float" and _is_float(op)):
             how[op] = "host"
@@ -217,6 +217,8 @@ def _lower_once(func: FuncOp, how, regions, layer_names, copies) -> Builder:
     errors = []
     for op in block.ops:
         b.op = op
+        if errors and any(v not in b.refs for v in op.operands):
+            continue  # it reads a value whose op failed: that error is already reported
         try:
             if isinstance(op, ReturnOp):
                 for i, value in enumerate(op.operands):
@@ -239,6 +241,9 @@ def _lower_once(func: FuncOp, how, regions, layer_names, copies) -> Builder:
                 RULES[op.name](b, op)
         except (LoweringError, ViewError) as e:
             errors.append(f"{_describe(op)}: {e}")
+        except Exception as e:
+            note_context(e, "op", op)
+            raise
     if errors:
         raise NpucError(
             f"lower-to-npu: {len(errors)} op(s) cannot be lowered:\n  " + "\n  ".join(errors)
@@ -246,7 +251,7 @@ def _lower_once(func: FuncOp, how, regions, layer_names, copies) -> Builder:
     return b
 
 
-def lower_module(module: ModuleOp, host: str = "float") -> isa.Program:
+def lower_module(module: ModuleOp, host: str = "all") -> isa.Program:
     """The program of a module planned by plan-memory (NpucError if it cannot be lowered)."""
     if host not in HOST_MODES:
         raise NpucError(f"lower-to-npu: host must be one of {', '.join(HOST_MODES)}, got {host!r}")
@@ -270,7 +275,7 @@ def lower_module(module: ModuleOp, host: str = "float") -> isa.Program:
             break
         copies |= broken
     else:
-        raise NpucError("lower-to-npu: views kept breaking (a compiler bug)")
+        raise InternalError("lower-to-npu: views kept breaking")
     return _program(func, b, regions)
 
 
@@ -311,5 +316,5 @@ def _program(func: FuncOp, b: Builder, regions: dict[str, tuple[str, RegionOp]])
         check_program(program)
         check_hazards(program)
     except isa.ISAError as e:
-        raise NpucError(f"lower-to-npu produced an invalid program (a compiler bug): {e}") from e
+        raise InternalError(f"lower-to-npu produced an invalid program: {e}") from e
     return program

@@ -27,7 +27,7 @@ from xdsl.passes import ModulePass
 from xdsl.traits import ConstantLike
 
 from npuc import graph_io
-from npuc.diagnostics import NpucError
+from npuc.diagnostics import NpucError, working_on
 from npuc.dialects.nn import NN
 from npuc.dialects.qnn import UniformQuantizedType
 from npuc.runtime.kernels.integer import ROUNDING_MODES
@@ -372,7 +372,8 @@ def _emit(func: FuncOp, plan: Plan, config: QuantizeConfig) -> tuple[Block, list
                     returned.append(em.as_float(value))
             em.add(ReturnOp(*returned))
         elif op in plan.layers:
-            lower(em, plan.layers[op])
+            with working_on("op", op):
+                lower(em, plan.layers[op])
     return new_block, returned
 
 

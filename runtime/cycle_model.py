@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from npuc.dialects import npu_isa as isa
 from npuc.target import Memory, Target
 
+from .host_cost import Share, host_cycles, share
+
 UNASSIGNED = "(no layer)"
 SOFTMAX_PASSES = 4  # max, exponentials, sum, normalise: each a pass over the row
 
@@ -70,6 +72,8 @@ class Profile:
     layers: list[LayerProfile]
     busy: dict[str, int]  # engine -> cycles
     memories: dict[str, float]  # memory -> bytes per cycle
+    share: Share = field(default_factory=Share)  # layers and MACs on the NPU and the host
+    host: str = "host CPU"
 
     @property
     def total_macs(self) -> int:
@@ -152,8 +156,8 @@ def compute_cycles(inst: isa.Instruction, target: Target) -> int:
         return -(-inst.operands[-1].numel // lanes)
     if inst.op == "softmax":
         return SOFTMAX_PASSES * -(-inst.operand("ofm").numel // lanes)
-    if inst.op == "host":  # one element per cycle on the host CPU, in and out
-        return sum(t.numel for t in inst.operands)
+    if inst.op == "host":
+        return host_cycles(inst, target)
     return 0
 
 
@@ -252,6 +256,7 @@ class CycleModel:
         return Profile(
             self.target.name, self.target.clock_mhz, mpc, total, costs, list(layers.values()),
             busy, {m.name: m.bytes_per_cycle for m in self.target.memories},
+            share(self.program), self.target.host.name,
         )  # fmt: skip
 
 

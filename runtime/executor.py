@@ -22,7 +22,7 @@ from functools import partial
 
 import numpy as np
 
-from npuc.diagnostics import NpucError
+from npuc.diagnostics import NpucError, note_context
 from npuc.dialects import npu_isa as isa
 
 from . import fusion
@@ -239,6 +239,11 @@ class Executor:
                          else f"instructions {indices[0]}-{indices[-1]}")  # fmt: skip
                 message = e.message if isinstance(e, NpucError) else str(e)
                 raise NpucError(f"{which} ({inst.op}): {message}") from None
+            except Exception as e:
+                inst = self.program.instructions[indices[0]]
+                layer = "" if inst.layer is None else f", layer '{self.program.layers[inst.layer]}'"
+                note_context(e, "instruction", f"{indices[0]} ({inst.op}{layer})")
+                raise
 
     def _fast_schedule(self) -> list[tuple[Step, tuple[int, ...]]]:
         """The steps `run` takes without an observer (runtime/fusion.py): tile runs as one

@@ -1,4 +1,5 @@
-"""Reference interpreter for the `nn` dialect: whole-tensor numpy kernels in float32.
+"""Reference interpreter for the `nn` dialect: whole-tensor numpy kernels in float32
+(integer and boolean tensors in their own dtype, with runtime/kernels/logic.py's rules).
 
 `KERNELS` maps each op class to a function `(op, args) -> results`; plugins add
 their own with `@register_kernel(OpClass)`. `evaluate_op` runs one op (used by
@@ -27,12 +28,12 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from npuc import graph_io
-from npuc.diagnostics import NpucError
+from npuc.diagnostics import NpucError, note_context
 from npuc.dialects import nn
 from npuc.dialects.nn_base import ActivationFusable, shape_of
 from npuc.tensors import from_dense, numpy_dtype
 
-from .kernels import conv, linear, movement, norm, pool, reduce, resize
+from .kernels import conv, linear, logic, movement, norm, pool, reduce, resize
 from .kernels import elementwise as ew
 
 Kernel: TypeAlias = Callable[[Operation, list[np.ndarray]], list[np.ndarray]]
@@ -191,6 +192,17 @@ def _arg_reduce(kind: str) -> Kernel:
     return kernel
 
 
+def _nn_constant(op: nn.ConstantOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    """Floats as float32; integer and i1 constants keep their element type's dtype."""
+    array = constant_array(op.value)
+    dtype = numpy_dtype(op.output.type.element_type)
+    return [array if dtype.kind == "f" else from_dense(op.value).astype(dtype, copy=False)]
+
+
+def _cast(op: nn.CastOp, a: list[np.ndarray]) -> list[np.ndarray]:
+    return [logic.cast(a[0], numpy_dtype(op.output.type.element_type))]
+
+
 def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Kernel:
     return lambda op, a: [fn(a[0])]
 
@@ -201,7 +213,7 @@ def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Kernel:
 
 KERNELS.update(
     {
-        nn.ConstantOp: lambda op, a: [constant_array(op.value)],
+        nn.ConstantOp: _nn_constant,
         arith.ConstantOp: lambda op, a: [constant_array(op.value)],
         nn.ReluOp: _unary(ew.relu),
         nn.SigmoidOp: _unary(ew.sigmoid),
@@ -220,7 +232,7 @@ KERNELS.update(
         nn.AddOp: _binary(np.add),
         nn.SubOp: _binary(np.subtract),
         nn.MulOp: _binary(np.multiply),
-        nn.DivOp: _binary(np.divide),
+        nn.DivOp: _binary(logic.divide),
         nn.PowOp: _binary(np.power),
         nn.MaximumOp: _binary(np.maximum),
         nn.MinimumOp: _binary(np.minimum),
@@ -270,6 +282,17 @@ KERNELS.update(
             movement.depth_to_space(a[0], _v(op.block_size), op.mode.data)
         ],
         nn.SpaceToDepthOp: lambda op, a: [movement.space_to_depth(a[0], _v(op.block_size))],
+        nn.CastOp: _cast,
+        nn.EqualOp: _binary(np.equal),
+        nn.LessOp: _binary(np.less),
+        nn.LessEqualOp: _binary(np.less_equal),
+        nn.GreaterOp: _binary(np.greater),
+        nn.GreaterEqualOp: _binary(np.greater_equal),
+        nn.NotOp: _unary(np.logical_not),
+        nn.AndOp: _binary(np.logical_and),
+        nn.OrOp: _binary(np.logical_or),
+        nn.XorOp: _binary(np.logical_xor),
+        nn.WhereOp: lambda op, a: [logic.where(a[0], a[1], a[2])],
     }
 )
 
@@ -446,6 +469,9 @@ class FunctionRunner:
             raise NpucError(f"{e} ({_describe(op)})") from e
         except (ValueError, IndexError) as e:
             raise NpucError(f"{_describe(op)} failed: {e}") from e
+        except Exception as e:
+            note_context(e, "op", op)
+            raise
         for r, array in zip(op.results, results, strict=True):
             env[r] = array
             if r in kept:

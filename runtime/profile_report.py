@@ -56,6 +56,7 @@ def table(profile: Profile) -> str:
         f"{profile.clock_mhz:g} MHz ({profile.inferences_per_s:.1f} inferences/s) on "
         f"{profile.target}; busy: " + ", ".join(f"{e} {profile.busy.get(e, 0)}" for e in ENGINES)
     )
+    out += profile.share.lines(profile.host)
     return "\n".join(out)
 
 
@@ -90,6 +91,16 @@ def to_json(profile: Profile) -> dict[str, Any]:
         "utilization": profile.utilization,
         "busy_cycles": {e: profile.busy.get(e, 0) for e in ENGINES},
         "memories_bytes_per_cycle": dict(profile.memories),
+        "npu": {"layers": profile.share.npu_layers, "macs": profile.share.npu_macs},
+        "host": {
+            "cpu": profile.host,
+            "layers": profile.share.host_layers,
+            "macs": profile.share.host_macs,
+            "ops": [
+                {"layer": layer, "op": op.name, "macs": op.macs, "reason": op.reason}
+                for layer, op in profile.share.host
+            ],
+        },
         "layers": layers,
     }
 

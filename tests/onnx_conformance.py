@@ -93,6 +93,17 @@ CLAIMED_OPS = frozenset(
         "Identity",
         "Dropout",
         "Cast",
+        "CastLike",
+        "Equal",
+        "Less",
+        "LessOrEqual",
+        "Greater",
+        "GreaterOrEqual",
+        "Not",
+        "And",
+        "Or",
+        "Xor",
+        "Where",
     ]
 )
 

@@ -32,7 +32,7 @@ func.func @non_f32_result(%x: tensor<2x3xf32>) {
   func.return
 }
 // CHECK:      result 'output' at position 0 does not verify:
-// CHECK-NEXT: Expected attribute f32 but got f16
+// CHECK-NEXT: attribute f32 expected from variable 'T', but got f16
 
 // -----
 

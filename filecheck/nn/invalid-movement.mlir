@@ -279,7 +279,7 @@ func.func @gather_indices_type(%x: tensor<2x3xf32>, %i: tensor<2xf32>) {
   func.return
 }
 // CHECK:      operand 'indices' at position 1 does not verify:
-// CHECK-NEXT: Expected attribute i64 but got f32
+// CHECK-NEXT: Expected one of i32, i64, but got f32
 
 // -----
 

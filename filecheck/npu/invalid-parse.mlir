@@ -6,7 +6,7 @@
 npu.program @p regions [#npu.region<"sram", 64, "sram">] inputs [] outputs [] layers [] {
   %0 = npu.dma <"sram", 0, [4], i8> -> <"sram", 8, [4], i9>
 }
-// CHECK: expected an element type (i8, u8, i16, u16, i32, i64, f32)
+// CHECK: expected an element type (i8, u8, i16, u16, i32, i64, f32, b8)
 
 // -----
 

@@ -45,7 +45,7 @@ func.func @main(%x: tensor<1x4x4x2x!qnn.uniform<i8:f32, 0.05:-3>> {nn.name = "x"
 
 // -----
 
-// Float ops run on the host by default (host=float: quantize, the float softmax, dequantize);
+// Float ops run on the host (quantize, the float softmax, dequantize), as with every host mode but none;
 // the host instruction waits for the compute engine's output, and the compute for the host's.
 // CHECK:       npu.program @main
 // CHECK-SAME:    inputs [#npu.io<"x", #npu.tensor<"mutable", 0, [1, 1, 2, 4], f32>>]

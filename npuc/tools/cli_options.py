@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..diagnostics import NpucError
+from ..diagnostics import DebugAction, NpucError
 
 
 def add_import_options(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +35,10 @@ def add_import_options(parser: argparse.ArgumentParser) -> None:
         help="pre-quantized ONNX (QDQ, QLinear*): import into qnn with the model's own "
         "parameters (keep, default) or as float for re-calibration (dequantize)",
     )
+
+
+def add_debug_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--debug", action=DebugAction)
 
 
 def import_options(args: argparse.Namespace) -> dict:

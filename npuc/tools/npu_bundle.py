@@ -11,8 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..diagnostics import reported_errors
-from .cli_options import add_import_options, import_options
+from ..diagnostics import reported_errors, working_on
+from .cli_options import add_debug_option, add_import_options, import_options
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--name", help="bundle name, a C identifier (default: the model's name)")
     parser.add_argument("-o", "--output-dir", required=True, metavar="OUTDIR")
     add_import_options(parser)
+    add_debug_option(parser)
     return parser
 
 
@@ -50,16 +51,21 @@ def run(argv: list[str] | None = None) -> int:
     outdir = Path(args.output_dir)
     check_output_dir(outdir)
     target = load_target(args.target)
-    module = load_model(model, **import_options(args))
-    if args.passes is not None:
-        apply_pipeline(module, args.passes)
-    elif not is_planned(module):
-        apply_pipeline(module, DEFAULT_PIPELINE)
-    if not is_planned(module):
-        spec = args.target if "/" not in args.target else json.dumps(args.target)
-        apply_pipeline(module, f"plan-memory{{target={spec}}}")
-    planned = read_plan(module)
-    written = write_all(outdir, memory_files(name, module, planned, target, model.name))
+    with working_on("step", "import"):
+        module = load_model(model, **import_options(args))
+    with working_on("step", "passes"):
+        if args.passes is not None:
+            apply_pipeline(module, args.passes)
+        elif not is_planned(module):
+            apply_pipeline(module, DEFAULT_PIPELINE)
+    with working_on("step", "plan memory"):
+        if not is_planned(module):
+            spec = args.target if "/" not in args.target else json.dumps(args.target)
+            apply_pipeline(module, f"plan-memory{{target={spec}}}")
+        planned = read_plan(module)
+    with working_on("step", "emit"):
+        files = memory_files(name, module, planned, target, model.name)
+    written = write_all(outdir, files)
     for line in memory_summary(planned, target):
         print(line)
     for path in written:

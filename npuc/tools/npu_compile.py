@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..diagnostics import NpucError, reported_errors
-from .cli_options import add_import_options, import_options
+from .cli_options import add_debug_option, add_import_options, import_options
 from .quantize_options import SCHEMES
 
 
@@ -35,11 +35,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MANUAL",
         help='manual tiling, e.g. "(0,3,4,1);(7,7,1,2)", or "none": one instruction a layer',
     )
+    parser.add_argument(
+        "--no-host-fallback",
+        action="store_true",
+        help="refuse quantized ops without an NPU instruction instead of running them on the "
+        "target's host CPU (float ops at the model's edges still run there)",
+    )
+    parser.add_argument(
+        "--show-host-ops", action="store_true", help="list the ops that run on the host and why"
+    )
     parser.add_argument("--name", help="output name, a C identifier (default: the model's)")
     parser.add_argument("--config", metavar="FILE", help="TOML file with a [build] section")
     parser.add_argument("-o", "--output-dir", metavar="OUTDIR")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     add_import_options(parser)
+    add_debug_option(parser)
     return parser
 
 
@@ -78,6 +88,7 @@ def options_from(args: argparse.Namespace):
         calib=merged.get("calib"),
         calib_random=merged.get("calib_random"),
         tiling=merged.get("tiling", ""),
+        host_fallback=not args.no_host_fallback and build.get("host_fallback", True),
         import_options=import_options(args),
     )
 
@@ -93,6 +104,10 @@ def run(argv: list[str] | None = None) -> int:
     written = write_all(options.output, result.files)
     for line in result.summary:
         print(line)
+    if args.show_host_ops:
+        print("ops on the host:")
+        for line in result.host_ops:
+            print(line)
     total = sum(t for _, t in result.timings)
     print(f"compiled {options.model.name} for {options.target} in {total:.2f} s")
     print(f"wrote {len(written)} files to {options.output}/:")

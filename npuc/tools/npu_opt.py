@@ -11,9 +11,9 @@ from typing import IO
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from .. import __version__
-from ..diagnostics import NpucError, reported_errors
+from ..diagnostics import NpucError, reported_errors, user_file, working_on
 from ..registry import DIALECTS, PASSES
-from .cli_options import add_import_options, import_options
+from .cli_options import add_debug_option, add_import_options, import_options
 
 
 class _HeldOutput(io.StringIO):
@@ -63,6 +63,38 @@ class NpuOptMain(xDSLOptMain):
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
         add_import_options(arg_parser)
+        add_debug_option(arg_parser)
+
+    def setup_pipeline(self) -> None:
+        try:
+            super().setup_pipeline()
+        except ValueError as e:  # xDSL's unknown pass or bad pass option
+            raise NpucError(str(e)) from None
+
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        with user_file(self.get_input_name(), "read"):
+            return super().get_input_stream()
+
+    def prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
+        try:
+            return super().prepare_input()
+        except ValueError as e:  # xDSL's unrecognised file extension
+            raise NpucError(str(e), self.get_input_name()) from None
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0):
+        with working_on("step", f"import ({file_extension})"):
+            return super().parse_chunk(chunk, file_extension, start_offset)
+
+    def apply_passes(self, prog) -> None:
+        """The pipeline's passes one by one, each named in an internal error's context."""
+        passes, callback = self.pipeline.passes, self.pipeline.callback
+        if callback is not None:  # as PassPipeline.apply calls it: verify, print, time
+            callback(None, prog, passes[0] if passes else None)
+        for i, current in enumerate(passes):
+            with working_on("pass", current):
+                current.apply(self.ctx, prog)
+            if callback is not None:
+                callback(current, prog, passes[i + 1] if i + 1 < len(passes) else None)
 
     def _import_onnx(self, stream: IO[bytes]):
         from ..frontends.onnx import import_onnx
@@ -88,16 +120,17 @@ class NpuOptMain(xDSLOptMain):
     _binary: bytes | None = None
 
     def output_resulting_program(self, prog) -> str:
-        if self.args.target.split("{")[0] != "npubin":
-            return super().output_resulting_program(prog)
-        if self._binary is not None:
-            raise NpucError("the npubin target writes one program; give one input chunk")
-        self._binary = _npubin_target()().emit_bytes(self.ctx, prog)
-        return ""
+        with working_on("step", f"output (-t {self.args.target})"):
+            if self.args.target.split("{")[0] != "npubin":
+                return super().output_resulting_program(prog)
+            if self._binary is not None:
+                raise NpucError("the npubin target writes one program; give one input chunk")
+            self._binary = _npubin_target()().emit_bytes(self.ctx, prog)
+            return ""
 
     def _write_binary(self, data: bytes) -> None:
         if self.args.output_file is not None:
-            with open(self.args.output_file, "wb") as f:
+            with user_file(self.args.output_file, "write"), open(self.args.output_file, "wb") as f:
                 f.write(data)
         elif sys.stdout.isatty():
             raise NpucError("refusing to write a binary to the terminal; give -o FILE")
@@ -111,7 +144,7 @@ class NpuOptMain(xDSLOptMain):
 
     def run(self) -> None:
         if self.args.input_file is not None and not os.path.isfile(self.args.input_file):
-            raise FileNotFoundError(f"{self.args.input_file}: no such file")
+            raise NpucError("no such file", self.args.input_file)
         super().run()
         if self._binary is not None:
             return self._write_binary(self._binary)
@@ -119,7 +152,7 @@ class NpuOptMain(xDSLOptMain):
         if self.args.output_file is None:
             sys.stdout.write(text)
         else:
-            with open(self.args.output_file, "w") as f:
+            with user_file(self.args.output_file, "write"), open(self.args.output_file, "w") as f:
                 f.write(text)
 
 

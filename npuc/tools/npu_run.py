@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..diagnostics import NpucError, reported_errors
-from .cli_options import add_import_options, import_options
+from ..diagnostics import NpucError, reported_errors, user_file, working_on
+from .cli_options import add_debug_option, add_import_options, import_options
 from .quantize_options import add_quantize_options, check_options, quantize_and_report
 from .run_binary import add_binary_options, apply_config, run_binary
 
@@ -71,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_import_options(parser)
     add_quantize_options(parser)
     add_binary_options(parser)
+    add_debug_option(parser)
     return parser
 
 
@@ -102,14 +103,15 @@ def summarise(name: str, array: np.ndarray) -> str:
 def save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
     """Write atomically: a failure leaves no partial file behind."""
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent or ".", suffix=".npz.tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with working_on("step", "save outputs"), user_file(path, "write"):
+        fd, tmp = tempfile.mkstemp(dir=target.parent or ".", suffix=".npz.tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **arrays)
+            os.replace(tmp, target)
+        except BaseException:
+            os.unlink(tmp)
+            raise
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -132,17 +134,31 @@ def run(argv: list[str] | None = None) -> int:
     feeds = dict(load_input(spec) for spec in args.input)
     if args.output and not Path(args.output).resolve().parent.is_dir():
         raise NpucError(f"output directory does not exist: {Path(args.output).parent}")
-    module = load_model(args.model, **import_options(args))
+    options = import_options(args)
+    if feeds and not args.model.endswith(".mlir"):
+        from ..input_shapes import shapes_from_data
+
+        shapes = {name: array.shape for name, array in feeds.items()}
+        options["input_shapes"], notes = shapes_from_data(
+            args.model, shapes, options["input_shapes"], "its --input array"
+        )
+        for note in notes:
+            print(note)
+    with working_on("step", "import"):
+        module = load_model(args.model, **options)
     if args.passes or args.quantize:
         # Quantize the optimised float graph (batch norms folded, activations fused).
         passes = args.passes or "default"
-        apply_pipeline(module, DEFAULT_PIPELINE if passes == "default" else passes)
+        with working_on("step", "passes"):
+            apply_pipeline(module, DEFAULT_PIPELINE if passes == "default" else passes)
     if args.export_qdq and not Path(args.export_qdq).resolve().parent.is_dir():
         raise NpucError(f"--export-qdq: directory does not exist: {args.export_qdq}")
     if args.quantize:
-        module = quantize_and_report(module, args)
+        with working_on("step", "quantize"):
+            module = quantize_and_report(module, args)
     if args.export_qdq:
-        export_qdq(module, args.export_qdq)
+        with working_on("step", "export ONNX QDQ"):
+            export_qdq(module, args.export_qdq)
         print(f"wrote the ONNX QDQ model to {args.export_qdq}")
     if args.quantize and args.compare:
         return 0
@@ -158,7 +174,8 @@ def run(argv: list[str] | None = None) -> int:
             f"note: no --input for '{name}': using seeded random data "
             f"{tuple(array.shape)} {array.dtype}"
         )
-    outputs = dequantized_outputs(module, run_module(module, {**feeds, **generated}))
+    with working_on("step", "run"):
+        outputs = dequantized_outputs(module, run_module(module, {**feeds, **generated}))
     for name, array in outputs.items():
         print(summarise(name, array))
     if args.output:
@@ -178,7 +195,8 @@ def run_steps(module: ModuleOp, feeds: dict[str, np.ndarray], args: argparse.Nam
     per_step, generated = sequence_feeds(module, feeds, steps or 1, args.seed)
     for name in generated:
         print(f"note: no --input for '{name}': using seeded random data at each step")
-    results = [dequantized_outputs(module, o) for o in run_sequence(module, per_step)[0]]
+    with working_on("step", "run"):
+        results = [dequantized_outputs(module, o) for o in run_sequence(module, per_step)[0]]
     for k, outputs in enumerate(results):
         for name, array in outputs.items():
             print((f"step {k}: " if steps is not None else "") + summarise(name, array))

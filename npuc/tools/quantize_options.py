@@ -9,7 +9,7 @@ from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
-from ..diagnostics import NpucError
+from ..diagnostics import NpucError, user_file
 
 SCHEMES = ("int8", "int8-per-channel", "uint8", "int16", "pow2")
 
@@ -166,9 +166,12 @@ def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
             print(to_table(outputs, tensors))
         if args.json:
             meta = {"model": str(args.model), "scheme": args.quantize, "samples": len(data)}
-            Path(args.json).write_text(to_json(outputs, tensors, meta))
+            with user_file(args.json, "write"):
+                Path(args.json).write_text(to_json(outputs, tensors, meta))
             print(f"wrote {args.json}")
     if args.write_layer_config:
-        Path(args.write_layer_config).write_text(json.dumps(report.to_config(similarity), indent=2))
+        text = json.dumps(report.to_config(similarity), indent=2)
+        with user_file(args.write_layer_config, "write"):
+            Path(args.write_layer_config).write_text(text)
         print(f"wrote the per-layer configuration to {args.write_layer_config}")
     return quantized

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..diagnostics import NpucError
+from ..diagnostics import NpucError, user_file, working_on
 
 
 def add_binary_options(parser: argparse.ArgumentParser) -> None:
@@ -63,8 +63,9 @@ def run_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
     for path in (args.output, args.json):
         if path and not Path(path).resolve().parent.is_dir():
             raise NpucError(f"output directory does not exist: {Path(path).parent}")
-    program = load_file(args.model)
-    executor = Executor(program)
+    with working_on("step", "load"):
+        program = load_file(args.model)
+        executor = Executor(program)
     rng = np.random.default_rng(args.seed)
     for desc in program.inputs:
         if desc.name not in inputs:
@@ -79,9 +80,11 @@ def run_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
         unknown = sorted((layers or set()) - set(program.layers))
         if unknown:
             raise NpucError(f"--dump-tensors: no layer named {', '.join(unknown)}")
-        outputs, dumped = run_with_dump(executor, inputs, layers)
+        with working_on("step", "run"):
+            outputs, dumped = run_with_dump(executor, inputs, layers)
     else:
-        outputs, dumped = executor.run(inputs), {}
+        with working_on("step", "run"):
+            outputs, dumped = executor.run(inputs), {}
     saved: dict[str, np.ndarray] = {}
     for desc in program.outputs:
         stored = outputs[desc.name]
@@ -112,8 +115,11 @@ def _profile(args: argparse.Namespace, program, recorded: str | None) -> None:
     name = args.target or recorded
     if name is None:
         raise NpucError("the binary does not name its target: give --target for --profile")
-    profile = estimate(program, load_target(name))
-    print(table(profile))
+    target = load_target(name)
+    with working_on("step", "profile"):
+        profile = estimate(program, target)
+        print(table(profile))
     if args.json:
-        Path(args.json).write_text(json.dumps(to_json(profile), indent=2) + "\n")
+        with user_file(args.json, "write"):
+            Path(args.json).write_text(json.dumps(to_json(profile), indent=2) + "\n")
         print(f"wrote the profile to {args.json}")

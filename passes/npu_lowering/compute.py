@@ -24,6 +24,8 @@ from .views import ViewError, broadcast, reshaped, with_rank
 
 Rule = Callable[[Builder, Operation], None]
 RULES: dict[str, Rule] = {}
+#: Ops whose rule covers only some instances: the others run on the host.
+SUPPORTS: dict[str, Callable[[Operation], bool]] = {}
 
 
 def rule(*names: str) -> Callable[[Rule], Rule]:
@@ -33,6 +35,22 @@ def rule(*names: str) -> Callable[[Rule], Rule]:
         return fn
 
     return register
+
+
+def supports(*names: str) -> Callable[[Callable[[Operation], bool]], Callable]:
+    """Register which instances of `names` their rule lowers."""
+
+    def register(fn: Callable[[Operation], bool]) -> Callable[[Operation], bool]:
+        for name in names:
+            SUPPORTS[name] = fn
+        return fn
+
+    return register
+
+
+def lowerable(op: Operation) -> bool:
+    """Whether a rule lowers `op` (the op has one and it covers this instance)."""
+    return op.name in RULES and SUPPORTS.get(op.name, lambda _: True)(op)
 
 
 def _ints(attr) -> tuple[int, ...]:
@@ -309,7 +327,7 @@ def pad(b: Builder, op: qnn.PadOp) -> None:
            pad_value=value)  # fmt: skip
 
 
-__all__ = ["RULES", "ViewError", "constant_values"]
+__all__ = ["RULES", "ViewError", "constant_values", "lowerable"]
 
 
 #: The compute rules (their outputs may be written straight into an insert's slice).

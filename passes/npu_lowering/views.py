@@ -38,6 +38,8 @@ def sliced(
     ref: TensorRef, offsets: Sequence[int], shape: Sequence[int], steps: Sequence[int] | None = None
 ) -> TensorRef:
     """The region [offsets, offsets + shape * steps) of `ref` (element steps per axis)."""
+    if not offsets and tuple(shape) == (1,):  # a rank-0 value: one element, as shape_of says
+        offsets = (0,) * len(ref.shape)
     steps = steps or [1] * len(shape)
     start = sum(o * s for o, s in zip(offsets, ref.strides, strict=True))
     strides = tuple(s * k for s, k in zip(ref.strides, steps, strict=True))

@@ -157,8 +157,12 @@ def _take(chunks: list[Batch], count: int) -> tuple[Batch, list[Batch]]:
 
 
 class RandomDataset(CalibrationDataset):
-    """`count` standard-normal samples (integers 0/1 for integer inputs); sample i is drawn
-    from `np.random.default_rng((seed, i))`, so it does not depend on the batch size."""
+    """`count` seeded random samples; sample i is drawn from `np.random.default_rng((seed, i))`,
+    so it does not depend on the batch size.
+
+    Float inputs are standard normal, bool inputs 0 or 1, and integer inputs uniform over
+    [0, 255] (within the type's range): byte-like data, as token and byte inputs hold.
+    """
 
     def __init__(
         self, module: ModuleOp, count: int, seed: int = 0, *, batch_size: int | None = None
@@ -174,11 +178,18 @@ class RandomDataset(CalibrationDataset):
             chunk = {}
             for spec in self.inputs:
                 shape = (1, *spec.sample_shape)
-                if np.issubdtype(spec.dtype, np.floating):
-                    chunk[spec.name] = rng.standard_normal(shape).astype(spec.dtype)
-                else:
-                    chunk[spec.name] = rng.integers(0, 2, shape).astype(spec.dtype)
+                chunk[spec.name] = random_sample(rng, shape, spec.dtype)
             yield chunk
+
+
+def random_sample(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Random data for one input of `dtype` (see RandomDataset)."""
+    if np.issubdtype(dtype, np.floating):
+        return rng.standard_normal(shape).astype(dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, shape).astype(dtype)
+    high = min(255, int(np.iinfo(dtype).max))
+    return rng.integers(0, high, shape, endpoint=True).astype(dtype)
 
 
 def random_dataset(

@@ -161,7 +161,7 @@ def classify(op: Operation, setting: LayerSetting) -> tuple[str, str | None]:
     if setting.mode == "float":
         return "float", "configured float"
     if not op.results or not all(is_f32_tensor(v) for v in (*op.operands, *op.results)):
-        return "float", "has non-f32 operands or results"
+        return "float", "has integer or bool operands or results (they stay in nn)"
     kind, alpha = fused_activation(op)[0], fused_activation(op)[3]
     if kind == "leaky_relu" and (alpha <= 0 or setting.bits != 8):
         return "float", "fused leaky_relu needs an 8-bit LUT and a positive alpha"

@@ -422,6 +422,8 @@ def collect_statistics(
     stats: dict[str, TensorStatistics] = {}
 
     def record(key: str, array: np.ndarray) -> None:
+        if np.asarray(array).dtype.kind != "f":
+            return  # integer and bool tensors are never quantized, so never observed
         if key not in stats:
             stats[key] = TensorStatistics(key, bins=bins, momentum=momentum)
         stats[key].add(array, outlier_policy)
@@ -452,7 +454,8 @@ def collect_statistics(
     if not seen:
         raise NpucError("the calibration data set is empty")
     for name, key in (aliases or {}).items():
-        stats.setdefault(name, stats[key])
+        if key in stats:  # not for integer tensors
+            stats.setdefault(name, stats[key])
     return stats
 
 

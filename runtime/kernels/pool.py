@@ -43,15 +43,17 @@ def max_pool2d(
     dilations: Sequence[int] = (1, 1),
     ceil_mode: bool = False,
 ) -> np.ndarray:
-    """Maximum over each (dilated) window; padding is -inf so it never wins."""
+    """Maximum over each (dilated) window; padding is -inf (integers: the type's minimum)
+    so it never wins. Floats give float32, integers keep their dtype."""
     out_hw, extra = _geometry(x.shape, kernel, strides, pads, dilations, ceil_mode)
-    xp = pad_hw(x, pads, -np.inf, extra)
+    floor = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    xp = pad_hw(x, pads, floor, extra)
     y: np.ndarray | None = None
     for i in range(kernel[0]):
         for j in range(kernel[1]):
             view = tap(xp, i, j, out_hw, strides, dilations)
             if y is None:
-                y = np.array(view, dtype=F32)
+                y = np.array(view, dtype=F32 if x.dtype.kind == "f" else x.dtype)
             else:
                 np.maximum(y, view, out=y)
     assert y is not None

@@ -7,6 +7,7 @@ import numpy as np
 from npuc.dialects import qnn_more as qm
 from npuc.dialects.nn_base import shape_of
 from npuc.runtime.kernels import qnn_arith as qa
+from npuc.runtime.kernels import resize
 from npuc.runtime.kernels.integer import requantize
 from npuc.runtime.nn_interpreter import _ints, _v
 from npuc.runtime.qnn_kernels import _centred, _dtype, _finish, _zp, register_qnn_kernel
@@ -57,33 +58,13 @@ def _prelu(op: qm.PReluOp, a: list[np.ndarray]) -> list[np.ndarray]:
     return [np.clip(r + _zp(op.output), lo, hi).astype(_dtype(op.output))]
 
 
-def _bilinear_axis(
-    size_in: int, size_out: int, align_corners: bool, half_pixel: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(lo, hi, w_lo, w_hi) per output index: ComputeInterpolationValuesInteger, Q10 weights."""
-    scale = ((1 << 10) * size_in + size_out // 2) // size_out
-    if align_corners and size_out > 1:
-        scale = ((1 << 10) * (size_in - 1) + (size_out - 1) // 2) // (size_out - 1)
-    v = np.arange(size_out, dtype=I64) * scale
-    if half_pixel:
-        v = v + scale // 2 - (1 << 9)
-
-    def c_div(a: np.ndarray) -> np.ndarray:  # C division by 1024, truncating toward zero
-        return np.where(a >= 0, a >> 10, -((-a) >> 10))
-
-    lo = np.maximum(c_div(v), 0)
-    hi = np.minimum(c_div(v + (1 << 10) - 1), size_in - 1)
-    frac = v - (lo << 10)
-    return lo, hi, (1 << 10) - frac, frac
-
-
 @register_qnn_kernel(qm.ResizeBilinearOp)
 def _resize_bilinear(op: qm.ResizeBilinearOp, a: list[np.ndarray]) -> list[np.ndarray]:
     x = a[0].astype(I64)
     (h_in, w_in), (h_out, w_out) = x.shape[2:], shape_of(op.output)[2:]
     align, half = bool(op.align_corners.value.data), bool(op.half_pixel_centers.value.data)
-    y0, y1, wy0, wy1 = _bilinear_axis(h_in, h_out, align, half)
-    x0, x1, wx0, wx1 = _bilinear_axis(w_in, w_out, align, half)
+    y0, y1, wy0, wy1 = resize.integer_bilinear_axis(h_in, h_out, align, half)
+    x0, x1, wx0, wx1 = resize.integer_bilinear_axis(w_in, w_out, align, half)
     total = np.zeros((*x.shape[:2], h_out, w_out), I64)
     for ys, wy in ((y0, wy0), (y1, wy1)):
         for xs, wx in ((x0, wx0), (x1, wx1)):

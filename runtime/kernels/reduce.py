@@ -18,10 +18,13 @@ _REDUCERS = {
 
 
 def reduce(x: np.ndarray, kind: str, axes: Sequence[int] = (), keepdims: bool = True) -> np.ndarray:
-    """Reduce `x` with `kind` (mean, sum, max, min, prod) over `axes`; all axes when empty."""
+    """Reduce `x` with `kind` (mean, sum, max, min, prod) over `axes`; all axes when empty.
+
+    Floats reduce to float32; integers and booleans keep their dtype (sums wrap around).
+    """
     axis = tuple(a % x.ndim for a in axes) if axes else None
     out = _REDUCERS[kind](x, axis=axis, keepdims=keepdims)
-    return np.asarray(out, dtype=F32)
+    return np.asarray(out, dtype=F32 if x.dtype.kind == "f" else x.dtype)
 
 
 def arg_reduce(

@@ -1,7 +1,9 @@
-"""ONNX Resize (nearest, n-linear, n-cubic), applied one axis at a time.
+"""ONNX Resize (nearest, n-linear, n-cubic), applied one axis at a time, and the Q10
+interpolation values of TFLite's integer bilinear resize (qnn.resize_bilinear).
 
 Interpolation is separable, so each resized axis becomes a gather of at most
-four neighbours and a weighted sum computed in float32.
+four neighbours and a weighted sum computed in float32. The NPU lowering
+(passes/npu_lowering/resize.py) reads its index maps and weights from here too.
 """
 
 from __future__ import annotations
@@ -150,3 +152,23 @@ def _apply_axis(x: np.ndarray, axis: int, idx: np.ndarray, weights: np.ndarray) 
             out += term
     assert out is not None
     return out
+
+
+def integer_bilinear_axis(
+    size_in: int, size_out: int, align_corners: bool, half_pixel: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(lo, hi, w_lo, w_hi) per output index: ComputeInterpolationValuesInteger, Q10 weights."""
+    scale = ((1 << 10) * size_in + size_out // 2) // size_out
+    if align_corners and size_out > 1:
+        scale = ((1 << 10) * (size_in - 1) + (size_out - 1) // 2) // (size_out - 1)
+    v = np.arange(size_out, dtype=np.int64) * scale
+    if half_pixel:
+        v = v + scale // 2 - (1 << 9)
+
+    def c_div(a: np.ndarray) -> np.ndarray:  # C division by 1024, truncating toward zero
+        return np.where(a >= 0, a >> 10, -((-a) >> 10))
+
+    lo = np.maximum(c_div(v), 0)
+    hi = np.minimum(c_div(v + (1 << 10) - 1), size_in - 1)
+    frac = v - (lo << 10)
+    return lo, hi, (1 << 10) - frac, frac

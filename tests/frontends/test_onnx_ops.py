@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from xdsl.dialects.builtin import IntegerType
 
 from npuc.diagnostics import NpucError
 from npuc.frontends.onnx import import_onnx
+from npuc.runtime.nn_interpreter import run_module
 from npuc.tensors import from_dense
 
 I64 = onnx.TensorProto.INT64
@@ -582,19 +584,21 @@ def test_gather_constant_indices(ox):
     assert out_shapes(ox, module) == [(3, 1, 2)]
 
 
-def test_gather_with_runtime_indices_is_unsupported(ox):
+def test_gather_with_runtime_indices(ox):
     model = ox.make_model(
         [ox.node("Gather", ["x", "i"], ["y"], "g")], [("x", [3]), ox.tensor("i", [2], I64)], ["y"]
     )
-    with pytest.raises(NpucError, match="element type int64"):
-        import_onnx(model)
+    module = import_onnx(model)
+    assert ox.op_names(module) == ["nn.gather"]
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    got = run_module(module, {"x": x, "i": np.array([2, -3], np.int64)})["y"]
+    np.testing.assert_array_equal(got, [3.0, 1.0])
     model = ox.make_model(
         [ox.node("ArgMax", ["x"], ["i"], "am"), ox.node("Gather", ["x", "i"], ["y"], "g")],
         [("x", [3])],
         ["y"],
     )
-    with pytest.raises(NpucError, match=r"Gather x1: g \(non-constant indices\)"):
-        import_onnx(model)
+    assert ox.op_names(import_onnx(model)) == ["nn.argmax", "nn.gather"]
 
 
 @pytest.mark.parametrize(
@@ -713,5 +717,19 @@ def test_float_constant_arithmetic_is_folded(ox):
 
 def test_cast_of_float_at_run_time(ox):
     assert ox.nn_ops(one_node(ox, "Cast", ["x"], [2], to=onnx.TensorProto.FLOAT)) == []
-    with pytest.raises(NpucError, match=r"cast to int32 at run time not supported"):
-        one_node(ox, "Cast", ["x"], [2], to=onnx.TensorProto.INT32)
+    cast = only_op(ox, one_node(ox, "Cast", ["x"], [2], to=onnx.TensorProto.INT32), "nn.cast")
+    assert cast.results[0].type.element_type == IntegerType(32)
+    with pytest.raises(NpucError, match=r"cast to float16 at run time not supported"):
+        one_node(ox, "Cast", ["x"], [2], to=onnx.TensorProto.FLOAT16)
+
+
+@pytest.mark.parametrize("op_type", ["GlobalMaxPool", "GlobalAveragePool"])
+def test_1d_global_pools_run_as_2d(ox, op_type):
+    module = one_node(ox, op_type, ["x"], [1, 3, 7])
+    pool = "nn.global_max_pool" if op_type == "GlobalMaxPool" else "nn.global_avg_pool"
+    assert ox.op_names(module) == ["nn.reshape", pool, "nn.reshape"]
+    assert ox.shape(ox.nn_ops(module)[1].results[0]) == (1, 3, 1, 1)
+    x = np.arange(21, dtype=np.float32).reshape(1, 3, 7)
+    got = run_module(module, {"x": x})["y"]
+    want = x.max(axis=2, keepdims=True) if op_type == "GlobalMaxPool" else x.mean(2, keepdims=True)
+    np.testing.assert_allclose(got, want)

@@ -28,7 +28,7 @@ PLAN = "plan-memory{target=mcu-64}"
 
 
 def lowered(
-    module: ModuleOp, host: str = "float"
+    module: ModuleOp, host: str = "all"
 ) -> tuple[dict, dict, npuc.dialects.npu_isa.Program]:
     """(reference outputs of the planned module, executor outputs, program)."""
     inputs = random_inputs(module, seed=3)
@@ -230,7 +230,7 @@ def test_ops_without_instruction_are_listed_together(parse):
     module = parse(UNSUPPORTED)
     npuc.apply_pipeline(module, PLAN)
     with pytest.raises(NpucError) as e:
-        npuc.apply_pipeline(module, "lower-to-npu")
+        npuc.apply_pipeline(module, "lower-to-npu{host=float}")
     assert e.value.message == (
         "lower-to-npu: 2 op(s) cannot be lowered:\n"
         "  'qnn.argmax' (layer 'argmax'): no NPU instruction (host=all runs it on the host)\n"
@@ -238,10 +238,10 @@ def test_ops_without_instruction_are_listed_together(parse):
     )
 
 
-def test_host_all_runs_them_on_the_host(parse):
+def test_host_all_runs_them_on_the_host_by_default(parse):
     module = parse(UNSUPPORTED)
     npuc.apply_pipeline(module, PLAN)
-    reference, outputs, program = lowered(module, host="all")
+    reference, outputs, program = lowered(module)
     assert_same(reference, outputs)
     assert [inst.op for inst in program.instructions] == ["eltwise", "host", "host", "move"]
 

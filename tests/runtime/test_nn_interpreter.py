@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import onnx
 import pytest
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
@@ -20,19 +21,23 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     f32,
+    i1,
+    i8,
+    i32,
     i64,
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from npuc.diagnostics import NpucError
 from npuc.dialects import nn
 from npuc.dialects.nn_base import ActivationFusable
 from npuc.graph_io import name_attrs
 from npuc.runtime import nn_interpreter as interp
-from npuc.tensors import to_dense
+from npuc.tensors import numpy_dtype, to_dense, xdsl_type
 
 R = np.random.default_rng(7)
+F32 = np.float32
 
 
 def randn(*shape: int) -> np.ndarray:
@@ -62,7 +67,8 @@ def make_module(
     output_names: list[str] | None = None,
 ) -> ModuleOp:
     """A module whose @main takes `inputs`' types; body(block, args) returns (ops, results)."""
-    types = [TensorType(f32 if a.dtype == np.float32 else i64, a.shape) for a in inputs]
+    types = [TensorType(f32 if a.dtype == np.float32 else xdsl_type(a.dtype), a.shape)
+             for a in inputs]  # fmt: skip
     block = Block(arg_types=types)
     ops, results = body(list(block.args))
     block.add_ops([*ops, ReturnOp(*results)])
@@ -88,6 +94,7 @@ class Case:
     feeds: int = 1  # operands passed as function arguments; the rest become nn.constant
     opset: int = 18
     result_shapes: list[tuple[int, ...]] | None = None
+    element: Attribute | None = None  # the results' element type; default: the first operand's
 
     @property
     def id(self) -> str:
@@ -136,6 +143,50 @@ BINARY_CASES = [
         (nn.MinimumOp, "Min", randn(2, 3, 4)),
     ]
 ] + [Case(nn.PowOp, [POS, randn(4)], {}, "Pow", feeds=2)]
+
+INTS = R.integers(-50, 50, (2, 3, 4)).astype(np.int32)
+ROW = R.integers(-50, 50, (4,)).astype(np.int32)
+NONZERO = (R.integers(1, 9, (4,)) * R.choice([-1, 1], 4)).astype(np.int32)
+FLAGS, MASK = INTS > 0, ROW > 0
+WILD = np.array([-2.7, -0.5, 0.5, 2.7, 1e10, -1e10, np.nan, 3.0], np.float32)
+INTEGER_CASES = [
+    *(Case(op, [INTS, rhs], {}, onnx, feeds=2) for op, onnx, rhs in [
+        (nn.AddOp, "Add", ROW), (nn.SubOp, "Sub", ROW), (nn.MulOp, "Mul", ROW),
+        (nn.DivOp, "Div", NONZERO), (nn.MaximumOp, "Max", ROW), (nn.MinimumOp, "Min", ROW)]),
+    Case(nn.DivOp, [INTS.astype(np.uint8), np.abs(NONZERO).astype(np.uint8)], {}, "Div", feeds=2),
+    Case(nn.AbsOp, [INTS], {}, "Abs"),
+    Case(nn.NegOp, [INTS.astype(np.int64)], {}, "Neg"),
+    *(Case(op, [INTS, ROW], {}, onnx, feeds=2, element=i1) for op, onnx in [
+        (nn.EqualOp, "Equal"), (nn.LessOp, "Less"), (nn.LessEqualOp, "LessOrEqual"),
+        (nn.GreaterOp, "Greater"), (nn.GreaterEqualOp, "GreaterOrEqual")]),
+    Case(nn.EqualOp, [FLAGS, MASK], {}, "Equal", feeds=2, element=i1),
+    Case(nn.NotOp, [FLAGS], {}, "Not", element=i1),
+    *(Case(op, [FLAGS, MASK], {}, onnx, feeds=2, element=i1) for op, onnx in [
+        (nn.AndOp, "And"), (nn.OrOp, "Or"), (nn.XorOp, "Xor")]),
+    Case(nn.WhereOp, [FLAGS, INTS, ROW], {}, "Where", feeds=3, element=i32),
+    Case(nn.WhereOp, [MASK, SMALL, randn(4)], {}, "Where", feeds=2, element=f32),
+    Case(nn.CastOp, [FLAGS], {}, "Cast", {"to": onnx.TensorProto.FLOAT}, element=f32),
+    Case(nn.CastOp, [WILD[:4]], {}, "Cast", {"to": onnx.TensorProto.INT32}, element=i32),
+    Case(nn.CastOp, [WILD], {}, "Cast", {"to": onnx.TensorProto.BOOL}, element=i1),
+    Case(nn.CastOp, [INTS], {}, "Cast", {"to": onnx.TensorProto.INT8}, element=i8),
+    Case(nn.CastOp, [INTS], {}, "Cast", {"to": onnx.TensorProto.FLOAT}, element=f32),
+    Case(nn.ReduceSumOp, [INTS], {"axes": nn.ints([1])}, "ReduceSum",
+         onnx_inputs=[INTS, _i64(1)]),
+    Case(nn.ReduceMaxOp, [FLAGS], {"axes": nn.ints([0]), "keepdims": b(False)}, "ReduceMax",
+         {"keepdims": 0}, onnx_inputs=[FLAGS, _i64(0)], opset=20),
+    Case(nn.ArgMaxOp, [INTS], {"axis": i(2)}, "ArgMax", {"axis": 2}, opset=13),
+    Case(nn.ReshapeOp, [FLAGS], {}, "Reshape", onnx_inputs=[FLAGS, _i64(4, 6)],
+         result_shapes=[(4, 6)]),
+    Case(nn.ConcatOp, [INTS, INTS[:, :1]], {"axis": i(1)}, "Concat", {"axis": 1}, feeds=2),
+    Case(nn.GatherOp, [INTS, _i64(2, 0).astype(np.int32)], {"axis": i(1)}, "Gather", {"axis": 1},
+         feeds=2),
+    Case(nn.MaxPool2dOp, [(X4 * 40 + 100).astype(np.uint8)],
+         {"kernel": nn.ints([3, 2]), "strides": nn.ints([2, 1]), "pads": nn.ints([1, 0, 1, 1]),
+          "dilations": nn.ints([1, 1])},
+         "MaxPool", {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1]}),
+    Case(nn.PadOp, [INTS], {"pads": nn.ints([0, 1, 0, 0, 0, 2]), "mode": StringAttr("edge")},
+         "Pad", {"mode": "edge"}, onnx_inputs=[INTS, _i64(0, 1, 0, 0, 0, 2)]),
+]  # fmt: skip
 
 CASES = [
     *UNARY_CASES,
@@ -240,6 +291,7 @@ CASES = [
     Case(nn.DepthToSpaceOp, [X4], {"block_size": i(2)}, "DepthToSpace", {"blocksize": 2}),
     Case(nn.SpaceToDepthOp, [randn(1, 2, 4, 6)], {"block_size": i(2)}, "SpaceToDepth",
          {"blocksize": 2}),
+    *INTEGER_CASES,
 ]  # fmt: skip
 
 
@@ -249,8 +301,12 @@ def _module_for(case: Case) -> tuple[ModuleOp, dict[str, np.ndarray]]:
     def body(args: list[SSAValue]):
         consts = [const(a) for a in case.operands[case.feeds :]]
         values = [*args, *(c.results[0] for c in consts)]
-        types = [TensorType(f32, s) for s in case.result_shapes] if case.result_shapes else None
-        element = i64 if case.op in (nn.ArgMaxOp, nn.ArgMinOp) else f32
+        element = case.element or xdsl_type(case.operands[0].dtype)
+        if case.op in (nn.ArgMaxOp, nn.ArgMinOp):
+            element = i64
+        elif element == xdsl_type(np.dtype(np.float64)):
+            element = f32
+        types = [TensorType(element, s) for s in case.result_shapes] if case.result_shapes else None
         op = nn.build(
             case.op, values, case.props, name="layer", result_types=types, element_type=element
         )
@@ -273,8 +329,8 @@ def test_every_op_matches_onnxruntime(onnx_ort, close, case: Case):
     )  # fmt: skip
     assert list(outputs) == [f"y{k}" for k in range(n_out)]
     for got, want in zip(outputs.values(), expected, strict=True):
-        if want.dtype == np.int64:
-            assert got.dtype == np.int64
+        if want.dtype.kind in "iub":
+            assert got.dtype == want.dtype
             np.testing.assert_array_equal(got, want)
         else:
             close(got, want)
@@ -289,7 +345,7 @@ def test_every_nn_op_has_a_kernel():
 
 # --------------------------------------------------------------------------- fused activations
 
-FUSABLE = [c for c in CASES if issubclass(c.op, ActivationFusable)]
+FUSABLE = [c for c in CASES if issubclass(c.op, ActivationFusable) and c.operands[0].dtype == F32]
 
 
 @pytest.mark.parametrize("case", FUSABLE, ids=lambda c: c.id)
@@ -522,12 +578,15 @@ def test_outputs_are_fresh_contiguous_arrays_even_for_inputs_and_constants():
     np.testing.assert_array_equal(interp.run_module(module, {"x0": x})["y1"], [1.0, 2.0])
 
 
-def test_no_float64_leaks_into_results_or_intermediates():
+def test_results_have_their_types_dtype_and_no_float64_leaks():
     for case in CASES:
         module, feeds = _module_for(case)
         outputs, inter = interp.run_module(module, feeds, keep="all")
-        for got in [*outputs.values(), *inter.values()]:
-            assert got.dtype in (np.float32, np.int64), case.id
+        func = module.ops.first
+        for got, ty in zip(outputs.values(), func.function_type.outputs, strict=True):
+            assert got.dtype == numpy_dtype(ty.element_type), case.id
+        for got in inter.values():
+            assert got.dtype != np.float64, case.id
 
 
 # --------------------------------------------------------------------------- input checking

@@ -1,0 +1,233 @@
+"""Lowering rules of `qnn.resize` (nearest) and `qnn.resize_bilinear` onto existing instructions.
+
+Each resized axis is described by its taps: the input indices and integer weights of every
+output index, taken from the interpreter's own index computation (runtime/kernels/resize.py),
+so the construction is exact by design.
+
+- Nearest, when every axis reads `start + (o // repeat) * step` (integer upsampling with
+  asymmetric/floor coordinates, integer downsampling, ...): one `move` from a view of the
+  input that repeats elements with stride 0, Ethos-U's IFM upscaling. Otherwise, for integer
+  upsampling factors: one `move` per output phase and run of equal taps.
+- Bilinear by integer factors: the output splits into phases (o mod factor) and, inside a
+  phase, runs of outputs whose taps are equal relative to o // factor (the borders clamp).
+  Each (row run, column run) is a depthwise `conv2d` without padding on a slice of the input,
+  writing a strided slice of the output: weights w_y w_x / 2^k (exact integers), bias 0,
+  multiplier 1, shift 20 - k, the op's rounding. A piece of single unit taps is a `move`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import product
+
+import numpy as np
+from xdsl.ir import Operation
+
+from npuc.dialects import qnn
+from npuc.dialects import qnn_more as qm
+from npuc.dialects.npu_isa import DTYPES, MAX_RANK, TensorRef, dtype_range, row_major
+from npuc.runtime.kernels import resize
+
+from .builder import Builder, LoweringError
+from .compute import rule, supports
+from .views import shape_of, sliced
+
+Q = 10  # TFLite's integer bilinear weights are Q10
+MAX_PIECES = 64  # instructions one resize may take; beyond, it runs on the host
+
+
+@dataclass(frozen=True)
+class Run:
+    """`count` outputs `out_start + step * j`; output j reads inputs `in_start + j + k`
+    with weight `taps[k]`."""
+
+    out_start: int
+    step: int
+    count: int
+    in_start: int
+    taps: tuple[int, ...]
+
+
+Taps = list[dict[int, int]]  # per output index: input index -> non-zero weight
+Repeat = tuple[int, int, int]  # (start, repeat, step) of one axis
+
+
+def nearest_taps(op: qnn.ResizeOp) -> list[Taps]:
+    """The input index of every output index, per axis (weight 1), as the interpreter has it."""
+    out, axes = shape_of(op.output.type), []
+    for in_len, out_len, scale in zip(shape_of(op.input.type), out,
+                                      op.scales.get_values(), strict=True):  # fmt: skip
+        if in_len == out_len and float(scale) == 1.0:
+            idx = np.arange(out_len)
+        else:
+            modes = (op.coordinate_mode.data, op.nearest_mode.data)
+            idx = resize.axis_taps(in_len, out_len, float(scale), "nearest", *modes)[0][:, 0]
+        axes.append([{int(i): 1} for i in idx])
+    return axes
+
+
+def bilinear_taps(op: qm.ResizeBilinearOp) -> list[Taps]:
+    """Q10 weights of the H and W axes (TFLite's ResizeBilinearInteger)."""
+    (h, w), (oh, ow) = shape_of(op.input.type)[2:], shape_of(op.output.type)[2:]
+    align, half = op.align_corners.value.data, op.half_pixel_centers.value.data
+    axes = []
+    for size_in, size_out in ((h, oh), (w, ow)):
+        lo, hi, wlo, whi = resize.integer_bilinear_axis(size_in, size_out, bool(align), bool(half))
+        taps: Taps = []
+        for a, b, wa, wb in zip(lo, hi, wlo, whi, strict=True):
+            merged = {int(a): int(wa)}
+            merged[int(b)] = merged.get(int(b), 0) + int(wb)
+            taps.append({k: v for k, v in merged.items() if v})
+        axes.append(taps)
+    return axes
+
+
+def repeat_form(taps: Taps) -> Repeat | None:
+    """(start, repeat, step) with output o reading `start + (o // repeat) * step`, else None."""
+    idx = np.array([next(iter(t)) if len(t) == 1 else -1 for t in taps])
+    if (idx < 0).any():
+        return None
+    repeat = int(np.argmax(idx != idx[0])) or len(idx)
+    if len(idx) % repeat:
+        return None
+    step = int(idx[repeat] - idx[0]) if repeat < len(idx) else 1
+    want = idx[0] + (np.arange(len(idx)) // repeat) * step
+    return (int(idx[0]), repeat, step) if step >= 0 and np.array_equal(idx, want) else None
+
+
+def axis_runs(taps: Taps, in_len: int) -> list[Run] | None:
+    """The runs of one axis upsampled by an integer factor (None for other ratios)."""
+    if len(taps) % in_len:
+        return None
+    factor = len(taps) // in_len
+    runs: list[Run] = []
+    for phase in range(factor):
+        for i in range(in_len):
+            t = taps[factor * i + phase]
+            first = min(t)
+            weights = tuple(t.get(k, 0) for k in range(first, max(t) + 1))
+            last = runs[-1] if runs and i > 0 else None
+            if last and last.taps == weights and last.in_start + last.count == first:
+                runs[-1] = Run(last.out_start, factor, last.count + 1, last.in_start, weights)
+            else:
+                runs.append(Run(factor * i + phase, factor, 1, first, weights))
+    return runs
+
+
+def pieces(axes: list[Taps], shape: tuple[int, ...]) -> list[tuple[Run, ...]] | None:
+    """Every combination of the axes' runs (None: a ratio without runs, or too many)."""
+    runs = []
+    for taps, in_len in zip(axes, shape, strict=True):
+        axis = axis_runs(taps, in_len)
+        if axis is None:
+            return None
+        runs.append(axis)
+    if math.prod(len(r) for r in runs) > MAX_PIECES:
+        return None
+    return list(product(*runs))
+
+
+def _repeat_forms(op: qnn.ResizeOp) -> list[Repeat] | None:
+    """Every axis's repeat form, if all have one and the repeated view fits MAX_RANK."""
+    forms = [repeat_form(t) for t in nearest_taps(op)]
+    known = [f for f in forms if f is not None]
+    if len(known) < len(forms) or len(known) + sum(f[1] > 1 for f in known) > MAX_RANK:
+        return None
+    return known
+
+
+@supports("qnn.resize")
+def nearest_supported(op: Operation) -> bool:
+    assert isinstance(op, qnn.ResizeOp)
+    return _repeat_forms(op) is not None or (
+        pieces(nearest_taps(op), shape_of(op.input.type)) is not None)  # fmt: skip
+
+
+@supports("qnn.resize_bilinear")
+def bilinear_supported(op: Operation) -> bool:
+    assert isinstance(op, qm.ResizeBilinearOp)
+    return pieces(bilinear_taps(op), shape_of(op.input.type)[2:]) is not None
+
+
+def repeated(ref: TensorRef, forms: list[Repeat], out_shape: tuple[int, ...]) -> TensorRef:
+    """`ref` read as the nearest-resized tensor: each axis split into (outer, repeat), the
+    repeat with stride 0 (its unit dimensions left out)."""
+    offset, shape, strides = ref.offset, [], []
+    for (start, repeat, step), n, stride in zip(forms, out_shape, ref.strides, strict=True):
+        offset += start * stride * ref.itemsize
+        shape.append(n // repeat)
+        strides.append(stride * step)
+        if repeat > 1:
+            shape.append(repeat)
+            strides.append(0)
+    return TensorRef(ref.region, offset, tuple(shape), tuple(strides), ref.dtype)
+
+
+def _slices(
+    ifm: TensorRef, ofm: TensorRef, runs: tuple[Run, ...], span: bool
+) -> tuple[TensorRef, TensorRef]:
+    """The input and output slices of one piece (the runs cover the last axes)."""
+    lead = len(ofm.shape) - len(runs)
+    whole, zeros, ones = ofm.shape[:lead], (0,) * lead, (1,) * lead
+    extra = [len(r.taps) - 1 if span else 0 for r in runs]
+    src_shape = whole + tuple(r.count + e for r, e in zip(runs, extra, strict=True))
+    src = sliced(ifm, zeros + tuple(r.in_start for r in runs), src_shape)
+    dst_shape = whole + tuple(r.count for r in runs)
+    dst = sliced(ofm, zeros + tuple(r.out_start for r in runs), dst_shape,
+                 ones + tuple(r.step for r in runs))  # fmt: skip
+    return src, dst
+
+
+@rule("qnn.resize")
+def nearest(b: Builder, op: qnn.ResizeOp) -> None:
+    ifm, ofm = b.ref(op.input), b.out(op.output)
+    forms = _repeat_forms(op)
+    if forms is not None:
+        b.emit("move", (repeated(ifm, forms, ofm.shape), ofm), (op.input,))
+        return
+    plan = pieces(nearest_taps(op), ifm.shape)
+    if plan is None:
+        raise LoweringError("this nearest resize has no NPU lowering")
+    for runs in plan:
+        b.emit("move", _slices(ifm, ofm, runs, False), (op.input,))
+
+
+@rule("qnn.resize_bilinear")
+def bilinear(b: Builder, op: qm.ResizeBilinearOp) -> None:
+    ifm, ofm = b.ref(op.input), b.out(op.output)
+    plan = pieces(bilinear_taps(op), ifm.shape[2:])
+    if plan is None:
+        raise LoweringError("this bilinear resize has no NPU lowering")
+    q, channels = qnn.qtype(op.output), ofm.shape[1]
+    for ry, rx in plan:
+        src, dst = _slices(ifm, ofm, (ry, rx), True)
+        gy, gx = _power_of_two(ry.taps), _power_of_two(rx.taps)
+        kernel = np.outer(np.array(ry.taps) // gy, np.array(rx.taps) // gx)
+        shift = 2 * Q - (gy * gx).bit_length() + 1  # 2^20 / (gy gx) = 2^shift
+        if kernel.shape == (1, 1) and kernel[0, 0] == 1 and shift == 0:
+            b.emit("move", (src, dst), (op.input,))
+            continue
+        weights = _constant(b, np.broadcast_to(kernel, (channels, 1, *kernel.shape)))
+        table = np.zeros((channels, 4), np.int64)
+        table[:, 1], table[:, 2] = 1, shift
+        b.emit(
+            "conv2d", (src, weights, _constant(b, table, "i32"), dst), (op.input,),
+            groups=channels, clamp_min=q.qmin, clamp_max=q.qmax, rounding=op.rounding.data,
+        )  # fmt: skip
+
+
+def _power_of_two(taps: tuple[int, ...]) -> int:
+    """The largest power of two dividing every tap."""
+    g = math.gcd(*taps)
+    return g & -g
+
+
+def _constant(b: Builder, values: np.ndarray, dtype: str | None = None) -> TensorRef:
+    """`values` appended to the constants region, in the narrowest of i8, i16, i32."""
+    if dtype is None:
+        lo, hi = int(values.min()), int(values.max())
+        dtype = next(d for d in ("i8", "i16", "i32")
+                     if dtype_range(d)[0] <= lo and hi <= dtype_range(d)[1])  # fmt: skip
+    offset = b.constants.add(np.ascontiguousarray(values, DTYPES[dtype][1]))
+    return TensorRef("constants", offset, values.shape, row_major(values.shape), dtype)
