@@ -15,6 +15,7 @@ from npuc.quantize_flow import calibrate, quantize
 from npuc.registry import DEFAULT_PIPELINE
 from npuc.runtime.executor import Executor
 from npuc.runtime.loader import load
+from npuc.runtime.qnn_kernels import random_inputs, run_module
 
 CALIB_SAMPLES = 4
 
@@ -38,6 +39,21 @@ def compile_and_run(
     loaded = load(encode_program(program))
     assert loaded == program
     return Executor(loaded).run(inputs), loaded
+
+
+def lower_and_run(
+    module: ModuleOp, host: str = "all", seed: int = 3
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], object]:
+    """Lower a memory-planned `module` in place and run its encoded, reloaded program on
+    seeded inputs: (the planned module's qnn interpreter outputs, the program's, program)."""
+    inputs = random_inputs(module, seed=seed)
+    reference = run_module(module, inputs)
+    npuc.apply_pipeline(module, f"lower-to-npu{{host={host}}}")
+    module.verify()  # the npu verifier: operands inside regions, tokens before reads
+    program = program_of(module)
+    loaded = load(encode_program(program))
+    assert loaded == program
+    return reference, Executor(loaded).run(inputs), program
 
 
 def assert_same(reference: dict, outputs: dict) -> None:

@@ -7,46 +7,26 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from compile_helpers import assert_same, lower_and_run
 from shared_models import MBV2
 from xdsl.dialects.builtin import ModuleOp
 
 import npuc
 from npuc.api import load_model
-from npuc.backend.npubin import encode_program
 from npuc.diagnostics import NpucError
 from npuc.dialects.npu_isa import TensorRef, row_major
 from npuc.passes.lower_to_npu import program_of
 from npuc.passes.npu_lowering.views import permuted, reshaped, sliced
 from npuc.registry import DEFAULT_PIPELINE
-from npuc.runtime.executor import Executor
-from npuc.runtime.loader import load
-from npuc.runtime.qnn_kernels import random_inputs, run_module
 
 REPO = Path(__file__).resolve().parents[2]
 LENET = REPO / "examples" / "lenet5.onnx"
 PLAN = "plan-memory{target=mcu-64}"
 
 
-def lowered(
-    module: ModuleOp, host: str = "all"
-) -> tuple[dict, dict, npuc.dialects.npu_isa.Program]:
+def lowered(module: ModuleOp, host: str = "all"):
     """(reference outputs of the planned module, executor outputs, program)."""
-    inputs = random_inputs(module, seed=3)
-    reference = run_module(module, inputs)
-    npuc.apply_pipeline(module, f"lower-to-npu{{host={host}}}")
-    module.verify()  # the npu verifier: operands inside regions, tokens before reads
-    program = program_of(module)
-    loaded = load(encode_program(program))
-    assert loaded == program
-    return reference, Executor(loaded).run(inputs), program
-
-
-def assert_same(reference: dict, outputs: dict) -> None:
-    assert reference.keys() == outputs.keys()
-    for name, want in reference.items():
-        got = outputs[name]
-        assert got.dtype == np.asarray(want).dtype and got.shape == np.asarray(want).shape
-        np.testing.assert_array_equal(got, want, err_msg=name)
+    return lower_and_run(module, host, seed=3)
 
 
 @pytest.fixture(scope="module")

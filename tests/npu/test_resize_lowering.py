@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from compile_helpers import assert_same, lower_and_run
 from onnx import helper, numpy_helper
 from onnx_models import float_graph, random_init
 
@@ -26,10 +27,8 @@ from npuc.passes.quantize import QuantizeConfig
 from npuc.quantize_flow import calibrate, quantize
 from npuc.registry import DEFAULT_PIPELINE
 from npuc.runtime.cycle_model import CycleModel
-from npuc.runtime.executor import Executor
 from npuc.runtime.kernels.resize import axis_taps, integer_bilinear_axis
 from npuc.runtime.loader import load
-from npuc.runtime.qnn_kernels import random_inputs, run_module
 from npuc.target import load_target
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,21 +81,7 @@ def module_text(op: str, x, y, storage: str) -> str:
 def compile_module(module, target: str, host: str = "none") -> tuple[dict, dict, Program]:
     """(interpreter outputs, runtime outputs of the encoded and reloaded program, program)."""
     npuc.apply_pipeline(module, f"tile{{target={target}}},plan-memory{{target={target}}}")
-    inputs = random_inputs(module, seed=5)
-    reference = run_module(module, inputs)
-    npuc.apply_pipeline(module, f"lower-to-npu{{host={host}}}")
-    module.verify()
-    program = program_of(module)
-    loaded = load(encode_program(program))
-    assert loaded == program
-    return reference, Executor(loaded).run(inputs), program
-
-
-def assert_same(reference: dict, outputs: dict) -> None:
-    assert reference.keys() == outputs.keys()
-    for name, want in reference.items():
-        assert outputs[name].dtype == want.dtype and outputs[name].shape == want.shape
-        np.testing.assert_array_equal(outputs[name], want, err_msg=name)
+    return lower_and_run(module, host, seed=5)
 
 
 @pytest.mark.parametrize("target", TARGETS)
