@@ -3,7 +3,8 @@
     PYTHONPATH=tests:tests/models .venv/bin/python tests/models/table.py [--write] [--target T]
 
 For each model: its op count, the float run's largest error against onnxruntime or LiteRT
-(relative to the reference's largest magnitude), then an int8 `npu-compile` build with host
+(relative to the reference's largest magnitude; an int8 streaming model is compared with
+LiteRT's reference kernels over 8 calls, state carried), then an int8 `npu-compile` build with host
 fallback, calibrated on 2 random samples: compile time, the share of MACs on the NPU, the ops
 on the host, estimated cycles, peak SRAM (activations) and flash (constants), and the output
 cosine of the int8 build against float on the calibration data (npu-compile's accuracy
@@ -21,10 +22,18 @@ from pathlib import Path
 
 import numpy as np
 from corpus import MODELS, Model
-from test_corpus import INPUT_SHAPES, float_module, reference_outputs
+from test_corpus import (
+    INPUT_SHAPES,
+    float_module,
+    litert_reference,
+    reference_outputs,
+    streaming_case,
+)
 
 from npuc.compile_flow import CompileOptions, compile_model
+from npuc.frontends.tflite_state import run_sequence
 from npuc.runtime.qnn_kernels import random_inputs, run_module
+from npuc.target import load_target
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "models.md"
 
@@ -34,9 +43,28 @@ def short(error: Exception) -> str:
     return text if len(text) < 110 else text[:107] + "..."
 
 
+def streaming_error(model: Model) -> str:
+    """An int8 streaming model against LiteRT's reference kernels, state carried."""
+    module, steps, outputs = streaming_case(model.name)
+    interpreter = litert_reference(str(model.file))
+    interpreter.allocate_tensors()
+    index = {t["name"]: t["index"] for t in interpreter.get_tensor_details()}
+    worst = 0
+    for feeds, have in zip(steps, run_sequence(module, steps)[0], strict=True):
+        interpreter.set_tensor(interpreter.get_input_details()[0]["index"], *feeds.values())
+        interpreter.invoke()
+        for name in outputs:
+            want = interpreter.get_tensor(index[name]).astype(np.int64)
+            worst = max(worst, int(np.abs(have[name].astype(np.int64) - want).max()))
+    return f"bit-exact ({len(steps)} steps)" if worst == 0 else f"{worst} steps off"
+
+
 def float_row(model: Model) -> tuple[str, str]:
     """(op count, float error) of the float import, or the error that stopped it."""
     try:
+        if model.kind == "tflite-int8":
+            ops = sum(op.name.startswith("qnn.") for op in npuc_module(model).walk())
+            return str(ops), streaming_error(model)
         module = float_module(model)
         ops = collections.Counter(
             op.name for op in module.walk() if op.name.startswith(("nn.", "qnn."))
@@ -51,6 +79,10 @@ def float_row(model: Model) -> tuple[str, str]:
         return str(sum(ops.values())), f"{worst:.1e}"
     except Exception as e:  # the table shows what stops each model, whatever it is
         return "-", f"fails: {short(e)}"
+
+
+def npuc_module(model: Model):
+    return streaming_case(model.name)[0]
 
 
 def build_row(model: Model, target: str) -> list[str]:
@@ -71,6 +103,7 @@ def build_row(model: Model, target: str) -> list[str]:
         profile = json.loads(files[f"{name}.profile.json"])
         memory = json.loads(files[f"{name}.memory.json"])
         sizes = {r["name"]: r["size"] for r in memory["regions"]}
+        sram = sizes.get("activations", 0) + sizes.get("mutable", 0)
         npu, host = profile["npu"]["macs"], profile["host"]["macs"]
         share = 100 * npu / (npu + host) if npu + host else 100.0
         host_ops = collections.Counter(op["op"] for op in profile["host"]["ops"])
@@ -83,7 +116,7 @@ def build_row(model: Model, target: str) -> list[str]:
             f"{share:.1f} %",
             ", ".join(f"{op.partition('.')[2]} x{n}" for op, n in host_ops.items()) or "none",
             f"{profile['total_cycles']:,}",
-            f"{(sizes.get('activations', 0) + sizes.get('mutable', 0)) / 1024:.1f} KiB",
+            f"{sram / 1024:.1f} KiB" + (" (over)" if sram > load_target(target).sram.size else ""),
             f"{sizes.get('constants', 0) / 1024:.1f} KiB",
             fidelity,
         ]
@@ -110,7 +143,10 @@ largest difference from onnxruntime (ONNX) or LiteRT (TFLite) on one seeded rand
 relative to the reference's largest magnitude; the other columns come from an int8
 `npu-compile` with host fallback, calibrated on 2 random samples (so int8 cosine, the worst
 output's cosine against float on those samples, says nothing about accuracy on real data).
-"fails" rows show the message that stops a model today. `tests/models/test_corpus.py` checks
+An int8 streaming model's "float error" is its difference from LiteRT's reference kernels
+over 8 calls with the state carried. SRAM is the activations and mutable regions together,
+"(over)" where that exceeds the target's SRAM (the build warns). "fails" rows show the
+message that stops a model today. `tests/models/test_corpus.py` checks
 the models that work, on every shipped target.
 
 | model | package | what it is |
