@@ -139,7 +139,7 @@ class Layer:
 
     op: Operation
     name: str
-    kind: str  # weighted, arithmetic, pool, movement, concat, clamp, lut, float
+    kind: str  # weighted, arithmetic, prelu, pool, movement, concat, clamp, lut, float
     setting: LayerSetting  # fully resolved
     reason: str | None = None  # why a layer stays float
     follower: Layer | None = None  # a relu/clip folded into this layer's clamp
@@ -172,6 +172,10 @@ def classify(op: Operation, setting: LayerSetting) -> tuple[str, str | None]:
         return "weighted", None
     if type(op) in ARITHMETIC:
         return "arithmetic", None
+    if isinstance(op, nn.PReluOp):
+        if constant_data(op.rhs) is None:
+            return "float", "the PReLU slope is not a constant"
+        return "prelu", None
     if type(op) in POOLS:
         dilations = getattr(op, "dilations", None)
         if dilations is not None and any(d != 1 for d in dilations.get_values()):

@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import i64 as I64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from npuc.dialects import nn, qnn
+from npuc.dialects import qnn_more as qm
 from npuc.dialects.qnn import UniformQuantizedType, qtype
 from npuc.runtime.kernels import elementwise as ew
 from npuc.runtime.nn_interpreter import evaluate_op
@@ -200,6 +201,25 @@ def lower_arithmetic(em: Emitter, layer: Layer) -> None:
     finish(em, layer, new, new_report(em, layer, target.name, [a, b]))
 
 
+def lower_prelu(em: Emitter, layer: Layer) -> None:
+    """x >= 0 ? x : slope x as qnn.prelu (TFLite's PRELU): the constant slope quantized per
+    tensor with the weight scheme, one rescaling for each side."""
+    op, bits = layer.op, layer.bits
+    x = em.as_bits(op.lhs, bits)
+    slope = em.weight(op.rhs, layer, None)
+    sx, ss = qtype(x).scale, qtype(slope).scale
+    q_out = output_type_for(em, layer)
+    props = copied_props(op, qm.PReluOp)
+    props |= em.requant_props([sx / q_out.scale], q_out, activation_bounds(layer))
+    multiplier, shift = _pair(em, sx * ss / q_out.scale)
+    props |= {"alpha_multiplier": IntegerAttr(multiplier, I64),
+              "alpha_shift": IntegerAttr(shift, I64)}  # fmt: skip
+    new = qm.PReluOp.create(
+        operands=[x, slope], properties=props, result_types=[tensor_of(op.results[0], q_out)]
+    )
+    finish(em, layer, new, new_report(em, layer, qm.PReluOp.name, [x, slope]))
+
+
 def _pair(em: Emitter, real: float) -> tuple[int, int]:
     props = em.requant_props([real])
     return props["multiplier"].get_values()[0], props["shift"].get_values()[0]  # type: ignore[attr-defined]
@@ -305,6 +325,7 @@ def lower_folded(em: Emitter, layer: Layer) -> None:
 LOWERINGS: dict[str, Callable[[Emitter, Layer], None]] = {
     "weighted": lower_weighted,
     "arithmetic": lower_arithmetic,
+    "prelu": lower_prelu,
     "pool": lower_pool,
     "movement": lower_movement,
     "concat": lower_concat,
