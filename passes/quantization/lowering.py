@@ -50,6 +50,7 @@ ARITHMETIC: dict[type[Operation], type[Operation]] = {
     nn.SubOp: qnn.SubOp,
     nn.MulOp: qnn.MulOp,
     nn.MatMulOp: qnn.MatMulOp,
+    nn.DivOp: qnn.MulOp,  # by a constant: times its reciprocal (classify checks the divisor)
 }
 POOLS: dict[type[Operation], type[Operation]] = {
     nn.AvgPool2dOp: qnn.AvgPool2dOp,
@@ -170,6 +171,10 @@ def classify(op: Operation, setting: LayerSetting) -> tuple[str, str | None]:
         if bias is not None and constant_data(bias) is None:
             return "float", "bias is not a constant"
         return "weighted", None
+    if isinstance(op, nn.DivOp):
+        divisor = constant_data(op.rhs)
+        if divisor is None or not np.all(divisor) or constant_data(op.lhs) is not None:
+            return "float", "only a division by a nonzero constant has an integer lowering"
     if type(op) in ARITHMETIC:
         return "arithmetic", None
     if isinstance(op, nn.PReluOp):
@@ -293,6 +298,16 @@ class Emitter:
         if name:
             props["name"] = StringAttr(name)
         return self.add(qnn.ConstantOp.create(properties=props, result_types=[ty])).results[0]
+
+    def reciprocal(self, divisor: SSAValue, bits: int) -> SSAValue:
+        """1 / a constant divisor, quantized as an activation constant at `bits`."""
+        data = constant_data(divisor)
+        assert data is not None
+        inverse = (1.0 / data.astype(np.float64)).astype(np.float32)
+        lo, hi = float(np.min(inverse, initial=0.0)), float(np.max(inverse, initial=0.0))
+        q = self.plan.scheme.activation(bits).qtype(lo, hi)
+        name = layer_name_of(divisor.owner)  # type: ignore[arg-type]
+        return self.constant(quantize_array(inverse, q, None), tensor_of(divisor, q), name)
 
     def weight(self, value: SSAValue, layer: Layer, axis: int | None) -> SSAValue:
         """A weight operand: a constant quantized with the weight scheme, else an activation."""
