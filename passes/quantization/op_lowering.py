@@ -174,6 +174,8 @@ def lower_arithmetic(em: Emitter, layer: Layer) -> None:
     target = ARITHMETIC[type(op)]
     if isinstance(op, nn.MatMulOp):
         a, b = (em.weight(v, layer, None) for v in op.operands)
+    elif isinstance(op, nn.DivOp):
+        a, b = em.as_bits(op.lhs, bits), em.reciprocal(op.rhs, bits)
     else:
         a, b = (em.as_bits(v, bits) for v in op.operands)
     sa, sb = qtype(a).scale, qtype(b).scale
