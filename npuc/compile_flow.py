@@ -195,6 +195,8 @@ def profile_files(name: str, profile) -> dict[str, bytes]:
 def _quantize_detail(module: ModuleOp, options: CompileOptions) -> str:
     if is_quantized(module):
         return "keeping the model's own quantization"
+    if options.calib is None and options.calib_random is None:
+        return "a float model, without calibration data"
     source = f"{options.calib_random} random samples" if options.calib_random else options.calib
     return f"{options.scheme or 'int8'}, calibrated on {source}"
 

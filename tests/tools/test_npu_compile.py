@@ -227,3 +227,10 @@ def test_config_run_section_runs_the_build(lenet_build, tmp_path):
     assert flags.returncode == 0, flags.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "y.npz")["prob.q"],
                                   np.load(tmp_path / "z.npz")["prob.q"])  # fmt: skip
+
+
+def test_the_quantize_stage_of_a_float_model_without_data_says_so(tmp_path):
+    done = run_tool("npu-compile", LENET, "--target", "mcu-64", "-o", tmp_path / "out")
+    assert done.returncode == 1
+    assert "[3/7] quantize: a float model, without calibration data ..." in done.stderr
+    assert "None" not in done.stderr
