@@ -7,6 +7,8 @@ instructions through the encoder, the loader and the executor; `qnn` evaluates o
 
 from __future__ import annotations
 
+import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -182,3 +184,14 @@ def qnn_conv(
         qt(out_shape, "i8", p["ofm_zero_point"]),
         attrs,
     )
+
+
+def fix_crcs(data: bytearray) -> None:
+    """Recompute an encoded program's section and header CRC32s after an edit (the loader
+    then reaches the check the edit is meant for)."""
+    count = struct.unpack_from("<I", data, 12)[0]
+    for i in range(count):
+        at = 32 + 32 * i
+        offset, size = struct.unpack_from("<QQ", data, at + 8)
+        struct.pack_into("<I", data, at + 24, zlib.crc32(data[offset : offset + size]))
+    struct.pack_into("<I", data, 28, zlib.crc32(data[:28] + data[32 : 32 + 32 * count]))

@@ -25,7 +25,7 @@ from corpus import MODELS, Model
 from test_corpus import (
     INPUT_SHAPES,
     float_module,
-    litert_reference,
+    litert_steps,
     reference_outputs,
     streaming_case,
 )
@@ -46,16 +46,12 @@ def short(error: Exception) -> str:
 def streaming_error(model: Model) -> str:
     """An int8 streaming model against LiteRT's reference kernels, state carried."""
     module, steps, outputs = streaming_case(model.name)
-    interpreter = litert_reference(str(model.file))
-    interpreter.allocate_tensors()
-    index = {t["name"]: t["index"] for t in interpreter.get_tensor_details()}
-    worst = 0
-    for feeds, have in zip(steps, run_sequence(module, steps)[0], strict=True):
-        interpreter.set_tensor(interpreter.get_input_details()[0]["index"], *feeds.values())
-        interpreter.invoke()
-        for name in outputs:
-            want = interpreter.get_tensor(index[name]).astype(np.int64)
-            worst = max(worst, int(np.abs(have[name].astype(np.int64) - want).max()))
+    got = run_sequence(module, steps)[0]
+    worst = max(
+        int(np.abs(have[name].astype(np.int64) - want[name].astype(np.int64)).max())
+        for want, have in zip(litert_steps(model.name), got, strict=True)
+        for name in outputs
+    )
     return f"bit-exact ({len(steps)} steps)" if worst == 0 else f"{worst} steps off"
 
 

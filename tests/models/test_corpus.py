@@ -137,21 +137,30 @@ def streaming_case(name: str) -> tuple[ModuleOp, list[dict[str, np.ndarray]], li
     return npuc.load_model(BY_NAME[name].file, outputs=outputs), steps, outputs
 
 
-@pytest.mark.parametrize("name", STREAMING)
-def test_streaming_model_is_bit_exact_with_litert_reference_kernels(name):
-    module, steps, outputs = streaming_case(name)
+def litert_steps(name: str) -> list[dict[str, np.ndarray]]:
+    """The case's outputs from LiteRT's reference kernels at each step, state carried."""
+    _, steps, outputs = streaming_case(name)
     interpreter = litert_reference(str(BY_NAME[name].file))
     interpreter.allocate_tensors()
     index = {t["name"]: t["index"] for t in interpreter.get_tensor_details()}
-    got, _ = run_sequence(module, steps)
-    scores = set()
-    for step, (feeds, have) in enumerate(zip(steps, got, strict=True)):
+    results = []
+    for feeds in steps:
         (array,) = feeds.values()
         interpreter.set_tensor(interpreter.get_input_details()[0]["index"], array)
         interpreter.invoke()
+        results.append({name: interpreter.get_tensor(index[name]) for name in outputs})
+    return results
+
+
+@pytest.mark.parametrize("name", STREAMING)
+def test_streaming_model_is_bit_exact_with_litert_reference_kernels(name):
+    module, steps, outputs = streaming_case(name)
+    got, _ = run_sequence(module, steps)
+    scores = set()
+    for step, (want, have) in enumerate(zip(litert_steps(name), got, strict=True)):
         for output in outputs:
-            want = interpreter.get_tensor(index[output])
-            np.testing.assert_array_equal(have[output], want, err_msg=f"{output}, step {step}")
+            np.testing.assert_array_equal(have[output], want[output],
+                                          err_msg=f"{output}, step {step}")  # fmt: skip
         scores.add(have[outputs[1]].tobytes())
     assert len(scores) > 1  # the scores change from step to step
 

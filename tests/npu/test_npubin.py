@@ -11,6 +11,7 @@ import sys
 import zlib
 
 import pytest
+from npu_programs import fix_crcs
 
 from npuc.backend.npubin import encode_module, encode_program
 from npuc.backend.npubin_disasm import disassemble
@@ -210,26 +211,17 @@ def test_loader_messages(programs):
         load(data, max_region_bytes=4000)
 
 
-def _fix_crcs(data: bytearray) -> None:
-    count = struct.unpack_from("<I", data, 12)[0]
-    for i in range(count):
-        at = 32 + 32 * i
-        offset, size = struct.unpack_from("<QQ", data, at + 8)
-        struct.pack_into("<I", data, at + 24, zlib.crc32(data[offset : offset + size]))
-    struct.pack_into("<I", data, 28, zlib.crc32(data[:28] + data[32 : 32 + 32 * count]))
-
-
 def test_operand_outside_its_region_is_refused(programs):
     data = bytearray(encode_program(programs["eltwise"]))
     doc = doc_decode(bytes(data))
     # The first record's ofm descriptor: after the header, 56 parameter bytes and two operands.
     at = doc["sections"]["COMMANDS"][0] + 8 + 16 + 56 + 2 * (16 + 3 * 8)
     struct.pack_into("<Q", data, at + 8, 1008)  # activations hold 1024 bytes; 24 needed
-    _fix_crcs(data)
+    fix_crcs(data)
     with pytest.raises(NpucError, match=r"instruction 0 \(eltwise\): ofm: bytes \[1008, 1032\)"):
         load(bytes(data))
     struct.pack_into("<Q", data, at + 8, 1000 - 64)
-    _fix_crcs(data)
+    fix_crcs(data)
     assert load(bytes(data)).instructions[0].operands[2].offset == 936
 
 

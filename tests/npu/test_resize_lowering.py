@@ -4,14 +4,13 @@ target, then run by the runtime bit for bit like the qnn interpreter."""
 
 from __future__ import annotations
 
-import struct
-import zlib
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from compile_helpers import assert_same, lower_and_run
+from npu_programs import fix_crcs
 from onnx import helper, numpy_helper
 from onnx_models import float_graph, random_init
 
@@ -150,15 +149,6 @@ def test_other_ratios_run_on_the_host(parse):
         npuc.apply_pipeline(module, "lower-to-npu{host=none}")
 
 
-def _fix_crcs(data: bytearray) -> None:
-    count = struct.unpack_from("<H", data, 12)[0]
-    for i in range(count):
-        at = 32 + 32 * i
-        offset, size = struct.unpack_from("<QQ", data, at + 8)
-        struct.pack_into("<I", data, at + 24, zlib.crc32(data[offset : offset + size]))
-    struct.pack_into("<I", data, 28, zlib.crc32(data[:28] + data[32 : 32 + 32 * count]))
-
-
 def _patched(program: Program, index: int, role: str, shape: tuple[int, ...]) -> bytes:
     """The encoded program with one operand's dimensions replaced (CRCs fixed)."""
     inst = program.instructions[index]
@@ -169,7 +159,7 @@ def _patched(program: Program, index: int, role: str, shape: tuple[int, ...]) ->
     at = data.find(old)
     data[at : at + len(old)] = _tensor(type(ref)(ref.region, ref.offset, shape, ref.strides,
                                                  ref.dtype))  # fmt: skip
-    _fix_crcs(data)
+    fix_crcs(data)
     return bytes(data)
 
 
