@@ -30,7 +30,7 @@ from npuc.dialects.npu_rules import check_hazards, check_instruction, check_prog
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.dialects.tile import LAYER_ATTR, InsertOp
 
-from .npu_lowering import movement, resize  # noqa: F401  (register their rules)
+from .npu_lowering import movement, resize, transpose_conv  # noqa: F401  (register their rules)
 from .npu_lowering.builder import Builder, Constants, LoweringError
 from .npu_lowering.compute import COMPUTE, RULES, lowerable
 from .npu_lowering.deps import with_deps
@@ -158,9 +158,11 @@ def _lower_host(b: Builder, op: Operation) -> None:
 
 
 def _bias_load(op: Operation) -> bool:
-    """A load whose result only feeds biases: they go to bias_scale tables instead."""
+    """A load whose result only feeds NPU biases: they go to bias_scale tables instead."""
     return op.name in ("tile.load", "tile.slice") and all(
-        use.index == 2 and use.operation.name in ("qnn.conv2d", "qnn.fully_connected")
+        use.index == 2
+        and use.operation.name in ("qnn.conv2d", "qnn.fully_connected", "qnn.conv_transpose2d")
+        and lowerable(use.operation)
         for use in op.results[0].uses
     )
 
