@@ -25,6 +25,7 @@ from npuc.dialects.nn import (
     DivOp,
     MulOp,
     PadOp,
+    PowOp,
     ReshapeOp,
     SliceOp,
     SplitOp,
@@ -276,6 +277,20 @@ class RemoveNeutralOperand(RewritePattern):
                 return
 
 
+class SquareAsProduct(RewritePattern):
+    """pow(x, 2) -> x * x: the square of a layer norm's variance, which quantizes to a
+    qnn.mul while a general power has no integer form. Both round once in f32."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: PowOp, rewriter: PatternRewriter) -> None:
+        if op.lhs.type != op.output.type or not is_splat(op.rhs, 2.0):
+            return
+        new = MulOp.create(
+            operands=[op.lhs, op.lhs], result_types=[op.output.type], properties=with_name({}, op)
+        )
+        rewriter.replace(op, new)
+
+
 IDENTITY_PATTERNS: tuple[type[RewritePattern], ...] = (
     RemoveIdentityReshape,
     RemoveReshapeRoundTrip,
@@ -295,5 +310,6 @@ COMPOSITION_PATTERNS: tuple[type[RewritePattern], ...] = (
     ComposeTransposes,
     ComposeClips,
     RemoveNeutralOperand,
+    SquareAsProduct,
 )
-"""Patterns that merge chains or drop neutral arithmetic (canonicalize only)."""
+"""Patterns that merge chains, drop neutral arithmetic or strength-reduce (canonicalize only)."""

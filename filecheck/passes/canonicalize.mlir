@@ -215,3 +215,23 @@ func.func @arith() -> i32 {
   %c = arith.addi %a, %b : i32
   func.return %c : i32
 }
+
+// -----
+
+// pow(x, 2) -> x * x (keeping the name); another exponent, or a square that broadcasts, stays.
+// CHECK-LABEL: func.func @square
+// CHECK-NEXT:    %three = nn.constant
+// CHECK-NEXT:    %twos = nn.constant
+// CHECK-NEXT:    %[[S:.*]] = nn.mul %x, %x {name = "var"} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[C:.*]] = nn.pow %x, %three : (tensor<2x3xf32>, tensor<1xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[B:.*]] = nn.pow %x, %{{.*}} : (tensor<2x3xf32>, tensor<4x2x3xf32>) -> tensor<4x2x3xf32>
+// CHECK-NEXT:    func.return %[[S]], %[[C]], %[[B]]
+func.func @square(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<4x2x3xf32>) {
+  %two = nn.constant dense<2.0> : tensor<1xf32>
+  %three = nn.constant dense<3.0> : tensor<1xf32>
+  %twos = nn.constant dense<2.0> : tensor<4x2x3xf32>
+  %0 = nn.pow %x, %two {name = "var"} : (tensor<2x3xf32>, tensor<1xf32>) -> tensor<2x3xf32>
+  %1 = nn.pow %x, %three : (tensor<2x3xf32>, tensor<1xf32>) -> tensor<2x3xf32>
+  %2 = nn.pow %x, %twos : (tensor<2x3xf32>, tensor<4x2x3xf32>) -> tensor<4x2x3xf32>
+  func.return %0, %1, %2 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<4x2x3xf32>
+}

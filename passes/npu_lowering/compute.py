@@ -216,6 +216,20 @@ def reduce_sum(b: Builder, op: Operation) -> None:
     view = op.properties.get("storage_view")
     if view is not None and view.data != "native":
         raise LoweringError("the uint8 storage view of int8 sums has no NPU instruction")
+    src, dst = _reduction_window(b, op)
+    b.emit("pool", (src, dst), (op.operands[0],), mode="sum", kernel=src.shape[2:],
+           ifm_zero_point=_zp(op.operands[0]), **_scalar(op), **_output_stage(op))  # fmt: skip
+
+
+@rule("qnn.reduce_max")
+def reduce_max(b: Builder, op: Operation) -> None:
+    src, dst = _reduction_window(b, op)
+    b.emit("pool", (src, dst), (op.operands[0],), mode="max", kernel=src.shape[2:])
+
+
+def _reduction_window(b: Builder, op: Operation) -> tuple[TensorRef, TensorRef]:
+    """The input viewed as [outer..., window...] (2 + 2 dims) and the result as [outer, 1, 1]:
+    a pooling window over the reduced axes."""
     ifm = b.ref(op.operands[0])
     reduced = sorted(_ints(op.properties["axes"])) or list(range(len(ifm.shape)))
     kept = [d for d in range(len(ifm.shape)) if d not in reduced]
@@ -228,8 +242,7 @@ def reduce_sum(b: Builder, op: Operation) -> None:
                     tuple(s for _, s in dims), ifm.dtype)  # fmt: skip
     dst = reshaped(b.out(op.results[0]), (*src.shape[:2], 1, 1))
     assert dst is not None  # a contiguous result
-    b.emit("pool", (src, dst), (op.operands[0],), mode="sum", kernel=src.shape[2:],
-           ifm_zero_point=_zp(op.operands[0]), **_scalar(op), **_output_stage(op))  # fmt: skip
+    return src, dst
 
 
 def _merged(dims: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -120,3 +120,40 @@ def assemble(b: Builder, op: tile.InsertOp) -> None:
         v.end = len(b.instructions)
     if not same_place(b.ref(op.source), target):
         b.copy(b.ref(op.source), target, (op.source,), dma)
+
+
+@rule("qnn.depth_to_space")
+def depth_to_space(b: Builder, op: Operation) -> None:
+    """One move: the input read as [n, c, h, i, w, j] (i, j within a block) in output order."""
+    ifm, ofm = b.ref(op.operands[0]), b.out(op.results[0])
+    block = op.properties["block_size"].value.data
+    (n, c, h, w), (sn, sc, sh, sw) = ifm.shape, ifm.strides
+    oc = c // (block * block)
+    mode = op.properties["mode"].data if "mode" in op.properties else "DCR"
+    # DCR: channel (i * block + j) * oc + c; CRD: channel c * block^2 + i * block + j
+    sc_, si, sj = (sc, block * oc * sc, oc * sc) if mode == "DCR" else (
+        block * block * sc, block * sc, sc)  # fmt: skip
+    src = TensorRef(ifm.region, ifm.offset, (n, oc, h, block, w, block),
+                    (sn, sc_, sh, si, sw, sj), ifm.dtype)  # fmt: skip
+    b.emit("move", (src, _blocked(ofm, block)), (op.operands[0],))
+
+
+@rule("qnn.space_to_depth")
+def space_to_depth(b: Builder, op: Operation) -> None:
+    """One move: the input's blocks [n, i, j, c, h, w] to output channel (i * block + j) * c + c."""
+    ifm, ofm = b.ref(op.operands[0]), b.out(op.results[0])
+    block = op.properties["block_size"].value.data
+    (n, c, h, w), (sn, sc, sh, sw) = ifm.shape, ifm.strides
+    src = TensorRef(ifm.region, ifm.offset, (n, block, block, c, h // block, w // block),
+                    (sn, sh, sw, sc, block * sh, block * sw), ifm.dtype)  # fmt: skip
+    (on, _, oh, ow), (son, soc, soh, sow) = ofm.shape, ofm.strides
+    dst = TensorRef(ofm.region, ofm.offset, (on, block, block, c, oh, ow),
+                    (son, block * c * soc, c * soc, soc, soh, sow), ofm.dtype)  # fmt: skip
+    b.emit("move", (src, dst), (op.operands[0],))
+
+
+def _blocked(ref: TensorRef, block: int) -> TensorRef:
+    """A [n, c, H, W] view as [n, c, H / block, block, W / block, block]."""
+    (n, c, h, w), (sn, sc, sh, sw) = ref.shape, ref.strides
+    return TensorRef(ref.region, ref.offset, (n, c, h // block, block, w // block, block),
+                     (sn, sc, block * sh, sh, block * sw, sw), ref.dtype)  # fmt: skip

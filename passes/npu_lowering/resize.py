@@ -97,21 +97,28 @@ def repeat_form(taps: Taps) -> Repeat | None:
 
 
 def axis_runs(taps: Taps, in_len: int) -> list[Run] | None:
-    """The runs of one axis upsampled by an integer factor (None for other ratios)."""
-    if len(taps) % in_len:
+    """The runs of one axis upsampled by an integer factor: out = factor * in, or
+    out - 1 = factor * (in - 1) as align_corners samples (None for other ratios)."""
+    out_len = len(taps)
+    if out_len % in_len == 0:
+        factor = out_len // in_len
+    elif in_len > 1 and out_len > in_len and (out_len - 1) % (in_len - 1) == 0:
+        factor = (out_len - 1) // (in_len - 1)
+    else:
         return None
-    factor = len(taps) // in_len
     runs: list[Run] = []
     for phase in range(factor):
-        for i in range(in_len):
-            t = taps[factor * i + phase]
+        last: Run | None = None
+        for o in range(phase, out_len, factor):
+            t = taps[o]
             first = min(t)
             weights = tuple(t.get(k, 0) for k in range(first, max(t) + 1))
-            last = runs[-1] if runs and i > 0 else None
             if last and last.taps == weights and last.in_start + last.count == first:
-                runs[-1] = Run(last.out_start, factor, last.count + 1, last.in_start, weights)
+                last = Run(last.out_start, factor, last.count + 1, last.in_start, weights)
+                runs[-1] = last
             else:
-                runs.append(Run(factor * i + phase, factor, 1, first, weights))
+                last = Run(o, factor, 1, first, weights)
+                runs.append(last)
     return runs
 
 

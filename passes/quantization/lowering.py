@@ -44,7 +44,10 @@ if TYPE_CHECKING:
 WEIGHTED: dict[type[Operation], type[Operation]] = {
     nn.Conv2dOp: qnn.Conv2dOp,
     nn.FullyConnectedOp: qnn.FullyConnectedOp,
+    nn.ConvTranspose2dOp: qnn.ConvTranspose2dOp,
 }
+#: The weight axis of output channels, where per-channel scales go (else 0).
+WEIGHT_CHANNEL_AXIS: dict[type[Operation], int] = {nn.ConvTranspose2dOp: 1}
 ARITHMETIC: dict[type[Operation], type[Operation]] = {
     nn.AddOp: qnn.AddOp,
     nn.SubOp: qnn.SubOp,
@@ -67,7 +70,20 @@ MOVEMENT: dict[type[Operation], type[Operation]] = {
     nn.ResizeOp: qnn.ResizeOp,
     nn.DepthToSpaceOp: qnn.DepthToSpaceOp,
     nn.SpaceToDepthOp: qnn.SpaceToDepthOp,
+    nn.ReduceMaxOp: qnn.ReduceMaxOp,
 }
+#: Sums of centred values, requantized (qnn.reduce_sum); a mean folds 1/count in.
+REDUCTIONS = (nn.ReduceMeanOp, nn.ReduceSumOp)
+#: Bilinear resampling coordinate modes of nn.resize and their qnn.resize_bilinear flags
+#: (align_corners, half_pixel_centers): the same sample positions.
+BILINEAR_COORDINATES = {
+    "asymmetric": (False, False),
+    "align_corners": (True, False),
+    "half_pixel": (False, True),
+    "pytorch_half_pixel": (False, True),
+}
+#: qnn.softmax sums at most 511 exponentials per row (see its docstring).
+SOFTMAX_MAX_ROW = 511
 CLAMPS = (nn.ReluOp, nn.ClipOp)
 LUTS = (
     nn.SigmoidOp, nn.TanhOp, nn.HardSwishOp, nn.ExpOp, nn.GeluOp, nn.EluOp, nn.SoftplusOp,
@@ -75,7 +91,7 @@ LUTS = (
     nn.ReciprocalOp, nn.FloorOp, nn.CeilOp,
 )  # fmt: skip
 # Producers whose output type is free: they can emit a folded clamp or a concat's type.
-FREE_OUTPUT = ("weighted", "arithmetic", "pool", "lut", "clamp")
+FREE_OUTPUT = ("weighted", "arithmetic", "pool", "lut", "clamp", "reduce")
 
 ADD_LEFT_SHIFT = {8: 20, 16: 15}
 
@@ -170,6 +186,8 @@ def classify(op: Operation, setting: LayerSetting) -> tuple[str, str | None]:
         bias = op.operands[2] if len(op.operands) > 2 else None
         if bias is not None and constant_data(bias) is None:
             return "float", "bias is not a constant"
+        if isinstance(op, nn.ConvTranspose2dOp) and op.groups.value.data != 1:
+            return "float", "grouped transposed convolution has no integer lowering"
         return "weighted", None
     if isinstance(op, nn.DivOp):
         divisor = constant_data(op.rhs)
@@ -187,7 +205,15 @@ def classify(op: Operation, setting: LayerSetting) -> tuple[str, str | None]:
             return "float", "dilated average pooling has no integer lowering"
         return "pool", None
     if isinstance(op, nn.ResizeOp) and op.mode.data != "nearest":
-        return "float", f"resize mode '{op.mode.data}' has no integer lowering"
+        reason = bilinear_reason(op)
+        return ("float", reason) if reason else ("movement", None)
+    if isinstance(op, REDUCTIONS):
+        count, limit = reduced_count(op), 2**31 // (1 << setting.bits)
+        if count >= limit:
+            return "float", f"a sum of {count} values could overflow the int32 accumulator"
+        return "reduce", None
+    if isinstance(op, nn.SoftmaxOp):
+        return softmax_kind(op, setting)
     if type(op) in MOVEMENT:
         return "movement", None
     if isinstance(op, nn.ConcatOp):
@@ -199,6 +225,40 @@ def classify(op: Operation, setting: LayerSetting) -> tuple[str, str | None]:
             return "float", "look-up tables need 8-bit inputs"
         return "lut", None
     return "float", f"no integer lowering for {op.name}"
+
+
+def bilinear_reason(op: nn.ResizeOp) -> str | None:
+    """Why a non-nearest nn.resize has no qnn.resize_bilinear form (None if it has)."""
+    x, y = shape_of(op.input), shape_of(op.output)
+    mode, coordinates = op.mode.data, op.coordinate_mode.data
+    if mode != "linear":
+        return f"resize mode '{mode}' has no integer lowering"
+    if len(x) != 4 or tuple(x[:2]) != tuple(y[:2]):
+        return "bilinear resize is lowered for NCHW tensors resized over H and W only"
+    if coordinates not in BILINEAR_COORDINATES:
+        return f"bilinear resize with coordinate mode '{coordinates}' has no integer lowering"
+    scales = [float(s) for s in op.scales.get_values()]
+    if any(abs(scales[d] * x[d] - y[d]) > 1e-6 * y[d] for d in (2, 3)):
+        return "bilinear resize whose scales differ from output size / input size"
+    return None
+
+
+def reduced_count(op: Operation) -> int:
+    """How many input elements a reduction sums into each output."""
+    shape = shape_of(op.operands[0])
+    axes = [int(a) for a in op.axes.get_values()] or range(len(shape))  # type: ignore[attr-defined]
+    return int(np.prod([shape[a % len(shape)] for a in axes], dtype=np.int64))
+
+
+def softmax_kind(op: nn.SoftmaxOp, setting: LayerSetting) -> tuple[str, str | None]:
+    shape = shape_of(op.input)
+    if setting.bits != 8:
+        return "float", "softmax is quantized to 8 bits only"
+    if not shape or op.axis.value.data % len(shape) != len(shape) - 1:
+        return "float", "softmax over an axis other than the last has no integer lowering"
+    if shape[-1] > SOFTMAX_MAX_ROW:
+        return "float", f"softmax rows of {shape[-1]} values exceed qnn.softmax's {SOFTMAX_MAX_ROW}"
+    return "softmax", None
 
 
 # --------------------------------------------------------------------------- emission

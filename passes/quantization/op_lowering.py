@@ -11,7 +11,9 @@ from collections.abc import Callable
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    BoolAttr,
     IntegerAttr,
+    StringAttr,
     TensorType,
     i32,
 )
@@ -20,7 +22,10 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from npuc.dialects import nn, qnn
 from npuc.dialects import qnn_more as qm
+from npuc.dialects.nn_base import shape_of
 from npuc.dialects.qnn import UniformQuantizedType, qtype
+from npuc.frontends.tflite import Unsupported
+from npuc.frontends.tflite_softmax import softmax_params
 from npuc.runtime.kernels import elementwise as ew
 from npuc.runtime.nn_interpreter import evaluate_op
 from npuc.tensors import from_dense
@@ -29,8 +34,10 @@ from .layer_config import LayerReport
 from .lowering import (
     ADD_LEFT_SHIFT,
     ARITHMETIC,
+    BILINEAR_COORDINATES,
     MOVEMENT,
     POOLS,
+    WEIGHT_CHANNEL_AXIS,
     WEIGHTED,
     Emitter,
     Layer,
@@ -38,6 +45,7 @@ from .lowering import (
     constant_data,
     fused_activation,
     layer_name_of,
+    reduced_count,
     tensor_of,
 )
 from .schemes import round_half_away
@@ -114,7 +122,8 @@ def lower_weighted(em: Emitter, layer: Layer) -> None:
     op, plan = layer.op, em.plan
     target = WEIGHTED[type(op)]
     x = em.as_bits(op.operands[0], layer.bits)
-    axis = 0 if plan.scheme.per_channel else None
+    channel_axis = WEIGHT_CHANNEL_AXIS.get(type(op), 0)
+    axis = channel_axis if plan.scheme.per_channel else None
     w = em.weight(op.operands[1], layer, axis)
     qx, qw = qtype(x), qtype(w)
     sw = np.array(qw.scale_values(), np.float64)
@@ -138,7 +147,7 @@ def lower_weighted(em: Emitter, layer: Layer) -> None:
         stored_bias = np.clip(stored, -limit, limit - 1).astype(np.int32)
         name = layer_name_of(op.operands[2].owner)  # type: ignore[arg-type]
         operands.append(em.constant(stored_bias, tensor_of(op.operands[2], i32), name))
-    check_accumulator(em, layer, x, w, stored_bias)
+    check_accumulator(em, layer, x, w, stored_bias, channel_axis)
     q_out = output_type_for(em, layer)
     props = copied_props(op, target)
     props |= em.requant_props(qx.scale * sw / q_out.scale, q_out, activation_bounds(layer))
@@ -149,7 +158,7 @@ def lower_weighted(em: Emitter, layer: Layer) -> None:
 
 
 def check_accumulator(
-    em: Emitter, layer: Layer, x: SSAValue, w: SSAValue, bias: np.ndarray | int
+    em: Emitter, layer: Layer, x: SSAValue, w: SSAValue, bias: np.ndarray | int, axis: int = 0
 ) -> None:
     """Warn when the worst-case accumulator of a constant-weight layer exceeds int32.
 
@@ -159,6 +168,7 @@ def check_accumulator(
         return
     qx, qw = qtype(x), qtype(w)
     stored = np.asarray(from_dense(w.owner.value)).view(qw.storage_dtype()).astype(np.int64)
+    stored = np.moveaxis(stored.reshape(shape_of(w)), axis, 0)
     zps = np.array(qw.zero_point_values(), np.int64)
     rows = stored.reshape(stored.shape[0], -1) - (zps[:, None] if qw.per_axis else zps)
     x_max = max(qx.zero_point - qx.qmin, qx.qmax - qx.zero_point)
@@ -243,10 +253,20 @@ def lower_pool(em: Emitter, layer: Layer) -> None:
 
 def lower_movement(em: Emitter, layer: Layer) -> None:
     op = layer.op
-    target = MOVEMENT[type(op)]
     x = em.as_bits(op.operands[0], layer.bits)
     q = qtype(x)
-    props = copied_props(op, target)
+    if isinstance(op, nn.ResizeOp) and op.mode.data == "linear":
+        target: type[Operation] = qm.ResizeBilinearOp
+        align, half = BILINEAR_COORDINATES[op.coordinate_mode.data]
+        props = copied_props(op, target) | {
+            "align_corners": BoolAttr.from_bool(align),
+            "half_pixel_centers": BoolAttr.from_bool(half),
+        }
+        if em.plan.rounding == "half_up":
+            props["rounding"] = StringAttr("half_up")
+    else:
+        target = MOVEMENT[type(op)]
+        props = copied_props(op, target)
     if isinstance(op, nn.PadOp):
         stored = q.zero_point + int(round_half_away(float(op.value.value.data) / q.scale))
         props["value"] = IntegerAttr(min(max(stored, q.qmin), q.qmax), I64)
@@ -259,6 +279,51 @@ def lower_movement(em: Emitter, layer: Layer) -> None:
         em.set_quant(original, result)
     report = new_report(em, layer, target.name, [x])
     report.outputs = [em.params(r, q) for r in op.results]
+    em.plan.report.layers[layer.name] = report
+
+
+def lower_reduce(em: Emitter, layer: Layer) -> None:
+    """A sum or mean as qnn.reduce_sum: the centred sum rescaled, 1/count folded in."""
+    op = layer.op
+    x = em.as_bits(op.operands[0], layer.bits)
+    q_out = output_type_for(em, layer)
+    real = qtype(x).scale / q_out.scale
+    if isinstance(op, nn.ReduceMeanOp):
+        real /= reduced_count(op)
+    props = copied_props(op, qm.ReduceSumOp)
+    props |= em.requant_props([real], q_out, activation_bounds(layer))
+    new = qm.ReduceSumOp.create(
+        operands=[x], properties=props, result_types=[tensor_of(op.results[0], q_out)]
+    )
+    finish(em, layer, new, new_report(em, layer, qm.ReduceSumOp.name, [x]))
+
+
+def lower_softmax(em: Emitter, layer: Layer) -> None:
+    """qnn.softmax over the last axis; its result type is fixed (scale 1/256, zero point -128)."""
+    op = layer.op
+    x = em.as_bits(op.operands[0], 8)
+    q = qtype(x)
+    if (q.storage, q.qmin, q.qmax) != ("i8", -128, 127):  # u8 or narrow i8: full-range i8
+        zero_point = q.zero_point - 128 if q.storage == "u8" else q.zero_point
+        x = em.as_type(op.operands[0], UniformQuantizedType("i8", q.scale, zero_point))
+    try:
+        multiplier, left_shift, diff_min = softmax_params(1.0, q.scale)
+    except Unsupported as e:
+        layer.reason = str(e)
+        lower_float(em, layer)
+        return
+    q_out = UniformQuantizedType("i8", qnn.SoftmaxOp.OUTPUT_SCALE, qnn.SoftmaxOp.OUTPUT_ZERO_POINT)
+    props = copied_props(op, qnn.SoftmaxOp) | {
+        "input_multiplier": IntegerAttr(multiplier, I64),
+        "input_left_shift": IntegerAttr(left_shift, I64),
+        "diff_min": IntegerAttr(diff_min, I64),
+    }
+    new = em.add(qnn.SoftmaxOp.create(
+        operands=[x], properties=props, result_types=[tensor_of(op.results[0], q_out)]
+    ))  # fmt: skip
+    em.set_quant(op.results[0], new.results[0])
+    report = new_report(em, layer, qnn.SoftmaxOp.name, [x])
+    report.outputs = [em.params(op.results[0], q_out)]
     em.plan.report.layers[layer.name] = report
 
 
@@ -330,6 +395,8 @@ LOWERINGS: dict[str, Callable[[Emitter, Layer], None]] = {
     "prelu": lower_prelu,
     "pool": lower_pool,
     "movement": lower_movement,
+    "reduce": lower_reduce,
+    "softmax": lower_softmax,
     "concat": lower_concat,
     "clamp": lower_clamp,
     "lut": lower_lut,

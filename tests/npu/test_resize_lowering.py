@@ -60,6 +60,9 @@ CASES = [
      (1, 2, 3, 4), (1, 2, 12, 16), "i8", 16, 48),
     ("bilinear2x-one-row", "qnn.resize_bilinear %x {half_pixel_centers = true}",
      (1, 3, 1, 6), (1, 3, 2, 12), "i8", 4, 4),
+    # align_corners with out - 1 = 2 (in - 1): even outputs copy, odd ones average two
+    ("bilinear2x-align-corners", "qnn.resize_bilinear %x {align_corners = true}",
+     (1, 4, 5, 6), (1, 4, 9, 11), "i8", 1, 3),
 ]  # fmt: skip
 
 

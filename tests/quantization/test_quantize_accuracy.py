@@ -372,11 +372,12 @@ def test_fused_leaky_relu_becomes_a_lut_after_the_layer():
     assert cos > 0.99
 
 
+# (test_quantize_layer_rules.py quantizes a last-axis softmax, bilinear resize and means.)
 FLOAT_CASES = [
     (nn.SoftmaxOp, {"axis": 1}, None),
     (nn.ResizeOp, {"scales": DenseArrayBase.from_list(f32, [1.0, 1.0, 2.0, 2.0]),
-                   "mode": "linear"}, (1, 4, 12, 12)),
-    (nn.ReduceMeanOp, {"axes": [2, 3]}, None),
+                   "mode": "cubic"}, (1, 4, 12, 12)),
+    (nn.ReduceProdOp, {"axes": [2, 3]}, None),
     (nn.LogSoftmaxOp, {"axis": 1}, None),
 ]  # fmt: skip
 

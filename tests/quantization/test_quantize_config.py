@@ -137,8 +137,9 @@ def test_stats_file_and_written_configuration(model, tmp_path):
     assert len(conv["inputs"][1]["scale"]) == 6  # one per output channel
     assert conv["outputs"][0]["tensor"] == "conv1"
     assert layers["gate"]["lowering"] == "qnn.lut"
-    assert layers["softmax"]["mode"] == "float"
-    assert layers["softmax"]["reason"] == "no integer lowering for nn.softmax"
+    softmax = layers["softmax"]
+    assert (softmax["mode"], softmax["lowering"]) == ("int", "qnn.softmax")
+    assert (softmax["outputs"][0]["scale"], softmax["outputs"][0]["zero_point"]) == (1 / 256, -128)
 
 
 def test_activation_strategy_uses_the_calibration_library(model):
@@ -261,7 +262,7 @@ def test_op_type_entries_and_similarity_for_display(model, tmp_path):
         quantized, ranges_from_statistics(tensors),
         QuantizeConfig(overrides=read_layer_config(config)),
     )  # fmt: skip
-    assert [r.name for r in report.float_layers] == ["gate", "softmax"]
+    assert [r.name for r in report.float_layers] == ["gate"]
     assert report.layers["gate"].reason == "configured float"
     out = tmp_path / "written.json"
     report.write_config(out, similarity={"conv1": 0.9993, "fc": 0.998})
