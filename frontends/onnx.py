@@ -28,7 +28,14 @@ from npuc.diagnostics import NpucError
 from npuc.graph_io import ENTRY, name_attrs
 from npuc.tensors import xdsl_type
 
-from . import onnx_elementwise, onnx_layers, onnx_quantized, onnx_resize, onnx_tensor_ops
+from . import (
+    onnx_elementwise,
+    onnx_layers,
+    onnx_quantized,
+    onnx_recurrent,
+    onnx_resize,
+    onnx_tensor_ops,
+)
 from .onnx_fold import FOLDERS
 from .onnx_graph import Converter, GraphImporter, issues_error, schedule, shape_of
 from .onnx_opsets import MAX_OPSET, MIN_OPSET, newest_opset
@@ -38,6 +45,7 @@ CONVERTERS: dict[str, Converter] = {
     **onnx_layers.CONVERTERS,
     **onnx_tensor_ops.CONVERTERS,
     **onnx_resize.CONVERTERS,
+    **onnx_recurrent.CONVERTERS,
 }
 
 __all__ = ["import_onnx", "parse_input_shape", "supported_ops"]

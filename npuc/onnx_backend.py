@@ -28,6 +28,9 @@ from .registry import DEFAULT_PIPELINE
 _REDUCE = {1}
 PARAMETER_SLOTS: dict[str, set[int]] = {
     "Reshape": {1},
+    "LSTM": {4},  # sequence_lens
+    "GRU": {4},
+    "RNN": {4},
     "Slice": {1, 2, 3, 4},
     "Pad": {1, 2, 3},
     "Split": {1},

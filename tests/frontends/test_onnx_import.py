@@ -366,8 +366,8 @@ def test_cut_outputs_must_be_computable_from_the_cut_inputs(ox):
 
 def test_unsupported_constructs_are_reported_together(ox):
     nodes = [
-        ox.node("LSTM", ["x", "w", "r"], ["h1"], "lstm_1", hidden_size=4),
-        ox.node("LSTM", ["x", "w", "r"], ["h2"], "lstm_2", hidden_size=4),
+        ox.node("Einsum", ["x", "w"], ["h1"], "einsum_1", equation="nij,kmj->nk"),
+        ox.node("Einsum", ["x", "w"], ["h2"], "einsum_2", equation="nij,kmj->nk"),
         ox.node(
             "Resize",
             ["img", "roi", "scales"],
@@ -385,7 +385,6 @@ def test_unsupported_constructs_are_reported_together(ox):
     nodes = [nodes[i] for i in (0, 1, 2, 3, 5, 4, 6, 7, 8)]
     inits = [
         ox.init("w", np.zeros((1, 16, 3), np.float32)),
-        ox.init("r", np.zeros((1, 16, 4), np.float32)),
         ox.init("roi", np.zeros(8, np.float32)),
         ox.init("scales", np.array([1, 1, 2, 2], np.float32)),
         ox.init("w3", np.zeros((2, 1, 1, 1, 1), np.float32)),
@@ -396,7 +395,7 @@ def test_unsupported_constructs_are_reported_together(ox):
         import_onnx(model, location="model.onnx")
     assert str(err.value) == (
         "model.onnx: error: unsupported ONNX constructs (6 nodes):\n"
-        "  LSTM x2: lstm_1, lstm_2 (op not supported)\n"
+        "  Einsum x2: einsum_1, einsum_2 (op not supported)\n"
         "  Resize x1: resize_3 "
         "(coordinate_transformation_mode 'tf_crop_and_resize' not supported)\n"
         "  MaxPool x1: pool (Indices output not supported)\n"
