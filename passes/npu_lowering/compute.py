@@ -331,6 +331,11 @@ def softmax(b: Builder, op: qnn.SoftmaxOp) -> None:
     )  # fmt: skip
 
 
+@supports("qnn.pad")
+def constant_padding(op: Operation) -> bool:
+    return isinstance(op, qnn.PadOp) and op.mode.data == "constant"
+
+
 @rule("qnn.pad")
 def pad(b: Builder, op: qnn.PadOp) -> None:
     if op.mode.data != "constant":

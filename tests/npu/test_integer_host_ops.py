@@ -39,3 +39,27 @@ def test_one_hot_runs_on_the_host_like_the_interpreter(parse):
         assert outputs[name].dtype == want.dtype, name
         np.testing.assert_array_equal(outputs[name], want, err_msg=name)
     assert outputs["hot"].sum() == 6
+
+
+REFLECT_PAD = """
+func.func @main(%x: tensor<1x2x4x!qnn.uniform<i8:f32, 0.1:3>> {nn.name = "x"})
+    -> (tensor<1x2x8x!qnn.uniform<i8:f32, 0.1:3>> {nn.name = "y"}) {
+  %p = qnn.pad %x {pads = array<i64: 0, 0, 2, 0, 0, 2>, mode = "MODE", name = "pad"}
+    : (tensor<1x2x4x!qnn.uniform<i8:f32, 0.1:3>>) -> tensor<1x2x8x!qnn.uniform<i8:f32, 0.1:3>>
+  func.return %p : tensor<1x2x8x!qnn.uniform<i8:f32, 0.1:3>>
+}
+"""
+
+
+def test_non_constant_padding_falls_back_to_the_host(parse):
+    """Silero VAD's STFT pads by reflection: no NPU instruction, so the host runs it."""
+    for mode, where in (("reflect", "host"), ("edge", "host"), ("constant", "move")):
+        module = parse(REFLECT_PAD.replace("MODE", mode))
+        npuc.apply_pipeline(module, "plan-memory{target=mcu-64}")
+        inputs = {"x": np.arange(-4, 4, dtype=np.int8).reshape(1, 2, 4)}
+        reference = run_module(module, inputs)
+        npuc.apply_pipeline(module, "lower-to-npu")
+        program = program_of(module)
+        assert [inst.op for inst in program.instructions] == [where], mode
+        outputs = Executor(load(encode_program(program))).run(inputs)
+        np.testing.assert_array_equal(outputs["y"], reference["y"], err_msg=mode)
