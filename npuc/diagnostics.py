@@ -42,6 +42,12 @@ class NpucError(Exception):
         return self.diagnostic()
 
 
+class KernelError(NpucError):
+    """A value the program computes that its kernel cannot handle: a zero divisor, an
+    accumulator beyond its range, an index out of bounds. The input data or the IR causes
+    it, so it is reported like any user error, with the op or instruction that met it."""
+
+
 class InternalError(Exception):
     """A bug npuc caught itself (a broken invariant): reported as an internal error."""
 

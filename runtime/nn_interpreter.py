@@ -28,7 +28,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from npuc import graph_io
-from npuc.diagnostics import NpucError, note_context
+from npuc.diagnostics import KernelError, NpucError, note_context
 from npuc.dialects import nn
 from npuc.dialects.nn_base import ActivationFusable, shape_of
 from npuc.tensors import from_dense, numpy_dtype
@@ -467,8 +467,8 @@ class FunctionRunner:
                 results = self.evaluate(op, [env[v] for v in op.operands])
         except NotImplementedError as e:
             raise NpucError(f"{e} ({_describe(op)})") from e
-        except (ValueError, IndexError) as e:
-            raise NpucError(f"{_describe(op)} failed: {e}") from e
+        except KernelError as e:
+            raise KernelError(f"{_describe(op)}: {e.message}") from e
         except Exception as e:
             note_context(e, "op", op)
             raise

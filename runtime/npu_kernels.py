@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npuc.diagnostics import NpucError
+from npuc.diagnostics import KernelError, NpucError
 
 from .kernels import integer
 from .kernels import qnn_arith as qa
@@ -76,7 +76,7 @@ def eltwise(lhs: np.ndarray, rhs: np.ndarray, p: dict, out: np.ndarray) -> None:
     elif rounding == "tflite":  # qa.aligned_sum's steps with the faster tflite_multiply
         shift = p["left_shift"]
         if max(_peak(a), _peak(b)) << shift >= qa.INT64_SAFE:
-            raise ValueError(f"operands shifted left by {shift} overflow int64")
+            raise KernelError(f"operands shifted left by {shift} overflow int64")
         a1 = tflite_multiply(np.left_shift(a, shift), p["lhs_multiplier"], p["lhs_shift"])
         b1 = tflite_multiply(np.left_shift(b, shift), p["rhs_multiplier"], p["rhs_shift"])
         acc = a1 + b1 if kind == "add" else a1 - b1

@@ -23,7 +23,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from npuc import graph_io
-from npuc.diagnostics import NpucError
+from npuc.diagnostics import KernelError, NpucError
 from npuc.dialects import qnn
 from npuc.dialects.nn_base import shape_of
 from npuc.dialects.quant_types import UniformQuantizedType
@@ -157,7 +157,7 @@ def _lut(op: qnn.LutOp, a: list[np.ndarray]) -> list[np.ndarray]:
     table = from_dense(op.table)
     index = a[0].astype(I64) - q_in.qmin
     if index.size and (index.min() < 0 or index.max() >= table.size):
-        raise ValueError(f"input values outside the storage range [{q_in.qmin}, {q_in.qmax}]")
+        raise KernelError(f"input values outside the storage range [{q_in.qmin}, {q_in.qmax}]")
     return [integer.lut_lookup(a[0], table, q_in.qmin).astype(_dtype(op.output))]
 
 

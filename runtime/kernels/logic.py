@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from npuc.diagnostics import KernelError
+
 
 def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """ONNX Cast: float -> integer truncates toward zero and saturates (NaN -> 0);
@@ -32,7 +34,7 @@ def divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.dtype.kind == "f":
         return np.divide(a, b)
     if np.any(b == 0):
-        raise ValueError("integer division by zero")
+        raise KernelError("integer division by zero")
     q = np.abs(a) // np.abs(b) if a.dtype.kind == "i" else a // b
     return np.where((a < 0) != (b < 0), -q, q).astype(np.result_type(a, b))
 

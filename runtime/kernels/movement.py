@@ -9,6 +9,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from npuc.diagnostics import KernelError
+
 
 def reshape(x: np.ndarray, shape: Sequence[int]) -> np.ndarray:
     return x.reshape(tuple(shape))
@@ -77,7 +79,7 @@ def gather(x: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
     size = x.shape[axis]
     idx = np.asarray(indices, dtype=np.int64)
     if idx.size and (idx.min() < -size or idx.max() >= size):
-        raise IndexError(f"gather index out of range [-{size}, {size}) on axis {axis}")
+        raise KernelError(f"gather index out of range [-{size}, {size}) on axis {axis}")
     return np.take(x, np.where(idx < 0, idx + size, idx), axis=axis)
 
 

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from npuc.diagnostics import KernelError
+
 from . import conv, pool
 from .integer import requantize, rounding_divide, rounding_shift
 from .window import pad_hw, tap
@@ -46,7 +48,7 @@ def _gemm_dtype(k: int, a: np.ndarray, b: np.ndarray) -> type[np.generic]:
         return F64
     if bound < 1 << 63:
         return I64
-    raise ValueError(f"accumulator bound {bound} exceeds the int64 range")
+    raise KernelError(f"accumulator bound {bound} exceeds the int64 range")
 
 
 def exact_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -59,7 +61,7 @@ def exact_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def exact_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a * b (broadcast) for int64 operands, refusing products that could overflow."""
     if _max_abs(a) * _max_abs(b) >= 1 << 63:
-        raise ValueError("products exceed the int64 range")
+        raise KernelError("products exceed the int64 range")
     return a * b
 
 
@@ -107,7 +109,7 @@ def wide_requantize(
         return requantize(acc, m, s, rounding)  # TFLite saturates acc << left to int32 first
     peak = _max_abs(acc)
     if peak >= INT64_SAFE:
-        raise ValueError(f"accumulator magnitude {peak} exceeds 2^62")
+        raise KernelError(f"accumulator magnitude {peak} exceeds 2^62")
     if peak * (int(m.max(initial=0)) << max(0, -int(s.min(initial=0)))) < INT64_SAFE:
         return requantize(acc, m, s, rounding)  # the common case: every product fits
     x = np.abs(acc)
@@ -157,7 +159,7 @@ def aligned_sum(
 ) -> np.ndarray:
     """a' + b' (or a' - b') with x' = requantize(x_centred * 2^left_shift, m_x, shift_x)."""
     if max(_max_abs(a), _max_abs(b)) << left_shift >= INT64_SAFE:
-        raise ValueError(f"operands shifted left by {left_shift} overflow int64")
+        raise KernelError(f"operands shifted left by {left_shift} overflow int64")
     a1 = wide_requantize(np.left_shift(a, left_shift), *lhs, rounding)
     b1 = wide_requantize(np.left_shift(b, left_shift), *rhs, rounding)
     return a1 - b1 if subtract else a1 + b1
@@ -410,7 +412,7 @@ def softmax_int8(
     num_bits_over_unit = 12 - headroom_plus_one
     if num_bits_over_unit.max() + 31 - 8 > 31:
         # TFLite's RoundingDivideByPOT takes exponents up to 31 (gemmlowp asserts beyond).
-        raise ValueError("softmax: a row's sum of exponentials reaches 512 (TFLite fails)")
+        raise KernelError("softmax: a row's sum of exponentials reaches 512 (TFLite fails)")
     shifted_sum_minus_one = _wrap32(np.left_shift(sum_of_exps, headroom_plus_one) - (1 << 31))
     shifted_scale = fx_one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
     unsat = fx_rounding_divide_by_pot(
@@ -435,7 +437,7 @@ def reduce_max(x: np.ndarray, axes: Sequence[int], keepdims: bool) -> np.ndarray
     """Max of stored integers over `axes` (all axes when empty), in x's dtype."""
     axis = tuple(sorted({a % x.ndim for a in axes})) if axes else None
     if x.size == 0:
-        raise ValueError("reduce_max of an empty tensor")
+        raise KernelError("reduce_max of an empty tensor")
     return np.asarray(np.max(x, axis=axis, keepdims=keepdims), dtype=x.dtype)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from npuc.diagnostics import KernelError
 from npuc.dialects import qnn_int16 as q16
 from npuc.runtime.kernels.integer import requantize
 from npuc.runtime.kernels.qnn_arith import _bit_length
@@ -69,7 +70,7 @@ def softmax_lut(
     exps = lut_lookup_513(np.clip(scaled + 32767, -32768, 32767), exp_table)
     total = exps.sum(axis=-1, keepdims=True)
     if np.any(total < 2) or np.any(total >= 1 << 31):  # TFLite's shifts need 2 <= sum < 2^31
-        raise ValueError("softmax_lut: a row's sum of exponentials is outside [2, 2^31)")
+        raise KernelError("softmax_lut: a row's sum of exponentials is outside [2, 2^31)")
     headroom = 32 - _bit_length(total)  # count of leading zeros of the uint32 sum
     normalised = ((total << (headroom - 1)) + (1 << 13)) >> 14
     reciprocal = lut_lookup_513(np.clip(normalised - (3 << 15), -32768, 32767), recip_table)

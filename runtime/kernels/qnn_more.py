@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from npuc.diagnostics import KernelError
 from npuc.dialects import qnn_more as qm
 from npuc.dialects.nn_base import shape_of
 from npuc.runtime.kernels import qnn_arith as qa
@@ -104,7 +105,7 @@ def tflite_divide(
     Shared by the qnn interpreter and the NPU runtime's eltwise div.
     """
     if np.any(den == 0):
-        raise ValueError("division by a zero divisor (rhs equal to its zero point)")
+        raise KernelError("division by a zero divisor (rhs equal to its zero point)")
     num = np.where(den < 0, -num, num)
     den = np.abs(den)
     k = _bit_length(den) - 1
@@ -116,7 +117,7 @@ def tflite_divide(
     exponent = total - 31  # RoundingDivideByPOT's exponent in TFLite
     if overshift == "x86" and np.any(exponent >= 32):
         if np.any(exponent >= 64):
-            raise ValueError("a rounding shift of 64 or more")
+            raise KernelError("a rounding shift of 64 or more")
         # (1ll << e) - 1 truncated to int32 is -1; the 32-bit arithmetic shift uses e mod 32.
         high = qa.fx_mul(unscaled, multiplier)
         wrapped = np.right_shift(high, exponent & 31) + (high >= 0)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from npuc.diagnostics import KernelError
 from npuc.dialects.qnn_transpose import ConvTranspose2dOp
 from npuc.runtime.kernels.qnn_arith import FLOAT32_EXACT, FLOAT_EXACT, dot_bound
 from npuc.runtime.kernels.window import window_extent
@@ -34,7 +35,7 @@ def conv_transpose2d_acc(
     (sh, sw), (dh, dw) = strides, dilations
     bound = dot_bound(c * kh * kw, xc, wc)
     if bound >= 1 << 63:
-        raise ValueError(f"accumulator bound {bound} exceeds the int64 range")
+        raise KernelError(f"accumulator bound {bound} exceeds the int64 range")
     dtype = np.float32 if bound < FLOAT32_EXACT else np.float64 if bound < FLOAT_EXACT else I64
     wmat = wc.reshape(c, o * kh * kw).T.astype(dtype)
     cols = np.matmul(wmat, xc.reshape(n, c, h * w).astype(dtype)).reshape(n, o, kh, kw, h, w)

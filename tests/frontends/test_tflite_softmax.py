@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from tflite_builder import TFLiteModel, run_litert
 
+from npuc.diagnostics import KernelError
 from npuc.dialects import qnn
 from npuc.frontends import tflite_qops
 from npuc.frontends.tflite import Unsupported, import_tflite
@@ -121,7 +122,7 @@ def test_large_sums_are_rejected() -> None:
     m, shift, diff_min = softmax_params(1.0, float(np.float32(0.01)))
     # 511 equal values: the largest sum LiteRT still runs (512 aborts the process).
     check_exact(softmax_model([1, 511], 0.01, 0, 1.0), np.zeros((1, 511), np.int8))
-    with pytest.raises(ValueError, match="512"):
+    with pytest.raises(KernelError, match="512"):
         softmax_int8(np.zeros((1, 512), np.int8), m, shift, diff_min)
 
 

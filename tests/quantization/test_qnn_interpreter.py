@@ -33,6 +33,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Region
 from xdsl.utils.exceptions import VerifyException
 
+from npuc.diagnostics import KernelError
 from npuc.dialects import nn_shapes, qnn
 from npuc.dialects.nn_base import ints
 from npuc.dialects.quant_types import UniformQuantizedType
@@ -335,7 +336,7 @@ def test_exact_matmul_picks_int64_when_float64_would_round():
 
 def test_accumulators_beyond_int64_are_refused():
     huge = np.array([[2**40, 2**40]], np.int64)
-    with pytest.raises(ValueError, match="int64"):
+    with pytest.raises(KernelError, match="int64"):
         qnn_arith.exact_matmul(huge, huge.T * 2**10)
 
 

@@ -205,3 +205,30 @@ def test_internal_error_in_a_real_process(relu_mlir: Path, debug: str):
     assert "while working on: pass 'canonicalize'" in result.stderr
     assert ("Traceback (most recent call last)" in result.stderr) == bool(debug)
     assert ("rerun with --debug" in result.stderr) != bool(debug)
+
+
+def fail_with_value_error(*args, **kwargs):
+    raise ValueError("planted bug")
+
+
+def test_a_value_error_in_a_kernel_is_internal_not_the_users(tmp_path: Path, monkeypatch, capsys):
+    """Kernels raise KernelError for what the data causes; any other ValueError is a bug."""
+    from npuc.runtime import npu_kernels
+    from npuc.runtime.qnn_kernels import QuantizedFunctionRunner
+
+    out = tmp_path / "b"
+    argv = [str(LENET), "-t", "mcu-64", "--calib-random", "2", "-q", "-o", str(out)]
+    assert run_main(npu_compile.main, argv, capsys)[0] == 0
+
+    kernels = QuantizedFunctionRunner.evaluate
+
+    def evaluate(op, args):
+        return fail_with_value_error() if op.name == "nn.conv2d" else kernels(op, args)
+
+    monkeypatch.setattr(QuantizedFunctionRunner, "evaluate", staticmethod(evaluate))
+    status, stderr = run_main(npu_run.main, [str(EXAMPLE)], capsys)
+    assert_internal_error(status, stderr, "npu-run", "ValueError: planted bug", "op 'nn.conv2d'")
+
+    monkeypatch.setattr(npu_kernels, "pool", fail_with_value_error)
+    status, stderr = run_main(npu_run.main, [str(out / "lenet5.npubin")], capsys)
+    assert_internal_error(status, stderr, "npu-run", "ValueError: planted bug", "(pool")
