@@ -124,13 +124,15 @@ func.func @sigmoid(%x: tensor<1x4xf32> {nn.name = "lx"}) -> tensor<1x4xf32> {
 
 // -----
 
-// Softmax has no integer lowering: dequantize before, quantize (to sm's range) after.
+// Softmax over the last axis becomes qnn.softmax (TFLite's int8 algorithm). The input scale
+// 0.125 gives 0.125 * 2^26 = 2^23: input_multiplier 2^30, input_left_shift 24, and
+// diff_min = -floor(31 * 2^26 / 2^24) = -124. The result is fixed at scale 1/256, zero point
+// -128; sb's mul of two such values into [0, 1] (scale 1/255) rescales by
+// 255 / 65536 = 0.99609375 * 2^-8: multiplier 2139095040, shift 39.
 // CHECK-LABEL: func.func @softmax
 // CHECK:         %[[A:.*]] = qnn.add {{.*}}name = "sa"
-// CHECK-NEXT:    %[[D:.*]] = qnn.dequantize %[[A]] : (tensor<1x4x!qnn.uniform<i8:f32, 0.125>>) -> tensor<1x4xf32>
-// CHECK-NEXT:    %[[S:.*]] = nn.softmax %[[D]] {axis = 1 : i64, name = "sm"}
-// CHECK-NEXT:    %[[Q:.*]] = qnn.quantize %[[S]] : (tensor<1x4xf32>) -> tensor<1x4x!qnn.uniform<i8:f32, 0.00392156862745098:-128>>
-// CHECK-NEXT:    qnn.mul %[[Q]], %[[Q]] {name = "sb", multiplier = array<i64: 1077952576>, shift = array<i64: 38>}
+// CHECK-NEXT:    %[[S:.*]] = qnn.softmax %[[A]] {name = "sm", input_multiplier = 1073741824 : i64, input_left_shift = 24 : i64, diff_min = -124 : i64} : (tensor<1x4x!qnn.uniform<i8:f32, 0.125>>) -> tensor<1x4x!qnn.uniform<i8:f32, 0.00390625:-128>>
+// CHECK-NEXT:    qnn.mul %[[S]], %[[S]] {name = "sb", multiplier = array<i64: 2139095040>, shift = array<i64: 39>}
 func.func @softmax(%x: tensor<1x4xf32> {nn.name = "sx"}) -> tensor<1x4xf32> {
   %0 = nn.add %x, %x {name = "sa"} : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<1x4xf32>
   %1 = nn.softmax %0 {axis = 1 : i64, name = "sm"} : (tensor<1x4xf32>) -> tensor<1x4xf32>
