@@ -93,12 +93,26 @@ def compare(float_module: ModuleOp, quantized: ModuleOp, batches: Iterable[Batch
     return comparison.reports()
 
 
+@dataclass(frozen=True)
+class SearchStep:
+    """One quantization of the search: the promoted layers, its fidelity, and whether the
+    last promotion was kept (a promotion that lowers fidelity is undone)."""
+
+    promoted: tuple[str, ...]
+    worst_cosine: float
+    top1: float | None
+    kept: bool = True
+
+
 @dataclass
 class SearchResult:
     module: ModuleOp
     report: object
     promoted: list[str] = field(default_factory=list)
-    history: list[tuple[list[str], float, float | None]] = field(default_factory=list)
+    history: list[SearchStep] = field(default_factory=list)
+    met: bool = True
+    stopped: str = ""  # why the search ended without meeting the target
+    limiting_output: str = ""  # the output furthest from the target
 
 
 def meets(outputs, target_cosine: float | None, max_top1_drop: float | None) -> bool:
@@ -116,6 +130,13 @@ def meets(outputs, target_cosine: float | None, max_top1_drop: float | None) -> 
     return True
 
 
+def _fidelity(outputs, by_top1: bool = True) -> tuple[float, float]:
+    """(worst top-1 agreement, worst cosine) over the outputs, larger being better; the
+    top-1 term only when the target limits it."""
+    top1 = _top1(outputs) if by_top1 else None
+    return 1.0 if top1 is None else top1, min(o.cosine for o in outputs)
+
+
 def search_mixed_precision(
     float_module: ModuleOp,
     statistics: Mapping,
@@ -131,31 +152,54 @@ def search_mixed_precision(
 
     Each round quantizes, compares with float, and promotes the layer that
     loses the most similarity (see `most_sensitive_layer`) to `promote_to`
-    ("int16" or "float"). Top-1 drop is the percentage of samples whose
-    quantized top-1 class differs from float's.
+    ("int16" or "float"). A promotion that lowers the fidelity the target measures
+    (worst top-1 agreement when it limits it, then worst output cosine) is undone
+    and its layer not tried again.
+    Top-1 drop is the percentage of samples whose quantized top-1 class differs
+    from float's. The result says whether the target was met and, if not, why not.
     """
     from npuc.passes.quantization.layer_config import LayerOverrides, LayerSetting
 
     if target_cosine is None and max_top1_drop is None:
         raise NpucError("the mixed-precision search needs --target-cosine or --max-top1-drop")
     setting = LayerSetting(bits=16) if promote_to == "int16" else LayerSetting(mode="float")
-    promoted: list[str] = []
-    history = []
-    while True:
-        overrides = LayerOverrides(layers={name: setting for name in promoted})
+
+    def attempt(names: list[str]):
+        overrides = LayerOverrides(layers={name: setting for name in names})
         quantized, report = quantize(float_module, statistics, replace(config, overrides=overrides))
         outputs, tensors = compare(float_module, quantized, batches)
-        worst_output = min(o.cosine for o in outputs)
-        top1 = min(
-            (o.top1_agreement for o in outputs if o.top1_agreement is not None), default=None
-        )
-        history.append((list(promoted), worst_output, top1))
-        if meets(outputs, target_cosine, max_top1_drop) or len(promoted) >= max_promotions:
-            return SearchResult(quantized, report, promoted, history)
-        worst = most_sensitive_layer(report, tensors, exclude=promoted)
+        return quantized, report, outputs, tensors
+
+    promoted: list[str] = []
+    rejected: list[str] = []
+    quantized, report, outputs, tensors = attempt(promoted)
+    by_top1 = max_top1_drop is not None
+    history = [SearchStep((), _fidelity(outputs)[1], _top1(outputs))]
+    while not meets(outputs, target_cosine, max_top1_drop):
+        if len(promoted) >= max_promotions:
+            stopped = f"it reached the limit of {max_promotions} promotions"
+            break
+        worst = most_sensitive_layer(report, tensors, exclude=[*promoted, *rejected])
         if worst is None:
-            return SearchResult(quantized, report, promoted, history)
-        promoted.append(worst)
+            stopped = "no integer layer is left to promote"
+            break
+        trial = attempt([*promoted, worst])
+        kept = _fidelity(trial[2], by_top1) >= _fidelity(outputs, by_top1)
+        history.append(SearchStep((*promoted, worst), _fidelity(trial[2])[1], _top1(trial[2]),
+                                  kept))  # fmt: skip
+        if kept:
+            promoted.append(worst)
+            quantized, report, outputs, tensors = trial
+        else:
+            rejected.append(worst)
+    else:
+        return SearchResult(quantized, report, promoted, history)
+    limiting = min(outputs, key=lambda o: (o.top1_agreement or 1.0, o.cosine)).name
+    return SearchResult(quantized, report, promoted, history, False, stopped, limiting)
+
+
+def _top1(outputs) -> float | None:
+    return min((o.top1_agreement for o in outputs if o.top1_agreement is not None), default=None)
 
 
 # Lowerings that do arithmetic on quantized values, and so add quantization error.
@@ -170,6 +214,11 @@ COMPUTE_LOWERINGS = {
     "qnn.global_avg_pool",
     "qnn.lut",
     "qnn.requantize",
+    "qnn.conv_transpose2d",
+    "qnn.prelu",
+    "qnn.reduce_sum",
+    "qnn.softmax",
+    "qnn.resize_bilinear",
 }
 
 

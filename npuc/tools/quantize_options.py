@@ -151,9 +151,22 @@ def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
         quantized, report = found.module, found.report
         chosen = ", ".join(found.promoted) or "none"
         print(f"mixed precision: promoted to {args.promote_to}: {chosen}")
-        for promoted, cosine, top1 in found.history:
-            top = "" if top1 is None else f", top-1 agreement {100 * top1:.1f}%"
-            print(f"  {len(promoted)} promoted: worst output cosine {cosine:.6f}{top}")
+        for step in found.history:
+            top = "" if step.top1 is None else f", top-1 agreement {100 * step.top1:.1f}%"
+            what = f"+ {step.promoted[-1]}" if step.promoted else "none promoted"
+            undone = "" if step.kept else " (lower: undone)"
+            print(f"  {what}: worst output cosine {step.worst_cosine:.6f}{top}{undone}")
+        if not found.met:
+            wanted = " and ".join(
+                text for text, given in (
+                    (f"cosine >= {args.target_cosine}", args.target_cosine),
+                    (f"top-1 drop <= {args.max_top1_drop}%", args.max_top1_drop),
+                ) if given is not None
+            )  # fmt: skip
+            raise NpucError(
+                f"mixed precision: the target ({wanted}) is not met: {found.stopped}; "
+                f"output '{found.limiting_output}' stays furthest from it"
+            )
     else:
         quantized, report = quantize(module, statistics, config)
     for warning in report.warnings:

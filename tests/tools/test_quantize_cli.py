@@ -73,6 +73,18 @@ def test_search_promotes_layers_until_the_target_is_met(workspace: Path):
     assert json.loads(report.read_text())["outputs"][0]["cosine"] >= target
 
 
+def test_a_target_the_search_cannot_meet_is_an_error_naming_why(workspace: Path):
+    """Promoting every layer to int16 cannot reach a cosine of 1 - 1e-12."""
+    result = quantize(workspace, "--data", workspace / "test", "--target-cosine", "0.999999999999")
+    assert result.returncode == 1, result.stdout
+    assert "mixed precision: the target (cosine >= 0.999999999999) is not met" in result.stderr
+    assert "no integer layer is left to promote" in result.stderr
+    assert "output 'logits' stays furthest from it" in result.stderr
+    assert "Traceback" not in result.stderr
+    steps = [line for line in result.stdout.splitlines() if "worst output cosine" in line]
+    assert len(steps) >= 3 and steps[0].startswith("  none promoted:")
+
+
 def test_edited_layer_config_changes_that_layer(workspace: Path):
     config = workspace / "layers.json"
     assert quantize(workspace, "--write-layer-config", config).returncode == 0
