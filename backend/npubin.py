@@ -33,6 +33,8 @@ from .npubin_format import (
     SECTION,
     SECTION_ALIGNMENT,
     SECTION_IDS,
+    SECTION_SINCE,
+    STATE_ENTRY,
     STRING,
     TENSOR,
     VERSION,
@@ -142,8 +144,19 @@ def encode_program(program: isa.Program) -> bytes:
             DEBUG_ENTRY.pack(strings(k), strings(v)) for k, v in program.debug
         )
         sections.append(("DEBUG", debug))
+    if program.state:
+        sections.append(("STATE", _state(program.state)))
     sections.insert(0, ("STRINGS", strings.section()))
     return _assemble(sections)
+
+
+def _state(pairs: tuple[isa.StatePair, ...]) -> bytes:
+    """The STATE section: the entries, then each initial value zero padded to 8 bytes."""
+    entries, data = [], bytearray()
+    for pair in pairs:
+        entries.append(STATE_ENTRY.pack(pair.input, pair.output, len(data), len(pair.initial)))
+        data += pair.initial.ljust(pad8(len(pair.initial)), b"\0")
+    return COUNT.pack(len(pairs), 0) + b"".join(entries) + bytes(data)
 
 
 def _assemble(sections: list[tuple[str, bytes]]) -> bytes:
@@ -158,7 +171,9 @@ def _assemble(sections: list[tuple[str, bytes]]) -> bytes:
             SECTION.pack(SECTION_IDS[name], alignment, start, len(data), zlib.crc32(data), 0)
         )
     table = b"".join(entries)
-    head = HEADER.pack(MAGIC, *VERSION, HEADER.size, len(sections), offset, 0, 0)[:-4]
+    # the oldest version that holds the file: 1.0 when it has no section of a later one
+    minor = max((SECTION_SINCE.get(name, 0) for name, _ in sections), default=0)
+    head = HEADER.pack(MAGIC, VERSION[0], minor, HEADER.size, len(sections), offset, 0, 0)[:-4]
     crc = zlib.crc32(head + table)
     return head + struct.pack("<I", crc) + table + bytes(body)
 

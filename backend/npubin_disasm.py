@@ -27,7 +27,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError
 from npuc.diagnostics import NpucError
 from npuc.dialects import npu_isa as isa
 from npuc.dialects.npu import INSTRUCTIONS, HostOp, NPUInstruction, ProgramOp, host_body_text
-from npuc.dialects.npu_attrs import IOAttr, RegionAttr, TensorAttr, TokenType
+from npuc.dialects.npu_attrs import IOAttr, RegionAttr, StateAttr, TensorAttr, TokenType
 
 
 def _default_context() -> Context:
@@ -109,5 +109,7 @@ def disassemble(
         props["constants"] = DenseIntOrFPElementsAttr(ty, BytesAttr(program.constants))
     if program.debug:
         props["debug"] = DictionaryAttr({k: StringAttr(v) for k, v in program.debug})
+    if program.state:
+        props["state"] = ArrayAttr([StateAttr.from_pair(p) for p in program.state])
     body = Region(Block(ops))
     return ModuleOp([ProgramOp.create(properties=props, regions=[body])])

@@ -11,7 +11,10 @@ import struct
 from npuc.dialects.npu_isa import MAX_RANK, Field, OpSpec
 
 MAGIC = b"NPUB"
-VERSION = (1, 0)
+#: The newest version this npuc reads and writes. The encoder writes the oldest version
+#: that holds the file: 1.0 unless it has a section of a later minor version
+#: (`SECTION_SINCE`), so a 1.0 loader reads every file without one.
+VERSION = (1, 1)
 
 HEADER = struct.Struct(
     "<4sHHIIQII"
@@ -26,6 +29,7 @@ TENSOR = struct.Struct("<BBBBIQ")  # region, dtype, rank, reserved, reserved, of
 DIM = struct.Struct("<II")  # size, element stride
 INSTRUCTION = struct.Struct("<HBBHHII")  # opcode, engine, operands, deps, params size, layer, size
 DEBUG_ENTRY = struct.Struct("<II")  # key, value (strings)
+STATE_ENTRY = struct.Struct("<IIQQ")  # input, output, initial value's offset and size
 
 NO_LAYER = 0xFFFFFFFF
 MAX_SECTIONS = 16
@@ -38,9 +42,12 @@ SECTION_KINDS = {
     5: "COMMANDS",
     6: "CONSTANTS",
     7: "DEBUG",
+    8: "STATE",
 }
 SECTION_IDS = {name: kind for kind, name in SECTION_KINDS.items()}
 REQUIRED_SECTIONS = ("STRINGS", "REGIONS", "IO", "LAYERS", "COMMANDS", "CONSTANTS")
+#: The minor version (of major 1) that added a section; the others are in 1.0.
+SECTION_SINCE = {"STATE": 1}
 SECTION_ALIGNMENT = {"CONSTANTS": 64}  # every other section: 8
 DEFAULT_ALIGNMENT = 8
 MAX_ALIGNMENT = 4096
@@ -72,4 +79,5 @@ def tensor_size(rank: int) -> int:
 
 
 assert TENSOR.size == 16 and INSTRUCTION.size == 16 and HEADER.size == 32 and SECTION.size == 32
+assert STATE_ENTRY.size == 24
 assert MAX_RANK <= 255

@@ -55,7 +55,7 @@ from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from . import npu_isa as isa
-from .npu_attrs import IOAttr, RegionAttr, TensorAttr, TokenType
+from .npu_attrs import IOAttr, RegionAttr, StateAttr, TensorAttr, TokenType
 from .npu_rules import check_hazards, check_instruction, check_program
 from .quant_types import UniformQuantizedType
 
@@ -69,7 +69,8 @@ def _error(op: IRDLOperation, e: Exception) -> VerifyException:
 @irdl_op_definition
 class ProgramOp(IRDLOperation):
     """The program: regions, I/O, layer names, constants (`constants`: the region's first bytes,
-    the rest is zero) and the instructions in order. `debug` holds optional string pairs."""
+    the rest is zero) and the instructions in order. `debug` holds optional string pairs,
+    `state` the state pairs of a stateful (streaming) program (`#npu.state`)."""
 
     name = "npu.program"
     sym_name = prop_def(SymbolNameConstraint())
@@ -79,6 +80,7 @@ class ProgramOp(IRDLOperation):
     layers = prop_def(ArrayAttr[StringAttr])
     constants = opt_prop_def(DenseIntOrFPElementsAttr)
     debug = opt_prop_def(DictionaryAttr)
+    state = opt_prop_def(ArrayAttr[StateAttr])
     body = region_def()
     traits = traits_def(NoTerminator(), IsolatedFromAbove())
     irdl_options = (ParsePropInAttrDict(),)
@@ -129,6 +131,7 @@ class ProgramOp(IRDLOperation):
             instructions=tuple(instructions),
             constants=self.constant_bytes(),
             debug=tuple(debug),
+            state=tuple(s.pair() for s in self.state) if self.state is not None else (),
         )
 
     def verify_(self) -> None:
@@ -496,7 +499,7 @@ INSTRUCTIONS: dict[str, type[NPUInstruction]] = {
 NPU = Dialect(
     "npu",
     [ProgramOp, *INSTRUCTIONS.values(), YieldOp],
-    [TokenType, TensorAttr, RegionAttr, IOAttr],
+    [TokenType, TensorAttr, RegionAttr, IOAttr, StateAttr],
 )
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""Attributes and types of the `npu` dialect: tensor operands, regions, I/O descriptors, tokens.
+"""Attributes and types of the `npu` dialect: tensor operands, regions, I/O descriptors, state
+pairs, tokens.
 
 `#npu.tensor<"sram", 128, [1, 16, 8, 8], i8>` is a view of `shape` elements
 at byte offset 128 of the `sram` region, row-major; a fifth field gives
@@ -12,14 +13,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import ArrayAttr, FloatData, IntAttr, StringAttr
+import numpy as np
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    FloatData,
+    IntAttr,
+    StringAttr,
+    TensorType,
+    i8,
+)
 from xdsl.ir import Attribute, ParametrizedAttribute, TypeAttribute
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from .npu_isa import DTYPES, IODesc, ISAError, Region, TensorRef, row_major
+from .npu_isa import DTYPES, IODesc, ISAError, Region, StatePair, TensorRef, row_major
 from .quant_types import float_literal
 
 
@@ -198,3 +209,51 @@ class IOAttr(ParametrizedAttribute):
                 parser.parse_punctuation(":")
                 zero_point = parser.parse_integer()
         return [StringAttr(name), tensor, FloatData(scale), IntAttr(zero_point)]
+
+
+@irdl_attr_definition
+class StateAttr(ParametrizedAttribute):
+    """A state pair: `#npu.state<1 -> 2, dense<-128> : tensor<1280xi8>>`: input 1 takes
+    output 2 of the previous call, and on the first call the initial value, given as the
+    input tensor's stored bytes (a rank-1 i8 tensor, like the program's constants)."""
+
+    name = "npu.state"
+
+    input: IntAttr
+    output: IntAttr
+    initial: DenseIntOrFPElementsAttr
+
+    @staticmethod
+    def from_pair(pair: StatePair) -> StateAttr:
+        ty = TensorType(i8, [len(pair.initial)])
+        return StateAttr(
+            IntAttr(pair.input), IntAttr(pair.output),
+            DenseIntOrFPElementsAttr(ty, BytesAttr(pair.initial)),
+        )  # fmt: skip
+
+    def pair(self) -> StatePair:
+        from npuc.tensors import from_dense
+
+        ty = self.initial.get_type()
+        if ty.get_element_type() != i8 or len(ty.get_shape()) != 1:
+            raise VerifyException("#npu.state: the initial value must be a rank-1 i8 tensor")
+        data = np.ascontiguousarray(from_dense(self.initial)).tobytes()
+        return StatePair(self.input.data, self.output.data, data)
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(f"{self.input.data} -> {self.output.data}, ")
+            printer.print_attribute(self.initial)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            source = parser.parse_integer(allow_negative=False)
+            parser.parse_punctuation("->")
+            result = parser.parse_integer(allow_negative=False)
+            parser.parse_punctuation(",")
+            start = parser.pos
+            initial = parser.parse_attribute()
+            if not isinstance(initial, DenseIntOrFPElementsAttr):
+                parser.raise_error("expected the initial value as dense<...>", start, parser.pos)
+        return [IntAttr(source), IntAttr(result), initial]

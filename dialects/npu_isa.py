@@ -3,7 +3,7 @@
 An instruction names an op of `SPECS`, its tensor operands (`TensorRef`: a
 strided view into a memory region), its parameters and the earlier
 instructions it waits for; a `Program` holds the instructions, the regions,
-the I/O descriptors, the layer names and the constants. The rules they obey
+the I/O descriptors, the layer names, the constants and the state pairs. The rules they obey
 are in npu_rules.py; semantics in docs/binary-format.md and dialects/npu.py.
 No xDSL here: the runtime loads binaries into these classes directly.
 """
@@ -332,6 +332,17 @@ class IODesc:
 
 
 @dataclass(frozen=True)
+class StatePair:
+    """State a stateful (streaming) program carries from one call to the next: input number
+    `input` takes output number `output` of the previous call, and `initial` (the input
+    tensor's stored bytes, row-major, little-endian) on the first call."""
+
+    input: int
+    output: int
+    initial: bytes
+
+
+@dataclass(frozen=True)
 class Program:
     name: str
     regions: tuple[Region, ...]
@@ -341,6 +352,7 @@ class Program:
     instructions: tuple[Instruction, ...]
     constants: bytes = b""
     debug: tuple[tuple[str, str], ...] = field(default=())
+    state: tuple[StatePair, ...] = field(default=())
 
     def region(self, kind: str) -> Region | None:
         return next((r for r in self.regions if r.kind == kind), None)

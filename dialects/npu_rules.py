@@ -9,7 +9,7 @@ in program order, so a missing token changes the cycle estimate, never a result.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -29,6 +29,7 @@ from .npu_isa import (
     IODesc,
     ISAError,
     Program,
+    StatePair,
     TensorRef,
     dtype_range,
     is_integer,
@@ -381,6 +382,46 @@ def check_io_names(program: Program) -> None:
                 raise ISAError(f"{kind} names must be unique and non-empty, got {name!r}")
 
 
+def check_state_pair(program: Program, pair: StatePair, earlier: Sequence[StatePair]) -> None:
+    """One state pair: indices in range and not used by an `earlier` pair, input and output
+    of one type (shape, element type, scale, zero point), an initial value of the input's
+    size (a b8 state's bytes 0 or 1)."""
+    if not 0 <= pair.input < len(program.inputs):
+        raise ISAError(f"input {pair.input} is not among the {len(program.inputs)} inputs")
+    if not 0 <= pair.output < len(program.outputs):
+        raise ISAError(f"output {pair.output} is not among the {len(program.outputs)} outputs")
+    if any(p.input == pair.input for p in earlier):
+        raise ISAError(f"input {pair.input} is the state input of an earlier pair")
+    if any(p.output == pair.output for p in earlier):
+        raise ISAError(f"output {pair.output} is the state output of an earlier pair")
+    source, result = program.inputs[pair.input], program.outputs[pair.output]
+    for what, a, b in (("shape", list(source.tensor.shape), list(result.tensor.shape)),
+                       ("element type", source.tensor.dtype, result.tensor.dtype),
+                       ("scale", source.scale, result.scale),
+                       ("zero point", source.zero_point, result.zero_point)):  # fmt: skip
+        if a != b:
+            raise ISAError(
+                f"input {pair.input} '{source.name}' has {what} {a}, output {pair.output} "
+                f"'{result.name}' {b}: a state's input and output must have one type"
+            )
+    size = source.tensor.numel * source.tensor.itemsize
+    if len(pair.initial) != size:
+        raise ISAError(
+            f"initial value of {len(pair.initial)} bytes, expected {size} (input {pair.input} "
+            f"'{source.name}', {list(source.tensor.shape)} {source.tensor.dtype})"
+        )
+    if source.tensor.dtype == "b8" and pair.initial.count(0) + pair.initial.count(1) != size:
+        raise ISAError("the initial value of a b8 state holds bytes other than 0 and 1")
+
+
+def check_state(program: Program) -> None:
+    for i, pair in enumerate(program.state):
+        try:
+            check_state_pair(program, pair, program.state[:i])
+        except ISAError as e:
+            raise ISAError(f"state {i}: {e}") from None
+
+
 def check_tables(program: Program, inst: Instruction) -> None:
     """bias_scale rows in the constants region: multiplier, shift and weight zero point ranges.
 
@@ -406,7 +447,8 @@ def check_tables(program: Program, inst: Instruction) -> None:
 
 
 def check_program(program: Program) -> None:
-    """Whole-program rules: regions, placement, I/O, layers, token order, constant tables."""
+    """Whole-program rules: regions, placement, I/O, state, layers, token order, constant
+    tables."""
     check_regions(program)
     check_debug(program)
     check_io_names(program)
@@ -416,6 +458,7 @@ def check_program(program: Program) -> None:
                 check_io(program, desc)
             except ISAError as e:
                 raise ISAError(f"{kind} '{desc.name}': {e}") from None
+    check_state(program)
     for index, inst in enumerate(program.instructions):
         try:
             check_in_program(program, index, inst)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
@@ -66,7 +67,8 @@ class LowerToNpuPass(ModulePass):
 
 
 def program_of(module: ModuleOp) -> isa.Program:
-    """The program of a lowered module (the one npu.program), as plain data."""
+    """The program of a lowered module (the one npu.program), as plain data; a stateful
+    model's state pairs and initial values came in with the lowering (`_state`)."""
     from npuc.backend.npubin import program_op
 
     return program_op(module).program()
@@ -281,6 +283,25 @@ def lower_module(module: ModuleOp, host: str = "all") -> isa.Program:
     return _program(func, b, regions)
 
 
+def _state(func: FuncOp, inputs: list[isa.IODesc]) -> tuple[isa.StatePair, ...]:
+    """The state pairs of `@main` (graph_io.state_names) with their initial stored values."""
+    try:
+        pairs = graph_io.state_names(func)
+    except ValueError as e:
+        raise NpucError(f"lower-to-npu: {e}") from None
+    if not pairs:
+        return ()
+    module = func.parent_op()
+    assert isinstance(module, ModuleOp)
+    initial = graph_io.initial_state(module)
+    state = []
+    for arg, res, name in pairs:
+        t = inputs[arg].tensor
+        value = np.ascontiguousarray(initial[name], isa.DTYPES[t.dtype][1])
+        state.append(isa.StatePair(arg, res, value.tobytes()))
+    return tuple(state)
+
+
 def _program(func: FuncOp, b: Builder, regions: dict[str, tuple[str, RegionOp]]) -> isa.Program:
     data = bytes(b.constants.data)
     data = data.rstrip(b"\0")
@@ -307,7 +328,7 @@ def _program(func: FuncOp, b: Builder, regions: dict[str, tuple[str, RegionOp]])
         outputs.append(isa.IODesc(name, ref, *_quantization(value.type)))
     program = isa.Program(
         func.sym_name.data, tuple(isa_regions), tuple(inputs), tuple(outputs), tuple(b.layers),
-        tuple(with_deps(b.instructions)), data,
+        tuple(with_deps(b.instructions)), data, state=_state(func, inputs),
     )  # fmt: skip
     try:
         for index, inst in enumerate(program.instructions):

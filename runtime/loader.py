@@ -33,6 +33,8 @@ from npuc.backend.npubin_format import (
     REQUIRED_SECTIONS,
     SECTION,
     SECTION_KINDS,
+    SECTION_SINCE,
+    STATE_ENTRY,
     STRING,
     TENSOR,
     VERSION,
@@ -102,6 +104,7 @@ class _Decoder:
             newer = "newer than" if major > VERSION[0] else "older than"
             _fail(4, f"format version {major}.{minor} is {newer} this loader's "
                      f"{VERSION[0]}.{VERSION[1]}; use an npuc that reads {major}.x")  # fmt: skip
+        self.minor = minor
         self.newer_minor = minor > VERSION[1]
         if header_size != HEADER.size:
             _fail(8, f"header size {header_size}, expected {HEADER.size}")
@@ -143,6 +146,10 @@ class _Decoder:
                 _fail(at, f"section {i}: unknown kind {kind}")
             if name in sections:
                 _fail(at, f"section {i}: a second {name} section")
+            if self.minor < SECTION_SINCE.get(name, 0):
+                _fail(at, f"section {i}: a {name} section needs format version "
+                          f"{VERSION[0]}.{SECTION_SINCE[name]}, the file says "
+                          f"{VERSION[0]}.{self.minor}")  # fmt: skip
             sections[name] = _Section(name, offset, size)
         position = table_end
         for start, end, i in sorted(spans):
@@ -267,6 +274,30 @@ class _Decoder:
                           self.string(value, where + 4, "debug value")))  # fmt: skip
         return tuple(pairs)
 
+    def state(self, s: _Section) -> list[tuple[isa.StatePair, int]]:
+        """The state pairs and their entries' offsets (indices and sizes checked later)."""
+        count, at = self.counted(s, STATE_ENTRY.size)
+        data = at + count * STATE_ENTRY.size
+        end = s.offset + s.size
+        pairs, position = [], 0
+        for i in range(count):
+            where = at + i * STATE_ENTRY.size
+            source, result, offset, size = STATE_ENTRY.unpack_from(self.data, where)
+            if offset != position:  # back to back, each padded to 8 bytes
+                _fail(where + 8, f"state {i}: initial value at offset {offset}, expected "
+                                 f"{position}")  # fmt: skip
+            if pad8(size) > end - data - position:  # the value and its padding
+                _fail(where + 16, f"state {i}: an initial value of {size} bytes runs past the "
+                                  "STATE section")  # fmt: skip
+            start = data + position
+            self.zeros(start + size, start + pad8(size), f"state {i}: initial value padding")
+            pairs.append((isa.StatePair(source, result, self.data[start : start + size]), where))
+            position += pad8(size)
+        if data + position != end:
+            _fail(data + position, f"STATE: {end - data - position} bytes after the last "
+                                   "initial value")  # fmt: skip
+        return pairs
+
     # ------------------------------------------------------------------ instructions
 
     def instructions(self, s: _Section, layers: int) -> list[tuple[isa.Instruction, int]]:
@@ -379,17 +410,19 @@ class _Decoder:
         name, descs, n_in = self.io(sections["IO"])
         layers = self.layers(sections["LAYERS"])
         debug = self.debug(sections["DEBUG"]) if "DEBUG" in sections else ()
+        state = self.state(sections["STATE"]) if "STATE" in sections else []
         constants = sections["CONSTANTS"]
         instructions = self.instructions(sections["COMMANDS"], len(layers))
         program = isa.Program(
             name, regions, tuple(d for d, _ in descs[:n_in]), tuple(d for d, _ in descs[n_in:]),
             layers, tuple(i for i, _ in instructions),
             bytes(self.data[constants.offset : constants.offset + constants.size]), debug,
+            tuple(pair for pair, _ in state),
         )  # fmt: skip
-        self.check(program, sections, descs, n_in, instructions)
+        self.check(program, sections, descs, n_in, state, instructions)
         return program
 
-    def check(self, program, sections, descs, n_in, instructions) -> None:
+    def check(self, program, sections, descs, n_in, state, instructions) -> None:
         try:
             rules.check_regions(program)
         except isa.ISAError as e:
@@ -409,6 +442,11 @@ class _Decoder:
             except isa.ISAError as e:
                 kind = f"input {i}" if i < n_in else f"output {i - n_in}"
                 _fail(at, f"{kind} '{desc.name}': {e}")
+        for i, (pair, at) in enumerate(state):
+            try:
+                rules.check_state_pair(program, pair, program.state[:i])
+            except isa.ISAError as e:
+                _fail(at, f"state {i}: {e}")
         for index, (inst, at) in enumerate(instructions):
             try:
                 rules.check_in_program(program, index, inst)

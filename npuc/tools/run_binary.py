@@ -1,14 +1,17 @@
-"""`npu-run NAME.npubin`: load and validate a compiled program, execute it, profile it."""
+"""`npu-run NAME.npubin`: load and validate a compiled program, execute it (a sequence of calls
+carrying a stateful program's state with --sequence N), profile it."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
 
 from ..diagnostics import NpucError, user_file, working_on
+from ..dialects import npu_isa as isa
 
 
 def add_binary_options(parser: argparse.ArgumentParser) -> None:
@@ -53,11 +56,21 @@ def apply_config(args: argparse.Namespace) -> None:
 
 
 def run_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
+    """Run a compiled program once, or `--sequence N` times carrying its state.
+
+    A stateful program (a STATE section) starts from its stored initial state, and each
+    call's state outputs become the next call's state inputs; like the IR path, the
+    outputs shown and saved leave the state out. Missing inputs get seeded random data of
+    their own type, different at each step (seed + step).
+    """
     from ..compile_flow import TARGET_KEY
-    from ..runtime.executor import Executor, run_with_dump
+    from ..runtime.executor import Executor
     from ..runtime.loader import load_file
     from .npu_run import save_npz, summarise
 
+    steps = args.sequence
+    if steps is not None and steps < 1:
+        raise NpucError(f"--sequence must be at least 1, not {steps}")
     if args.json and not args.profile:
         raise NpucError("--json with a .npubin writes the profile: add --profile")
     for path in (args.output, args.json):
@@ -66,45 +79,110 @@ def run_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
     with working_on("step", "load"):
         program = load_file(args.model)
         executor = Executor(program)
-    rng = np.random.default_rng(args.seed)
-    for desc in program.inputs:
-        if desc.name not in inputs:
-            t = desc.tensor
-            lo, hi = (-128, 128) if t.dtype == "i8" else (0, 2)
-            dtype = np.dtype(np.int8) if t.dtype == "i8" else np.float32
-            inputs[desc.name] = rng.integers(lo, hi, t.shape).astype(dtype)
-            print(f"note: no --input for '{desc.name}': using seeded random data "
-                  f"{tuple(t.shape)} {dtype}")  # fmt: skip
+    state = {program.inputs[p.input].name: p for p in program.state}
+    given = sorted(set(inputs) & set(state))
+    if given:
+        raise NpucError(f"input '{given[0]}' is state: it starts from the binary's initial value "
+                        "and carries over from call to call (--sequence N)")  # fmt: skip
+    layers = None
     if args.dump_tensors:
         layers = None if args.dump_tensors == "all" else set(args.dump_tensors.split(","))
         unknown = sorted((layers or set()) - set(program.layers))
         if unknown:
             raise NpucError(f"--dump-tensors: no layer named {', '.join(unknown)}")
-        with working_on("step", "run"):
-            outputs, dumped = run_with_dump(executor, inputs, layers)
+    if steps is not None:
+        for name, array in inputs.items():
+            if array.ndim < 1 or array.shape[0] != steps:
+                raise NpucError(f"input '{name}' has shape {tuple(array.shape)}; with --sequence "
+                                f"{steps} it needs a leading axis of length {steps}")  # fmt: skip
+    per_step, dumps = [], []
+    current = {name: _initial(program.inputs[p.input], p) for name, p in state.items()}
+    for k in range(steps or 1):
+        feeds = {name: array[k] for name, array in inputs.items()} if steps else dict(inputs)
+        random = random_inputs(program, skip={*feeds, *state}, seed=args.seed + k)
+        if k == 0:
+            for name, array in random.items():
+                print(
+                    f"note: no --input for '{name}': using seeded random data "
+                    + ("at each step" if steps else f"{array.shape} {array.dtype}")
+                )
+        with working_on("step", "run" if steps is None else f"run step {k}"):
+            outputs, dumped = _call(executor, {**feeds, **random, **current}, args, layers)
+        current = {name: outputs[program.outputs[p.output].name] for name, p in state.items()}
+        per_step.append(_shown(program, outputs))
+        dumps.append(dumped)
+    for k, saved in enumerate(per_step):
+        for name, array in saved.items():
+            print((f"step {k}: " if steps is not None else "") + summarise(name, array))
+    if steps is None:
+        saved, dumped = per_step[0], dumps[0]
     else:
-        with working_on("step", "run"):
-            outputs, dumped = executor.run(inputs), {}
-    saved: dict[str, np.ndarray] = {}
-    for desc in program.outputs:
-        stored = outputs[desc.name]
-        if desc.scale:
-            saved[desc.name] = ((stored.astype(np.float64) - desc.zero_point) * desc.scale).astype(
-                np.float32
-            )
-            saved[f"{desc.name}.q"] = stored
-        else:
-            saved[desc.name] = stored
-    for name, array in saved.items():
-        print(summarise(name, array))
+        saved = {name: np.stack([s[name] for s in per_step]) for name in per_step[0]}
+        dumped = {name: np.stack([d[name] for d in dumps]) for name in dumps[0]}
     if dumped:
-        print(f"dumped {len(dumped)} tensors")
+        print(f"dumped {len(dumped)} tensors" + (f" at each of {steps} steps" if steps else ""))
     if args.output:
         save_npz(args.output, {**saved, **dumped})
         print(f"saved {len(saved)} output(s) to {args.output}")
     if args.profile:
         _profile(args, program, dict(program.debug).get(TARGET_KEY))
     return 0
+
+
+def _call(executor, feeds: dict[str, np.ndarray], args: argparse.Namespace, layers):
+    from ..runtime.executor import run_with_dump
+
+    if args.dump_tensors:
+        return run_with_dump(executor, feeds, layers)
+    return executor.run(feeds), {}
+
+
+def _initial(desc: isa.IODesc, pair: isa.StatePair) -> np.ndarray:
+    """A state input's stored initial value."""
+    t = desc.tensor
+    return np.frombuffer(pair.initial, isa.DTYPES[t.dtype][1]).reshape(t.shape)
+
+
+def _shown(program: isa.Program, outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The outputs that are not state: a quantized one as NAME (dequantized) and NAME.q."""
+    state = {p.output for p in program.state}
+    saved: dict[str, np.ndarray] = {}
+    for i, desc in enumerate(program.outputs):
+        if i in state:
+            continue
+        stored = outputs[desc.name]
+        if desc.scale:
+            real = (stored.astype(np.float64) - desc.zero_point) * desc.scale
+            saved[desc.name] = real.astype(np.float32)
+            saved[f"{desc.name}.q"] = stored
+        else:
+            saved[desc.name] = stored
+    return saved
+
+
+def random_inputs(
+    program: isa.Program, skip: Collection[str] = (), seed: int = 0
+) -> dict[str, np.ndarray]:
+    """Seeded random stored values for the inputs not in `skip`, in the program's order.
+
+    Integer inputs span their type's range, except unquantized i32/i64 ones (indices,
+    counts: 0 or 1, as the IR path gives them); f32 inputs are standard normal, b8 0 or 1.
+    """
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for desc in program.inputs:
+        if desc.name in skip:
+            continue
+        t = desc.tensor
+        dtype = np.dtype(isa.DTYPES[t.dtype][1])
+        if t.dtype == "f32":
+            feeds[desc.name] = rng.standard_normal(t.shape).astype(dtype)
+        elif (t.dtype in ("i32", "i64") and not desc.scale) or t.dtype == "b8":
+            feeds[desc.name] = rng.integers(0, 2, t.shape).astype(dtype)
+        else:
+            lo, hi = isa.dtype_range(t.dtype)
+            feeds[desc.name] = rng.integers(lo, hi, t.shape, endpoint=True).astype(dtype)
+    return feeds
 
 
 def _profile(args: argparse.Namespace, program, recorded: str | None) -> None:
