@@ -51,6 +51,7 @@ from .quantization.lowering import (
     is_f32_tensor,
 )
 from .quantization.op_lowering import lower
+from .quantization.recorded import check_recorded, force_recorded_outputs
 from .quantization.schemes import Scheme, TensorScheme, scheme_named
 
 GIVEN = "given"  # the strategy label of ranges passed in directly
@@ -177,7 +178,11 @@ class Plan:
             if not known:
                 continue
             lo, hi = min(r[0] for r in known), max(r[1] for r in known)
-            shared = self.scheme.activation(bits).qtype(lo, hi)
+            recorded = self.forced.get(layer.op.results[0])  # a configuration file's type
+            if recorded is not None and recorded.storage_bits.data == bits:
+                shared = recorded
+            else:
+                shared = self.scheme.activation(bits).qtype(lo, hi)
             self.forced[layer.op.results[0]] = shared
             for value in layer.op.operands:
                 self._retarget(value, shared, bits)
@@ -312,6 +317,7 @@ def quantize_module(
         plan.layers[op] = Layer(op, name, kind, setting, reason)
     _check_overrides(func, {layer.name for layer in plan.layers.values()}, config.overrides)
     plan.fold_clamps()
+    force_recorded_outputs(plan, config.overrides)
     plan.share_concat_scales()
 
     new_block, results = _emit(func, plan, config)
@@ -326,6 +332,7 @@ def quantize_module(
     )
     quantize_state(module, config.rounding)
     module.verify()
+    check_recorded(report, config.overrides)
     for layer in report.layers.values():
         for t in (*layer.inputs, *layer.outputs):
             if t.fractional_length is not None:

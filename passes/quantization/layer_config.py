@@ -8,16 +8,17 @@ The file is JSON (written with `QuantizeReport.write_config`, read with
      "layers": {"conv1": {"op": "nn.conv2d", "bits": 8, "mode": "int",
                           "strategy": "extrema", "weight_bits": 8, ...}}}
 
-Only `bits` (8 or 16), `mode` ("int" or "float"), `strategy`, `weight_bits` and
-`weight_strategy` are read back; every other field (lowering, scales, zero points, weight
-granularity, similarity) is written for display and ignored on input. A layer
-entry overrides its op type's entry, which overrides the pass options.
+`bits` (8 or 16), `mode` ("int" or "float"), `strategy`, `weight_bits` and
+`weight_strategy` are settings; a layer entry overrides its op type's entry, which
+overrides the pass options. The outputs' scales and zero points are applied too, and the
+other recorded fields are checked against the result (recorded.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -75,6 +76,9 @@ class LayerOverrides:
 
     layers: Mapping[str, LayerSetting] = field(default_factory=dict)
     op_types: Mapping[str, LayerSetting] = field(default_factory=dict)
+    #: The file's layer entries as written (recorded.py applies or checks their results).
+    recorded: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    source: str = ""
 
     def setting(self, layer: str, op_type: str, default: LayerSetting) -> LayerSetting:
         by_type = self.op_types.get(op_type, LayerSetting())
@@ -82,7 +86,12 @@ class LayerOverrides:
 
     def merged(self, other: LayerOverrides) -> LayerOverrides:
         """`other`'s entries win over this one's."""
-        return LayerOverrides({**self.layers, **other.layers}, {**self.op_types, **other.op_types})
+        return LayerOverrides(
+            {**self.layers, **other.layers},
+            {**self.op_types, **other.op_types},
+            {**self.recorded, **other.recorded},
+            other.source or self.source,
+        )
 
 
 def parse_layers_option(text: str) -> LayerOverrides:
@@ -129,7 +138,7 @@ def layer_config_from_json(data: Any, where: str = "layer configuration") -> Lay
                 for name, e in section.items()
             }
         )
-    return LayerOverrides(*sections)
+    return LayerOverrides(*sections, recorded=dict(data.get("layers", {})), source=where)
 
 
 # --------------------------------------------------------------------------- the report
@@ -194,9 +203,31 @@ class LayerReport:
             entry["weights"] = self.weight
         if self.bias_saturated:
             entry["bias_saturated_channels"] = self.bias_saturated
+        entry["recorded"] = result_digests(entry)
         if similarity is not None:
             entry["similarity"] = similarity
         return entry
+
+
+#: The recorded results of a layer entry (recorded.py says what happens to each on input).
+RESULT_FIELDS = ("op", "lowering", "reason", "inputs", "outputs", "weights",
+                 "bias_saturated_channels")  # fmt: skip
+
+
+SETTING_FIELDS = ("bits", "mode", "strategy", "weight_bits", "weight_strategy")
+
+
+def _crc(value: Any) -> str:
+    return f"{zlib.crc32(json.dumps(value, sort_keys=True).encode()):08x}"
+
+
+def result_digests(entry: Mapping[str, Any]) -> dict[str, str]:
+    """A CRC-32 of each recorded result field of `entry`, and one of its settings
+    ("settings"), so that an edit can be told from a value left behind by a changed
+    setting."""
+    digests = {key: _crc(entry[key]) for key in RESULT_FIELDS if key in entry}
+    digests["settings"] = _crc({key: entry.get(key) for key in SETTING_FIELDS})
+    return digests
 
 
 @dataclass

@@ -320,3 +320,100 @@ def test_per_layer_strategy_and_weight_bits(model, tmp_path):
     (conv1,) = [op for op in edited.walk() if _named(op, "conv1")]
     q = conv1.operands[1].type.element_type
     assert (q.storage, q.qmin, q.qmax) == ("i4", -7, 7)
+
+
+# --------------------------------------------------------------- recorded results read back
+
+
+def written(model, tmp_path: Path) -> tuple[ModuleOp, Path, dict]:
+    """The module quantized with the stats, and the configuration file it wrote."""
+    module, stats = model
+    first = module.clone()
+    config = tmp_path / "layers.json"
+    apply_pipeline(first, f'quantize{{stats="{stats}" write_config="{config}"}}')
+    return first, config, json.loads(config.read_text())
+
+
+def other_statistics(module: ModuleOp, tmp_path: Path) -> Path:
+    """Statistics of other random samples (seed 7): different ranges."""
+    stats = collect_statistics(module, random_dataset(module, 16, seed=7), progress=False)
+    path = tmp_path / "other-stats.json"
+    save_statistics(path, stats)
+    return path
+
+
+def result_type(module: ModuleOp, layer: str) -> UniformQuantizedType:
+    op = next(
+        op
+        for op in module.walk()
+        if op.name.startswith("qnn.") and op.properties.get("name") == layer_name(layer)
+    )
+    element = op.results[0].type.element_type
+    assert isinstance(element, UniformQuantizedType)
+    return element
+
+
+def layer_name(layer: str):
+    from xdsl.dialects.builtin import StringAttr
+
+    return StringAttr(layer)
+
+
+def test_a_written_file_reproduces_its_quantization_from_other_statistics(model, tmp_path):
+    first, config, _ = written(model, tmp_path)
+    stats = other_statistics(model[0], tmp_path)
+    recalibrated = model[0].clone()
+    apply_pipeline(recalibrated, f'quantize{{stats="{stats}"}}')
+    assert str(recalibrated) != str(first)  # the other statistics do change the scales
+    again = model[0].clone()
+    apply_pipeline(again, f'quantize{{stats="{stats}" config="{config}"}}')
+    assert str(again) == str(first)
+
+
+def test_an_edited_output_scale_is_applied(model, tmp_path):
+    first, config, data = written(model, tmp_path)
+    output = data["layers"]["conv2"]["outputs"][0]
+    output["scale"], output["zero_point"] = output["scale"] * 1.5, 3
+    config.write_text(json.dumps(data))
+    module, stats = model
+    apply_pipeline(module, f'quantize{{stats="{stats}" config="{config}"}}')
+    q = result_type(module, "conv2")
+    assert (q.scale, q.zero_point) == (output["scale"], 3)
+    assert result_type(first, "conv2").scale != q.scale
+
+
+def test_a_changed_strategy_recalibrates_the_layer_instead_of_pinning_its_scale(model, tmp_path):
+    first, config, data = written(model, tmp_path)
+    data["layers"]["conv2"]["strategy"] = "mse"
+    config.write_text(json.dumps(data))
+    module, stats = model
+    apply_pipeline(module, f'quantize{{stats="{stats}" config="{config}"}}')
+    assert result_type(module, "conv2").scale != result_type(first, "conv2").scale
+
+
+@pytest.mark.parametrize(("layer", "field", "value", "message"), [
+    ("pool", ("outputs", 0, "scale"), 0.5,
+     r"layers\.pool\.outputs\[0\]: scale 0\.5.* cannot be applied .*qnn\.max_pool2d keeps its "
+     r"input's type"),
+    ("swish", ("inputs", 0, "scale"), 0.5,
+     r"layers\.swish\.inputs\[0\]: .*an input takes the type its producer gives it"),
+    ("softmax", ("outputs", 0, "zero_point"), 0,
+     r"layers\.softmax\.outputs\[0\]: .*fixed at scale 1/256"),
+    ("conv1", ("lowering",), "qnn.matmul",
+     r"layers\.conv1\.lowering: edited to 'qnn\.matmul', but it is a result of quantization"),
+    ("conv1", ("outputs", 0, "storage"), "i16",
+     r"layers\.conv1\.outputs\[0\]\.storage: edited to i16.*follows the layer's bits"),
+    ("conv1", ("outputs", 0, "scale"), -1.0,
+     r"layers\.conv1\.outputs\[0\]\.scale: must be a positive finite number"),
+])  # fmt: skip
+def test_an_edited_result_that_cannot_apply_is_refused(model, tmp_path, layer, field, value,
+                                                      message):  # fmt: skip
+    _, config, data = written(model, tmp_path)
+    target = data["layers"][layer]
+    for key in field[:-1]:
+        target = target[key]
+    target[field[-1]] = value
+    config.write_text(json.dumps(data))
+    module, stats = model
+    with pytest.raises(NpucError, match=message):
+        apply_pipeline(module, f'quantize{{stats="{stats}" config="{config}"}}')
