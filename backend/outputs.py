@@ -14,6 +14,7 @@ from pathlib import Path
 from xdsl.dialects.builtin import ModuleOp
 
 from npuc.diagnostics import NpucError, user_file
+from npuc.output_files import check_replaceable
 from npuc.target import Target
 
 from .bundle import header_text, weights_bytes, weights_text
@@ -77,6 +78,8 @@ def write_all(outdir: Path, files: dict[str, bytes]) -> list[Path]:
     with user_file(outdir, "write"):
         tmp = Path(tempfile.mkdtemp(prefix=".npuc-out-", dir=outdir.resolve().parent))
         try:
+            for file in files:  # never rename over a link, device or FIFO in the folder
+                check_replaceable(outdir / file)
             for file, data in files.items():
                 (tmp / file).write_bytes(data)
             outdir.mkdir(exist_ok=True)

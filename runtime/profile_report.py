@@ -278,8 +278,10 @@ def write_reports(profile: Profile, outdir: str | Path, name: str = "profile") -
         "table": out / f"{name}.txt",
         "trace": out / "trace.json",
     }
-    paths["json"].write_text(json.dumps(to_json(profile), indent=2) + "\n")
-    paths["html"].write_text(html(profile, f"{name}: npuc profile"))
-    paths["table"].write_text(table(profile) + "\n")
-    paths["trace"].write_text(json.dumps(chrome_trace(profile)) + "\n")
+    from npuc.output_files import write_file
+
+    write_file(paths["json"], json.dumps(to_json(profile), indent=2) + "\n")
+    write_file(paths["html"], html(profile, f"{name}: npuc profile"))
+    write_file(paths["table"], table(profile) + "\n")
+    write_file(paths["trace"], json.dumps(chrome_trace(profile)) + "\n")
     return paths

@@ -12,6 +12,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from .. import __version__
 from ..diagnostics import NpucError, reported_errors, user_file, working_on
+from ..output_files import write_file
 from ..registry import DIALECTS, PASSES
 from .cli_options import add_debug_option, add_import_options, import_options
 
@@ -130,8 +131,7 @@ class NpuOptMain(xDSLOptMain):
 
     def _write_binary(self, data: bytes) -> None:
         if self.args.output_file is not None:
-            with user_file(self.args.output_file, "write"), open(self.args.output_file, "wb") as f:
-                f.write(data)
+            write_file(self.args.output_file, data)
         elif sys.stdout.isatty():
             raise NpucError("refusing to write a binary to the terminal; give -o FILE")
         else:
@@ -152,8 +152,7 @@ class NpuOptMain(xDSLOptMain):
         if self.args.output_file is None:
             sys.stdout.write(text)
         else:
-            with user_file(self.args.output_file, "write"), open(self.args.output_file, "w") as f:
-                f.write(text)
+            write_file(self.args.output_file, text)
 
 
 def _npubin_target():

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..diagnostics import NpucError, reported_errors, user_file, working_on
+from ..diagnostics import NpucError, reported_errors, working_on
 from .cli_options import add_debug_option, add_import_options, import_options
 from .quantize_options import add_quantize_options, check_options, quantize_and_report
 from .run_binary import add_binary_options, apply_config, run_binary
@@ -92,6 +90,13 @@ def load_input(spec: str) -> tuple[str, np.ndarray]:
     return name, array
 
 
+#: The options that apply to a compiled .npubin program (the others are refused).
+BINARY_OPTIONS = frozenset(
+    {"help", "input", "output", "seed", "sequence", "json", "profile", "target",
+     "dump_tensors", "config", "debug"}
+)  # fmt: skip
+
+
 def summarise(name: str, array: np.ndarray) -> str:
     stats = ""
     if array.size:
@@ -101,17 +106,11 @@ def summarise(name: str, array: np.ndarray) -> str:
 
 
 def save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
-    """Write atomically: a failure leaves no partial file behind."""
-    target = Path(path)
-    with working_on("step", "save outputs"), user_file(path, "write"):
-        fd, tmp = tempfile.mkstemp(dir=target.parent or ".", suffix=".npz.tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays)
-            os.replace(tmp, target)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+    """Write the arrays as an .npz (npuc/output_files.py: atomic, harmless to devices)."""
+    from ..output_files import write_file
+
+    with working_on("step", "save outputs"):
+        write_file(path, lambda f: np.savez(f, **arrays))
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -126,6 +125,16 @@ def run(argv: list[str] | None = None) -> int:
     if args.model is None:
         raise NpucError("missing the model (or --config FILE naming a build)")
     if args.model.endswith(".npubin"):
+        parser = build_parser()
+        for action in parser._actions:
+            given = getattr(args, action.dest, None)
+            if (
+                action.dest not in BINARY_OPTIONS
+                and action.option_strings
+                and (given != parser.get_default(action.dest))
+            ):
+                raise NpucError(f"{action.option_strings[-1]} applies to a model, not to a "
+                                "compiled .npubin program")  # fmt: skip
         return run_binary(args, dict(load_input(spec) for spec in args.input))
     for option in ("profile", "dump_tensors", "target"):
         if getattr(args, option):

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
-from ..diagnostics import NpucError, user_file
+from ..diagnostics import NpucError
+from ..output_files import write_file
 
 SCHEMES = ("int8", "int8-per-channel", "uint8", "int16", "pow2")
 
@@ -95,6 +96,10 @@ def check_options(args: argparse.Namespace) -> None:
         )
     if args.calib_random is not None and args.calib_random < 1:
         raise NpucError("--calib-random needs a positive number of samples")
+    if args.target_cosine is not None and not -1 < args.target_cosine <= 1:
+        raise NpucError(f"--target-cosine must be in (-1, 1], got {args.target_cosine}")
+    if args.max_top1_drop is not None and not 0 <= args.max_top1_drop <= 100:
+        raise NpucError(f"--max-top1-drop is a percentage in [0, 100], got {args.max_top1_drop}")
     if args.compare and args.stats and not args.data:
         raise NpucError("--compare with --stats needs --data DIR (no calibration data to reuse)")
     for option in ("json", "save_stats", "write_layer_config"):
@@ -179,12 +184,10 @@ def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
             print(to_table(outputs, tensors))
         if args.json:
             meta = {"model": str(args.model), "scheme": args.quantize, "samples": len(data)}
-            with user_file(args.json, "write"):
-                Path(args.json).write_text(to_json(outputs, tensors, meta))
+            write_file(args.json, to_json(outputs, tensors, meta))
             print(f"wrote {args.json}")
     if args.write_layer_config:
         text = json.dumps(report.to_config(similarity), indent=2)
-        with user_file(args.write_layer_config, "write"):
-            Path(args.write_layer_config).write_text(text)
+        write_file(args.write_layer_config, text)
         print(f"wrote the per-layer configuration to {args.write_layer_config}")
     return quantized

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..diagnostics import NpucError, user_file, working_on
+from ..diagnostics import NpucError, working_on
 from ..dialects import npu_isa as isa
+from ..output_files import write_file
 
 
 def add_binary_options(parser: argparse.ArgumentParser) -> None:
@@ -198,6 +199,5 @@ def _profile(args: argparse.Namespace, program, recorded: str | None) -> None:
         profile = estimate(program, target)
         print(table(profile))
     if args.json:
-        with user_file(args.json, "write"):
-            Path(args.json).write_text(json.dumps(to_json(profile), indent=2) + "\n")
+        write_file(args.json, json.dumps(to_json(profile), indent=2) + "\n")
         print(f"wrote the profile to {args.json}")

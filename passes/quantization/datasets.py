@@ -85,6 +85,17 @@ class Preprocessing:
     scale: float | Sequence[float] = 1.0
     reverse_channels: bool = False
 
+    def __post_init__(self) -> None:
+        mean, scale = (np.atleast_1d(np.asarray(v, np.float64)) for v in (self.mean, self.scale))
+        if not np.all(np.isfinite(mean)):
+            raise NpucError(f"preprocessing mean must be finite, got {self.mean}")
+        if not np.all(np.isfinite(scale)) or np.any(scale == 0):
+            raise NpucError(f"preprocessing scale must be finite and non-zero, got {self.scale}")
+
+    @property
+    def is_identity(self) -> bool:
+        return self == Preprocessing()
+
     def per_channel(self, channels: int) -> tuple[np.ndarray, np.ndarray]:
         values = []
         for label, value in (("mean", self.mean), ("scale", self.scale)):
@@ -227,6 +238,14 @@ class FolderDataset(CalibrationDataset):
         self.files = _listing(self.folder, limit)
         self._layout: tuple[int, int, int, bool] | None = None
         counts = [self._sample_count(path, specs) for path in self.files]
+        if self._layout is None and not self.preprocessing.is_identity:
+            raise NpucError(
+                "mean, scale and channel reversal apply to images; this folder holds arrays "
+                "(.npy/.npz), which are fed as they are",
+                str(self.folder),
+            )
+        if self._layout is not None:
+            self.preprocessing.per_channel(self._layout[0])  # the value counts, before calibrating
         super().__init__(module, batch_size, sum(counts))
 
     def _chunks(self) -> Iterator[Batch]:

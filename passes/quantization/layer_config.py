@@ -262,8 +262,6 @@ class QuantizeReport:
         self, path: str | os.PathLike[str], similarity: Mapping[str, float] | None = None
     ) -> None:
         """Write the per-layer configuration file (optionally with similarity per layer)."""
-        text = json.dumps(self.to_config(similarity), indent=2) + "\n"
-        try:
-            Path(path).write_text(text)
-        except OSError as e:
-            raise NpucError(e.strerror or str(e), str(path)) from None
+        from npuc.output_files import write_file
+
+        write_file(path, json.dumps(self.to_config(similarity), indent=2) + "\n")

@@ -530,14 +530,13 @@ def save_statistics(
         "tensors": {name: s.to_dict() for name, s in stats.items()},
         "meta": dict(meta or {}),
     }
+    from npuc.output_files import write_file
+
     try:
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(document, f, indent=1, allow_nan=False)
-            f.write("\n")
+        text = json.dumps(document, indent=1, allow_nan=False) + "\n"
     except (TypeError, ValueError) as e:
         raise NpucError(f"cannot write statistics: {e}", os.fspath(path)) from None
-    except OSError as e:
-        raise NpucError(e.strerror or str(e), os.fspath(path)) from None
+    write_file(path, text)
 
 
 def load_statistics(

@@ -250,3 +250,20 @@ def test_truncated_files_fail_when_read(tmp_path, qm):
     with pytest.raises(NpucError, match="cannot read array file") as e:
         list(dataset)
     assert "cut.npy" in str(e.value)
+
+
+def test_preprocessing_values_and_where_they_apply_are_checked(tmp_path, qm):
+    with pytest.raises(NpucError, match="scale must be finite and non-zero"):
+        Preprocessing(scale=(1.0, 0.0, 1.0))
+    with pytest.raises(NpucError, match="mean must be finite"):
+        Preprocessing(mean=float("nan"))
+    np.save(tmp_path / "one.npy", np.zeros((1, 3, 2, 2), np.float32))
+    model = qm.relu_model((1, 3, 2, 2))
+    with pytest.raises(NpucError, match="apply to images; this folder holds arrays"):
+        folder_dataset(model, tmp_path, preprocessing=Preprocessing(mean=127.5))
+    assert len(list(folder_dataset(model, tmp_path))) == 1  # arrays without preprocessing
+    images = tmp_path / "images"
+    images.mkdir()
+    save_png(images / "a.png", np.zeros((2, 2, 3)))
+    with pytest.raises(NpucError, match="mean needs 1 or 3 values, got 2"):
+        folder_dataset(model, images, preprocessing=Preprocessing(mean=(1, 2)))  # before reading

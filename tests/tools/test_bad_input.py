@@ -123,3 +123,33 @@ def test_run_output_not_written_on_failure(tmp_path: Path):
     out = tmp_path / "out.npz"
     assert_clean_failure(run_tool("npu-run", EXAMPLE, "--input", f"image={feed}", "-o", out))
     assert not out.exists()
+
+
+@pytest.fixture(scope="module")
+def lenet_binary(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("lenet")
+    model = Path(__file__).resolve().parents[2] / "examples" / "lenet5.onnx"
+    result = run_tool("npu-compile", model, "-t", "mcu-64", "--calib-random", "2", "-q",
+                      "-o", out)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return out / "lenet5.npubin"
+
+
+@pytest.mark.parametrize(("option", "named"), [
+    (["--quantize", "int8"], "--quantize"), (["--level", "qnn"], "--level"),
+    (["-p", "canonicalize"], "--passes"), (["--print-ir"], "--print-ir"),
+    (["--input-shape", "x:1,1,28,28"], "--input-shape"),
+    (["--activation-strategy", "mse"], "--activation-strategy"),
+])  # fmt: skip
+def test_model_options_are_refused_for_a_binary_not_ignored(lenet_binary: Path, option, named):
+    result = run_tool("npu-run", lenet_binary, *option)
+    assert_clean_failure(result, f"{named} applies to a model, not to a compiled .npubin")
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    (["--target-cosine", "2"], "--target-cosine must be in (-1, 1], got 2.0"),
+    (["--max-top1-drop", "150"], "--max-top1-drop is a percentage in [0, 100], got 150.0"),
+])  # fmt: skip
+def test_out_of_range_search_targets_are_refused(option, message):
+    result = run_tool("npu-run", EXAMPLE, "--quantize", "int8", "--calib-random", "2", *option)
+    assert_clean_failure(result, message)
