@@ -60,11 +60,20 @@ def window_pads(ctx: OpContext, hw: Sequence[int], kernel: Sequence[int],
 
 
 def strides_of(ctx: OpContext) -> list[int]:
-    return [int(ctx.opt("StrideH", 1)), int(ctx.opt("StrideW", 1))]
+    return _positive(ctx, "StrideH", "StrideW")
 
 
 def dilations_of(ctx: OpContext) -> list[int]:
-    return [int(ctx.opt("DilationHFactor", 1)), int(ctx.opt("DilationWFactor", 1))]
+    return _positive(ctx, "DilationHFactor", "DilationWFactor")
+
+
+def _positive(ctx: OpContext, *options: str) -> list[int]:
+    """Window options that must be >= 1 (LiteRT divides by them)."""
+    values = [int(ctx.opt(name, 1)) for name in options]
+    for name, value in zip(options, values, strict=True):
+        if value < 1:
+            raise Unsupported(f"{name} is {value}; it must be at least 1")
+    return values
 
 
 def conv_weight(ctx: OpContext, depthwise: bool) -> tuple[np.ndarray, int]:

@@ -13,10 +13,8 @@ Schemes, op coverage and the configuration file: docs/quantization.md
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 from xdsl.context import Context
@@ -385,12 +383,9 @@ def _emit(func: FuncOp, plan: Plan, config: QuantizeConfig) -> tuple[Block, list
 
 
 def _read_ranges(path: str) -> dict[str, Range]:
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise NpucError(e.strerror or str(e), path) from None
-    except json.JSONDecodeError as e:
-        raise NpucError(f"not a JSON ranges file: {e}", path) from None
+    from npuc.input_files import read_json
+
+    data = read_json(path, "a JSON ranges file")
     if not isinstance(data, dict) or not all(
         isinstance(r, list) and len(r) == 2 and all(isinstance(x, int | float) for x in r)
         for r in data.values()

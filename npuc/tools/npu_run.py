@@ -79,8 +79,10 @@ def load_input(spec: str) -> tuple[str, np.ndarray]:
         raise NpucError(f"bad --input '{spec}': expected NAME=FILE.npy")
     try:
         array = np.load(file, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as e:
-        raise NpucError(f"cannot read a numpy array: {e}", file) from None
+    except OSError as e:
+        raise NpucError(f"cannot read a numpy array: {e.strerror or e}", file) from None
+    except Exception as e:  # numpy's header parser raises assorted errors on a corrupt file
+        raise NpucError(f"not a numpy .npy/.npz array: {e}", file) from None
     if isinstance(array, np.lib.npyio.NpzFile):
         if len(array.files) != 1:
             raise NpucError(

@@ -21,7 +21,6 @@ import os
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 from npuc.diagnostics import NpucError
@@ -113,12 +112,9 @@ def parse_layers_option(text: str) -> LayerOverrides:
 
 
 def read_layer_config(path: str | os.PathLike[str]) -> LayerOverrides:
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise NpucError(e.strerror or str(e), str(path)) from None
-    except json.JSONDecodeError as e:
-        raise NpucError(f"not a JSON layer configuration: {e}", str(path)) from None
+    from npuc.input_files import read_json
+
+    data = read_json(path, "a JSON layer configuration")
     return layer_config_from_json(data, str(path))
 
 

@@ -544,19 +544,9 @@ def load_statistics(
 ) -> tuple[dict[str, TensorStatistics], dict[str, Any]]:
     """Read a statistics file; returns (statistics by tensor name, meta)."""
     location = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            document = json.load(f, parse_constant=_reject_constant)
-    except OSError as e:
-        raise NpucError(e.strerror or str(e), location) from None
-    except UnicodeDecodeError:
-        raise NpucError("not a UTF-8 text file", location) from None
-    except json.JSONDecodeError as e:
-        raise NpucError(
-            f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", location
-        ) from None
-    except ValueError as e:
-        raise NpucError(str(e), location) from None
+    from npuc.input_files import read_json
+
+    document = read_json(path, "a statistics file", parse_constant=_reject_constant)
     if not isinstance(document, dict):
         raise NpucError("a statistics file must hold a JSON object", location)
     version = document.get("version")

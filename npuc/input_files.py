@@ -1,0 +1,31 @@
+"""Reading files the user names: every way a file can be unreadable is a diagnostic at it."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from .diagnostics import NpucError
+
+
+def read_json(path: str | os.PathLike[str], what: str, **options: Any) -> Any:
+    """The JSON document in `path` (`options` go to json.loads); `what` names the kind of
+    file in messages ("a ranges file")."""
+    location = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise NpucError(e.strerror or str(e), location) from None
+    except UnicodeDecodeError:
+        raise NpucError(f"not {what}: not UTF-8 text", location) from None
+    try:
+        return json.loads(text, **options)
+    except json.JSONDecodeError as e:
+        raise NpucError(f"not {what}: invalid JSON at line {e.lineno} column {e.colno}: "
+                        f"{e.msg}", location) from None  # fmt: skip
+    except RecursionError:
+        raise NpucError(f"not {what}: JSON nested too deeply", location) from None
+    except ValueError as e:  # a parse_constant hook's refusal (NaN, Infinity)
+        raise NpucError(f"not {what}: {e}", location) from None
