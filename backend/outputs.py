@@ -6,6 +6,7 @@ the weights (binary and C text), the planned IR and the memory reports.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -14,6 +15,7 @@ from pathlib import Path
 from xdsl.dialects.builtin import ModuleOp
 
 from npuc.diagnostics import NpucError, user_file
+from npuc.dialects.npu_isa import Program
 from npuc.output_files import check_replaceable
 from npuc.target import Target
 
@@ -30,11 +32,18 @@ def memory_files(
     target: Target,
     model: str,
     with_ir: bool = True,
+    program: Program | None = None,
 ) -> dict[str, bytes]:
-    """NAME.h, NAME.weights.bin/.txt, NAME.mem.mlir (`with_ir`), NAME.memory.txt/.json/.png."""
+    """NAME.h, NAME.weights.bin/.txt, NAME.mem.mlir (`with_ir`), NAME.memory.txt/.json/.png.
+
+    With the lowered `program`, the constants are the program's (`with_program_constants`).
+    """
     from npuc.printing import print_module
 
-    weights = weights_bytes(planned)
+    if program is not None:
+        planned, weights = with_program_constants(planned, program)
+    else:
+        weights = weights_bytes(planned)
     report = memory_json_text(planned, target)
     files = {
         f"{name}.h": header_text(name, planned, model, target.name).encode(),
@@ -48,6 +57,23 @@ def memory_files(
         f"{name}.memory.json": report.encode(),
         f"{name}.memory.png": plot_profile(planned, f"{name} on {target.name}"),
     }
+
+
+def with_program_constants(planned: PlannedModule, program: Program) -> tuple[PlannedModule, bytes]:
+    """The plan with the constants region of the lowered program, and that region's bytes.
+
+    Lowering appends the bias/scale tables and LUTs after the planned constants, so the
+    binary's constants region is larger than the plan's; the header, the weights file and
+    the reports must describe the binary's.
+    """
+    region = program.region("constants")
+    size = 0 if region is None else region.size
+    data = program.constants + bytes(size - len(program.constants))
+    if CONSTANTS not in planned.regions:
+        return planned, data
+    regions = dict(planned.regions)
+    regions[CONSTANTS] = dataclasses.replace(regions[CONSTANTS], size=size)
+    return dataclasses.replace(planned, regions=regions), data
 
 
 def memory_summary(planned: PlannedModule, target: Target) -> list[str]:

@@ -103,7 +103,7 @@ def compile_model(
     from .backend.bundle import check_name, identifier_from
     from .backend.memory_ir import read_plan
     from .backend.npubin import encode_program
-    from .backend.outputs import memory_files, memory_summary
+    from .backend.outputs import memory_files, memory_summary, with_program_constants
     from .passes.lower_to_npu import program_of
     from .printing import print_module
     from .registry import DEFAULT_PIPELINE
@@ -159,7 +159,8 @@ def compile_model(
         apply_pipeline(module, f"lower-to-npu{{host={host}}}")
         program = _with_target(program_of(module), options.target)
     with stages.stage("emit", str(options.output)):
-        files.update(memory_files(name, module, planned, target, options.model.name, with_ir=False))
+        files.update(memory_files(name, module, planned, target, options.model.name,
+                                  with_ir=False, program=program))  # fmt: skip
         files[f"{name}.npubin"] = encode_program(program)
         files[f"{name}.npu.mlir"] = print_module(module).encode()
         profile = estimate(program, target)
@@ -169,7 +170,7 @@ def compile_model(
         f"{profile.inference_ms:.2f} ms at {target.clock_mhz:g} MHz"
     )
     summary += profile.share.lines(target.host.name)
-    summary += memory_summary(planned, target)
+    summary += memory_summary(with_program_constants(planned, program)[0], target)
     return CompileResult(name, files, summary, stages.timings, profile.share.host_table())
 
 

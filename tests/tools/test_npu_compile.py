@@ -68,6 +68,23 @@ def test_header_sizes_match_the_memory_report(lenet_build):
     assert header["LENET5_IO_IN_ACTIVATIONS"] == 1  # mcu-64 keeps I/O in the SRAM arena
 
 
+def test_header_and_weights_describe_the_binary_constants(lenet_build):
+    """The binary's constants region holds the weights and the tables lowering appends
+    (bias/scale, LUTs): the header, weights.bin and the memory report say its size."""
+    from npuc.runtime.loader import load_file
+
+    out, _ = lenet_build
+    program = load_file(out / "lenet5.npubin")
+    region = program.region("constants")
+    assert region is not None and len(program.constants) <= region.size
+    header = macros((out / "lenet5.h").read_text())
+    assert header["LENET5_CONSTANT_MEM_SIZE"] == region.size
+    blob = (out / "lenet5.weights.bin").read_bytes()
+    assert blob == program.constants + bytes(region.size - len(program.constants))
+    report = json.loads((out / "lenet5.memory.json").read_text())
+    assert {r["name"]: r["size"] for r in report["regions"]}["constants"] == region.size
+
+
 @pytest.fixture(scope="module")
 def mbv2_build(tmp_path_factory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("mbv2") / "build"
