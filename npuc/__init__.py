@@ -25,3 +25,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [*_API, "__version__"]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
