@@ -53,6 +53,14 @@ from .memory_schedule import Node, schedule
 #: Aliasing rules whose result overwrites (part of) its root's bytes.
 WRITES = (Rule.INPLACE, Rule.INSERT)
 
+#: Ops that lower-to-npu turns into a view of their operand where it can (a movement op
+#: without an instruction): through one, a strided slice's bytes would be read after its
+#: last reader here, and a view the lowering then finds broken is copied to its planned
+#: place (for a strided slice: inside its source).
+VIEWED_BY_LOWERING = frozenset(
+    f"{d}.{n}" for d in ("nn", "qnn") for n in ("reshape", "transpose", "slice", "split")
+) | {"tile.slice"}
+
 #: Property (or attribute) naming the memory an op's result lives in, when not the arena.
 MEMORY_ATTR = "to"
 
@@ -129,6 +137,7 @@ class _Planner:
         self.returned = list(dict.fromkeys(ret.operands))
         self.vals: dict[SSAValue, _Value] = {}
         self.views: dict[str, int] = {}
+        self.strided: set[SSAValue] = set()  # slices read in place across their source
         self._roots: dict[SSAValue, SSAValue] = {}
         returned = set(self.returned)
         try:
@@ -452,6 +461,8 @@ class _Planner:
         xv, o = self.vals[x], self.vals[out]
         if not self.liveness(x) or xv.region != o.region or xv.size != o.size:
             return False
+        if x in self.strided:  # its elements are spread over its root's bytes
+            return False
         r = self.root(x)
         if last.get(r) != step:  # the cheap test first: most inputs live on
             return False
@@ -459,6 +470,115 @@ class _Planner:
             return False
         others = [y for y in op.operands if y is not x and y in self.vals]
         return all(self.root(y) is not r for y in others)
+
+    def strided_slices(self, order: list[Operation], alignment: int, extend: bool) -> None:
+        """Non-contiguous `tile.slice`s read in place where that does not raise the peak.
+
+        A slice across channels (a tile's stripe of an NCHW tensor) is not a contiguous
+        byte range, so `static_views` leaves it a copy. The NPU reads it as a strided view
+        of its source all the same; the copy's bytes are only needed when the source's
+        bytes do not survive until the slice's last reader. So, once the order, the live
+        ranges and in-place reuse are known, such a slice becomes a view of its source's
+        root when nothing writes into that root before the slice's last reader (in place,
+        an insert, a concat slice), and keeping the root that long (if it would end
+        earlier) raises no step above the region's peak of live bytes: the copy's bytes
+        are saved from the slice on, the root's are held until the last reader. (Tiles
+        read stripes of resident tensors this way; a rolling buffer's tail, kept long after
+        its buffer is dead, stays a copy, and so does a slice read through a transpose,
+        reshape or slice, which the lowering may turn into a view read later still.) The
+        view is recorded at the root's first byte (its elements are strided across the
+        root); `in_place` never writes a result over it, and sees the root as read until
+        the view's last reader.
+
+        Runs twice: before `in_place` (`extend=False`) for the slices read while their root
+        is read anyway, which takes no in-place reuse away; after it for those that would
+        keep the root longer, once the writes into it are known.
+        """
+        step = {op: i for i, op in enumerate(order)}
+        has_children = {v.parent for v in self.vals.values() if v.parent is not None}
+        start: dict[SSAValue, int] = {}
+        reserved: dict[SSAValue, int] = {}
+        writes: dict[SSAValue, list[int]] = {}
+        for v, val in self.vals.items():
+            if not self.liveness(v):
+                continue
+            r = self.root(v)
+            start[r] = min(start.get(r, val.start), val.start)
+            reserved[r] = max(reserved.get(r, -1), val.end)
+            if val.rule in (*WRITES, Rule.CONCAT) and val.producer in step:
+                writes.setdefault(r, []).append(step[val.producer])
+        profiles: dict[str, list[int]] = {}
+        peaks: dict[str, int] = {}
+
+        def profile(region: str) -> list[int]:
+            if region not in profiles:
+                delta = [0] * (len(order) + 1)
+                for r, end in reserved.items():
+                    if self.vals[r].region == region:
+                        size = align_up(self.vals[r].size, alignment)
+                        delta[start[r]] += size
+                        delta[end + 1] -= size
+                live, total = [], 0
+                for d in delta[:-1]:
+                    total += d
+                    live.append(total)
+                profiles[region], peaks[region] = live, max(live, default=0)
+            return profiles[region]
+
+        for op in order:
+            if rule_for(op) is not Rule.SLICE or len(op.results) != 1 or not op.operands:
+                continue
+            src, r = op.operands[0], op.results[0]
+            s = self.vals.get(r)
+            if (
+                s is None
+                or s.parent is not None
+                or r in has_children
+                or src not in self.vals
+                or not self.liveness(src)
+                or not self.liveness(r)
+                or self.vals[src].region != s.region
+                or itemsize(src.type) != itemsize(r.type)
+                or not self._can_view(r, src, 0)
+                or any(use.operation.name in VIEWED_BY_LOWERING for use in r.uses)
+                or not self._in_place_when_lowered(src)
+            ):
+                continue
+            root = self.root(src)
+            at, end, held = step[op], s.end, reserved[root]
+            if end > held and not extend:
+                continue
+            if any(at < w <= end for w in writes.get(root, ())):
+                continue  # the source's bytes change before the slice is last read
+            live = profile(s.region)
+            own = align_up(s.size, alignment)
+            rise = align_up(self.vals[root].size, alignment) - own
+            top = peaks[s.region]
+            if any(live[t] + rise > top for t in range(held + 1, end + 1)):
+                continue  # holding the whole source that long costs more than the copy
+            for t in range(at, min(held, end) + 1):
+                live[t] -= own
+            for t in range(held + 1, end + 1):
+                live[t] += rise
+            reserved[root] = max(held, end)
+            self._attach(r, src, 0, Rule.SLICE)
+            self.strided.add(r)
+            has_children.add(src)
+
+    def _in_place_when_lowered(self, v: SSAValue) -> bool:
+        """Whether lower-to-npu keeps `v` at its planned bytes: its producer (through
+        reshapes that are views here) writes them, rather than being bound as a view of
+        another tensor (a transpose, a slice: a view that may be found broken and copied
+        later, which a strided view inside it would not survive)."""
+        while True:
+            val = self.vals[v]
+            if val.producer is None:
+                return True
+            name = val.producer.name
+            if name.endswith(".reshape") and val.parent is not None:
+                v = val.parent
+                continue
+            return name not in VIEWED_BY_LOWERING
 
     # ------------------------------------------------------------------ placement
 
@@ -527,9 +647,11 @@ def plan_function(
     changed = any(a is not b for a, b in zip(order, p.compute, strict=True))
     sequence = _with_constants(order, p.constants) if changed else None
     p.live_ranges(order)
+    p.strided_slices(order, alignment, extend=False)
     p.in_place(order)
     p.late_concat(order)
     p.prune_views(alignment)
+    p.strided_slices(order, alignment, extend=True)
 
     placements: dict[str, Placement] = {}
     regions: list[PlannedRegion] = []

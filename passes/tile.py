@@ -31,15 +31,17 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     ModuleOp,
     StringAttr,
+    TensorType,
     f64,
     i64,
 )
 from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from npuc.diagnostics import NpucError
 from npuc.dialects.nn_base import ints
-from npuc.graph_io import entry_function
+from npuc.graph_io import entry_function, input_names
 from npuc.target import Target, available_targets, load_target
 
 from .tiling.layers import Layer, find_layers
@@ -157,8 +159,53 @@ def plan_tiling(module: ModuleOp, options: TilePass) -> TilingPlan:
                 f"{options.overlap_limit}"
             )
     if lowest > limit:
-        warnings.append(f"peak SRAM of at least {lowest} bytes exceeds the SRAM limit {limit}")
+        warnings.append(
+            f"peak SRAM of at least {lowest} bytes exceeds the SRAM limit {limit}"
+            + _bottleneck(planner, func, layers, groups, limit)
+        )
     return TilingPlan(target, layers, groups, limit, lowest, warnings)
+
+
+def _bottleneck(
+    planner: Planner, func: FuncOp, layers: list[Layer], groups: list[Group], limit: int
+) -> str:
+    """Why the plan cannot fit: the group with the largest peak, the whole tensors live
+    while it runs (which no tiling of it can shrink) and what its own tiles add."""
+    g = max(groups, key=lambda g: g.estimate.peak)
+    e = g.estimate
+    names = {arg: name for arg, name in zip(func.body.block.args, input_names(func), strict=True)}
+    tensors = planner.resident_tensors(g.first, g.last)
+    shown = []
+    for value, size in tensors[:6]:
+        ty = value.type
+        dims = "x".join(map(str, ty.get_shape())) if isinstance(ty, TensorType) else "?"
+        shown.append(f"'{_value_name(value, names)}' {dims} ({size} bytes)")
+    more = len(tensors) - len(shown)
+    if more > 0:
+        shown.append(f"{more} more ({sum(s for _, s in tensors[6:])} bytes)")
+    own = e.peak - e.resident
+    why = (
+        f": at {_span(layers, g)} ({'x'.join(map(str, e.parts))} parts), "
+        f"{e.resident} bytes of whole tensors are live: {', '.join(shown) or 'none'}; "
+        f"its tiles and weights add {own} bytes"
+    )
+    big = [(v, s) for v, s in tensors if s > limit]
+    if big:
+        why += "; " + ", ".join(
+            f"'{_value_name(v, names)}' alone is larger than the SRAM" for v, _ in big[:3]
+        )
+    elif e.resident > limit:
+        why += " (together more than the SRAM: they must stay whole, as inputs, outputs or "
+        why += "tensors read again later, and no tiling of this layer range shrinks them)"
+    return why
+
+
+def _value_name(value: SSAValue, names: dict[SSAValue, str]) -> str:
+    if value in names:
+        return names[value]
+    owner = value.owner
+    attr = owner.properties.get("name") if isinstance(owner, Operation) else None
+    return attr.data if isinstance(attr, StringAttr) else getattr(owner, "name", "?")
 
 
 def _span(layers: list[Layer], g: Group) -> str:

@@ -7,9 +7,11 @@ from 0. Kinds:
 
 - WINDOW: 2-D convolutions (constant weights) and max/avg pools on NCHW tensors:
   split along H and W (windows need halos), convolutions also along output channels;
-- ELEMENTWISE: elementwise ops with a 4-D result: split along H and W;
+- ELEMENTWISE: elementwise ops (comparisons and casts included) and softmax with a 3-D or
+  4-D result: split along H and W, the result's last two axes (rank 3: (N, H, W), no
+  channels), except a softmax's own axis;
 - DENSE: fully connected layers with constant weights: split along output features;
-- WHOLE: everything else (softmax, global pools, concat, ...) stays whole.
+- WHOLE: everything else (global pools, concat, resize, matmul, ...) stays whole.
 
 A transpose whose only user is a WINDOW or ELEMENTWISE layer is folded into that
 layer's tiles (each tile transposes its own slice), so its full result never exists.
@@ -19,17 +21,25 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
 from npuc.diagnostics import NpucError
 from npuc.dialects import nn, qnn
-from npuc.dialects.nn_elementwise import AxisOperation, BinaryOperation, UnaryOperation
+from npuc.dialects.nn_elementwise import (
+    AxisOperation,
+    BinaryOperation,
+    LogSoftmaxOp,
+    SoftmaxOp,
+    UnaryOperation,
+)
+from npuc.dialects.nn_logic import CastOp, CompareOperation
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.tensors import numpy_dtype
 
@@ -50,6 +60,8 @@ QNN_ELEMENTWISE = (
     qnn.QuantizeOp,
     qnn.DequantizeOp,
 )
+SOFTMAX_OPS = (SoftmaxOp, LogSoftmaxOp, qnn.SoftmaxOp)
+NCHW = (2, 3)
 
 
 class Kind(Enum):
@@ -85,6 +97,21 @@ class Layer:
     window: Window | None = None
     groups: int = 1
     transposes: dict[int, Operation] = field(default_factory=dict)
+    hw: tuple[int, int] = NCHW  # the result's axes split as H and W (spatial layers)
+    fixed: tuple[bool, bool] = (False, False)  # H, W that may not be split (a softmax axis)
+
+    @property
+    def cdim(self) -> int | None:
+        """The result's channel axis (1 in NCHW; none for 3-D layers)."""
+        return 1 if len(self.out_shape) == 4 else None
+
+    @property
+    def nchw(self) -> bool:
+        return len(self.out_shape) == 4
+
+    def extent(self, axis: int) -> int:
+        """The result's length along H (axis 0) or W (axis 1)."""
+        return self.out_shape[self.hw[axis]]
 
     @property
     def result(self) -> SSAValue:
@@ -147,6 +174,12 @@ def itemsize(value: SSAValue) -> int:
     return numpy_dtype(element).itemsize
 
 
+def float_value(value: SSAValue) -> bool:
+    """A 32-bit float tensor (its tiles are moved by the host: no NPU instruction)."""
+    ty = value.type
+    return isinstance(ty, TensorType) and isinstance(ty.element_type, Float32Type)
+
+
 def nbytes(value: SSAValue) -> int:
     return math.prod(shape(value)) * itemsize(value)
 
@@ -181,7 +214,28 @@ def _ceil_mode(op: Operation) -> bool:
     return attr is not None and bool(attr.value.data)
 
 
-def _classify(op: Operation) -> tuple[Kind, Window | None]:
+Classified = tuple[Kind, Window | None, tuple[int, int], tuple[bool, bool]]
+
+
+def _softmax_axis(op: Operation, rank: int) -> int:
+    attr = op.properties.get("axis")
+    return attr.value.data % rank if attr is not None else rank - 1  # qnn.softmax: the last
+
+
+def _classify(op: Operation) -> Classified:
+    kind, window = _classify_kind(op)
+    if kind is not Kind.ELEMENTWISE:
+        return kind, window, NCHW, (False, False)
+    rank = len(shape(op.results[0]))
+    hw = (rank - 2, rank - 1)
+    fixed = (False, False)
+    if isinstance(op, SOFTMAX_OPS):
+        axis = _softmax_axis(op, rank)
+        fixed = (axis == hw[0], axis == hw[1])
+    return kind, window, hw, fixed
+
+
+def _classify_kind(op: Operation) -> tuple[Kind, Window | None]:
     out = op.results
     if len(out) != 1 or not all(isinstance(v.type, TensorType) for v in (*op.operands, *out)):
         return Kind.WHOLE, None
@@ -196,18 +250,26 @@ def _classify(op: Operation) -> tuple[Kind, Window | None]:
         return (Kind.WINDOW, window) if window is not None else (Kind.WHOLE, None)
     if isinstance(op, DENSE_OPS):
         return (Kind.DENSE, None) if is_constant(op.operands[1]) else (Kind.WHOLE, None)
-    elementwise = isinstance(op, QNN_ELEMENTWISE) or (
+    elementwise = isinstance(op, (*QNN_ELEMENTWISE, CastOp, CompareOperation)) or (
         isinstance(op, UnaryOperation | BinaryOperation) and not isinstance(op, AxisOperation)
     )
-    if not elementwise or rank != 4:
+    if isinstance(op, SOFTMAX_OPS):
+        # Row by row: the same box in and out, never split along its own axis; the batch
+        # axis of a 3-D result is not split, so a softmax over it stays whole.
+        elementwise = rank in (3, 4) and _softmax_axis(op, rank) != 0
+    if not elementwise or rank not in (3, 4):
         return Kind.WHOLE, None
     for value in (*op.operands, *out):
         ty = value.type
         assert isinstance(ty, TensorType)
         element = ty.element_type
-        # Tiles split H and W only: a per-axis type must be quantized on N or C.
+        # Tiles split H and W only: a per-axis type must be quantized on another axis.
         offset = rank - len(shape(value))
-        if isinstance(element, UniformQuantizedType) and element.axis.data + offset > 1:
+        if (
+            isinstance(element, UniformQuantizedType)
+            and element.per_axis
+            and element.axis.data + offset >= rank - 2
+        ):
             return Kind.WHOLE, None
     return Kind.ELEMENTWISE, None
 
@@ -220,14 +282,17 @@ def find_layers(func: FuncOp) -> list[Layer]:
             raise NpucError(f"tile: @{func.sym_name.data} is already tiled (it has {op.name})")
         if isinstance(op, CONSTANT_OPS + MOVEMENT_OPS + (ReturnOp,)):
             continue
-        kind, window = _classify(op)
+        kind, window, hw, fixed = _classify(op)
         activations = tuple(i for i, v in enumerate(op.operands) if not is_constant(v))
         constants = tuple(i for i, v in enumerate(op.operands) if is_constant(v))
         name_attr = op.properties.get("name")
         name = getattr(name_attr, "data", None) or op.name
         groups_attr = op.properties.get("groups")
         groups = groups_attr.value.data if groups_attr is not None else 1
-        layers.append(Layer(len(layers), op, name, kind, activations, constants, window, groups))
+        layers.append(
+            Layer(len(layers), op, name, kind, activations, constants, window, groups, hw=hw,
+                  fixed=fixed)
+        )  # fmt: skip
     for layer in layers:
         if not layer.spatial:
             continue
@@ -269,6 +334,92 @@ def _user_name(op: Operation) -> str:
     return f"'{name_attr.data}'" if name_attr is not None else op.name
 
 
-def chain_operand(producer: Layer, consumer: Layer) -> int:
-    """The operand of `consumer` that reads `producer`'s result (a valid chain link)."""
-    return next(iter(producer.result.uses)).index
+NEVER_JOINS = 1 << 62
+
+
+@dataclass(frozen=True)
+class Graph:
+    """How layers feed each other inside runs (cascades generalised to sub-graphs).
+
+    `reach[k]` is the last layer that reads layer k's result, or NEVER_JOINS if some
+    reader cannot take it tile by tile (an op that is not a layer, the function's
+    result, a layer not split along H and W, a broadcast, a folded transpose); a run
+    `first..last` whose every layer but the last has `reach <= last` keeps all of its
+    links inside (a cascade: each layer computes what its readers in the run need).
+    `inputs[k]` lists `(operand index, producer layer)` of layer k's linkable operands.
+    """
+
+    reach: tuple[int, ...]
+    inputs: tuple[tuple[tuple[int, int], ...], ...]
+    readers: tuple[tuple[tuple[int, int], ...], ...]  # (consumer layer, operand index)
+
+    @classmethod
+    def of(cls, layers: Sequence[Layer]) -> Graph:
+        index = {layer.op: layer.index for layer in layers}
+        reach = []
+        inputs: list[list[tuple[int, int]]] = [[] for _ in layers]
+        readers: list[list[tuple[int, int]]] = [[] for _ in layers]
+        for layer in layers:
+            last = layer.index
+            for use in layer.result.uses:
+                j = index.get(use.operation)
+                if j is None or _link_problem(layer, layers[j], use.index) is not None:
+                    last = NEVER_JOINS
+                    continue
+                last = max(last, j)
+                inputs[j].append((use.index, layer.index))
+                readers[layer.index].append((j, use.index))
+            if not layer.result.uses:
+                last = NEVER_JOINS  # unused: nothing to cascade into
+            reach.append(last)
+        return cls(
+            tuple(reach),
+            tuple(tuple(sorted(x)) for x in inputs),
+            tuple(tuple(x) for x in readers),
+        )
+
+    def joins(self, k: int, last: int) -> bool:
+        """Whether layer k may be an inner layer of a run ending at `last`."""
+        return self.reach[k] <= last
+
+    def run_inputs(self, k: int, first: int) -> tuple[tuple[int, int], ...]:
+        """Layer k's operands produced inside a run starting at `first`."""
+        return tuple(p for p in self.inputs[k] if p[1] >= first)
+
+    def is_chain(self, first: int, last: int) -> bool:
+        """Each layer of first..last feeds the next one alone, through one operand."""
+        return all(self.reach[k] == k + 1 and len(self.readers[k]) == 1 for k in range(first, last))
+
+
+def _link_problem(producer: Layer, consumer: Layer, index: int) -> str | None:
+    for layer in (producer, consumer):
+        if not layer.spatial:
+            return f"{layer.describe()} cannot be split along H and W"
+    if index not in consumer.activations or index in consumer.transposes:
+        return f"{consumer.describe()} does not read {producer.describe()} as an activation"
+    if consumer.kind is Kind.ELEMENTWISE and producer.out_shape != consumer.out_shape:
+        return f"{consumer.describe()} broadcasts the result of {producer.describe()}"
+    if producer.hw != consumer.hw and consumer.kind is Kind.ELEMENTWISE:
+        return f"{consumer.describe()} does not read {producer.describe()} along the same axes"
+    return None
+
+
+def run_problem(layers: Sequence[Layer], first: int, last: int) -> str | None:
+    """Why first..last cannot run as one cascade (None if it can)."""
+    index = {layer.op: layer.index for layer in layers}
+    for k in range(first, last + 1):
+        if first < last and not layers[k].spatial:
+            return f"{layers[k].describe()} cannot be split along H and W"
+    for k in range(first, last):
+        layer = layers[k]
+        for use in layer.result.uses:
+            j = index.get(use.operation)
+            if j is None or j > last:
+                who = _user_name(use.operation)
+                return f"the result of {layer.describe()} is also used by {who}, outside the range"
+            problem = _link_problem(layer, layers[j], use.index)
+            if problem is not None:
+                return problem
+        if not layer.result.uses:
+            return f"the result of {layer.describe()} is not used"
+    return None

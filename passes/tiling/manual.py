@@ -17,7 +17,7 @@ from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedInput
 
 from npuc.diagnostics import NpucError
 
-from .layers import Layer, chain_link
+from .layers import Layer, run_problem
 
 GRAMMAR = r"""
 start: entry (";" entry)* ";"?
@@ -120,18 +120,19 @@ def check_entries(entries: Sequence[Entry], layers: Sequence[Layer]) -> None:
         for j, other in enumerate(entries[:i]):
             if entry.first <= other.last and other.first <= entry.last:
                 fail(f"its layers overlap those of entry {j + 1} '{other.text}'")
-        for k in range(entry.first, entry.last):
-            reason = chain_link(layers[k], layers[k + 1])
-            if reason is not None:
-                fail(
-                    f"layers {entry.first}..{entry.last} are not a single-consumer chain: {reason}"
-                )
+        reason = run_problem(layers, entry.first, entry.last)
+        if reason is not None:
+            fail(f"layers {entry.first}..{entry.last} cannot run as one cascade: {reason}")
         last = layers[entry.last]
         if (entry.h_parts, entry.w_parts) != (1, 1) and not last.spatial:
             fail(f"{last.describe()} cannot be split along H and W")
         if last.spatial:
-            rows, cols = last.out_shape[2], last.out_shape[3]
+            rows, cols = last.extent(0), last.extent(1)
             if entry.h_parts > rows:
                 fail(f"h_parts {entry.h_parts} exceed the {rows} rows of {last.describe()}")
             if entry.w_parts > cols:
                 fail(f"w_parts {entry.w_parts} exceed the {cols} columns of {last.describe()}")
+        for axis, (parts, what) in enumerate(((entry.h_parts, "H"), (entry.w_parts, "W"))):
+            fixed = [x for x in layers[entry.first : entry.last + 1] if x.fixed[axis]]
+            if parts > 1 and fixed:
+                fail(f"{fixed[0].describe()} cannot be split along {what} (its softmax axis)")

@@ -34,9 +34,9 @@ from .working_set import (
     Span,
     box,
     cascade_spans,
-    chain_index,
     channel_parts,
     output_region,
+    run_readers,
     transposed_region,
 )
 
@@ -77,6 +77,11 @@ class Materialiser:
         self.anchor = self.seg[-1].op
         self.constants: dict[tuple[SSAValue, Region], SSAValue] = {}
         self.props: dict[tuple[int, tuple[int, int]], dict[str, Attribute]] = {}
+        # operand index -> position in the run of the layer feeding it, per layer
+        self.feeds: list[dict[int, int]] = [{} for _ in self.seg]
+        for k, readers in enumerate(run_readers(self.seg)):
+            for j, index in readers:
+                self.feeds[j][index] = k
 
     def needed(self) -> bool:
         """Whether the group changes the IR (more than one tile, a DMA or a folded transpose)."""
@@ -169,12 +174,14 @@ class Materialiser:
                     part = (i, j, p) if many else None
                     value: SSAValue | None = None
                     out: Region = ()
+                    tiles: dict[int, tuple[SSAValue, Region | None]] = {}
                     for k, layer in enumerate(seg):
                         hspan = hs[k][i] if hs is not None else None
                         wspan = ws[k][j] if ws is not None else None
                         channels = channel_parts(layer, c)[p if layer.channel_units > 1 else 0]
                         out = output_region(layer, hspan, wspan, channels)
-                        value = self.layer_tile(k, hspan, wspan, channels, value, part)
+                        value = self.layer_tile(k, hspan, wspan, channels, tiles, part)
+                        tiles[k] = (value, out)
                     assert value is not None
                     if dest is None:
                         final = value
@@ -204,7 +211,8 @@ class Materialiser:
                     roll, wspan = rolls[k][i], ws[k][j]
                     new = None
                     if roll.span is not None:
-                        new = self.layer_tile(k, roll.span, wspan, channels[k], buffer, part)
+                        fed = {k - 1: (buffer, None)} if buffer is not None else {}
+                        new = self.layer_tile(k, roll.span, wspan, channels[k], fed, part)
                         keep = rolls[k - 1][i] if k else None
                         if buffer is not None and keep is not None and keep.keep is not None:
                             held[k - 1][j] = self.tail(buffer, keep, seg[k - 1], part)
@@ -274,20 +282,21 @@ class Materialiser:
         hspan: Span | None,
         wspan: Span | None,
         channels: Channels,
-        previous: SSAValue | None,
+        tiles: dict[int, tuple[SSAValue, Region | None]],
         part: tuple[int, int, int] | None,
     ) -> SSAValue:
-        """Layer k of the group on one tile; `previous` is the tile of layer k - 1."""
+        """Layer k of the group on one tile; `tiles` holds this tile's results of the layers
+        before k in the run, with the region each covers (None: exactly what k reads)."""
         layer = self.seg[k]
         out = output_region(layer, hspan, wspan, channels)
         inp = (hspan.inp, wspan.inp) if hspan and wspan else ((0, 0), (0, 0))
-        chain = chain_index(self.seg, k)
+        feeds = self.feeds[k]
         operands = []
         for index, operand in enumerate(layer.op.operands):
             region = box(layer, index, out, inp, channels)
-            if index == chain:
-                assert previous is not None
-                operands.append(previous)
+            if index in feeds:
+                value, covered = tiles[feeds[index]]
+                operands.append(self.within(value, covered, region, layer, part))
             elif index in layer.constants:
                 operands.append(self.constant(operand, region, layer))
             elif index in layer.transposes:
@@ -298,6 +307,23 @@ class Materialiser:
         if hspan is not None and wspan is not None and layer.kind is Kind.WINDOW:
             pads = (hspan.pads[0], wspan.pads[0], hspan.pads[1], wspan.pads[1])
         op = self.tile_op(layer, operands, out, channels, pads)
+        return self.emit(self.tag(op, layer, part)).results[0]
+
+    def within(
+        self, value: SSAValue, covered: Region | None, region: Region, layer: Layer, part
+    ) -> SSAValue:
+        """The part `region` of a tile that covers `covered` (a view when they differ)."""
+        if covered is None or tuple(covered) == tuple(region):
+            return value
+        ty = value.type
+        assert isinstance(ty, TensorType)
+        offsets = [lo - c for (lo, _), (c, _) in zip(region, covered, strict=True)]
+        sizes = [hi - lo for lo, hi in region]
+        op = tile.SliceOp.create(
+            operands=[value],
+            result_types=[_region_type(ty, offsets, sizes)],
+            properties={"offsets": _ints(offsets)},
+        )
         return self.emit(self.tag(op, layer, part)).results[0]
 
     def transposed(self, layer: Layer, index: int, region: Region, part) -> SSAValue:

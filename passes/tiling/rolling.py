@@ -33,7 +33,7 @@ class Roll:
 
 def rolling_spans(layers: Sequence[Layer], axis: int, parts: int) -> list[list[Roll]]:
     """`result[k][i]`: layer k of the chain in stripe i of the last layer's output."""
-    size = layers[-1].out_shape[2 + axis]
+    size = layers[-1].extent(axis)
     needs: list[Range | None] = list(split(size, parts))
     result: list[list[Roll]] = [[] for _ in layers]
     for k in range(len(layers) - 1, -1, -1):

@@ -19,6 +19,7 @@ to H before W before channels. Deterministic.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,16 +30,16 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from npuc.target import Target
 
 from .cost import group_cycles, mac_factor, transfer_cycles
-from .layers import CONSTANT_OPS, Layer, chain_link, nbytes
+from .layers import CONSTANT_OPS, Graph, Kind, Layer, float_value, nbytes, shape
 from .rolling import Roll, RollingBytes, Summary, rolling_bytes, rolling_spans, summarise
 from .working_set import (
+    ROLES,
     Channels,
     Memories,
     Span,
     Term,
     align,
     cascade_spans,
-    chain_index,
     channel_parts,
     part_options,
     terms_bytes,
@@ -47,6 +48,8 @@ from .working_set import (
 
 MAX_CASCADE = 12  # layers per cascade the search considers (manual ranges may be longer)
 MAX_WIDTH_PARTS = 16
+OVER_LIMIT_SLACK = 1 / 32  # performance mode, when even the lowest peak is over the limit
+MAX_STRIPE_FOR_COLUMNS = 10  # cascades split along W only with stripes this thin (rows)
 CHANNEL_PARTS = (1, 2, 3, 4, 6, 8, 12, 16)
 NEVER = 1 << 62
 
@@ -112,6 +115,13 @@ class Residency:
                 user = use.operation
                 end = NEVER if isinstance(user, ReturnOp) else self.pos[folded.get(user, user)]
                 live[base][1] = max(live[base][1], end)
+        self.merged: set[Operation] = set()  # concats whose operands are written into them
+        for op in block.ops:
+            if (
+                op.name.endswith(".concat") and op not in folded
+                and _merge_concat(op, root, live, memories)
+            ):  # fmt: skip
+                self.merged.add(op)
         self.tensors = [
             (value, lo, hi, align(nbytes(value), memories.alignment))
             for value, (lo, hi) in live.items()
@@ -138,6 +148,15 @@ class Residency:
             size for v, a, b, size in self.tensors if a <= hi and b >= lo and v not in links
         )
 
+    def live(
+        self, first: Operation, last: Operation, links: set[SSAValue]
+    ) -> list[tuple[SSAValue, int]]:
+        """The whole tensors `resident` counts, largest first (a concat stands for the
+        operands written into it)."""
+        lo, hi = self.pos[first], self.pos[last]
+        found = [(v, s) for v, a, b, s in self.tensors if a <= hi and b >= lo and v not in links]
+        return sorted(found, key=lambda t: -t[1])
+
     def floor(self) -> int:
         """The largest residency at an op that is not a layer (a transpose copies)."""
         return max(
@@ -147,6 +166,45 @@ class Residency:
             ),
             default=0,
         )
+
+
+def _merge_concat(
+    op: Operation,
+    root: dict[SSAValue, SSAValue],
+    live: dict[SSAValue, list[int]],
+    memories: Memories,
+) -> bool:
+    """The memory planner writes a concat's operands straight into their slices of its
+    result when the slices are contiguous (a concat along the outermost non-unit axis) and
+    each operand feeds only the concat: such operands are the concat's bytes from their
+    producer on, not tensors of their own."""
+    out = op.results[0]
+    dims = list(shape(out))
+    axis_attr = op.properties.get("axis")
+    if out not in live or axis_attr is None or memories.of(out) != memories.arena:
+        return False
+    axis = axis_attr.value.data % len(dims)
+    if math.prod(dims[:axis]) != 1:
+        return False
+    bases = [root.get(x) for x in op.operands]
+    if len(set(map(id, bases))) != len(bases):
+        return False
+    element = out.type.element_type  # type: ignore[attr-defined]
+    for x, base in zip(op.operands, bases, strict=True):
+        if (
+            base is None or base not in live or isinstance(base, BlockArgument)
+            or not x.has_one_use() or x.type.element_type != element  # type: ignore[attr-defined]
+            or memories.of(base) != memories.arena or nbytes(base) != nbytes(x)
+            or any(use.operation is not op and not use.operation.name.endswith(".reshape")
+                   for use in base.uses)
+        ):  # fmt: skip
+            return False
+    for base in bases:
+        assert base is not None
+        lo, hi = live.pop(base)
+        live[out][0] = min(live[out][0], lo)
+        live[out][1] = max(live[out][1], hi)
+    return True
 
 
 class Planner:
@@ -168,41 +226,59 @@ class Planner:
         self.overlap_limit = overlap_limit
         self.memories = Memories.of_target(target, func)
         self.residency = Residency(func, layers, self.memories)
-        self.links = [
-            k + 1 < len(layers) and chain_link(layers[k], layers[k + 1]) is None
-            for k in range(len(layers))
-        ]
+        self.graph = Graph.of(self.layers)
+        # float tensors between quantized layers are the host's (no NPU instruction moves them)
+        self.float_islands = "float32" not in target.data_types and any(
+            layer.op.name.startswith("qnn.") for layer in self.layers
+        )
+        # the first layer of the longest single-consumer chain ending at each layer
+        self._chain_from = [0] * len(self.layers)
+        for k in range(len(self.layers)):
+            single = k > 0 and self.graph.is_chain(k - 1, k)
+            self._chain_from[k] = self._chain_from[k - 1] if single else k
+        self._added: set[tuple[int, int]] = set()
+        self._layers: dict[tuple, tuple] = {}
+        self._crossing: dict[tuple[int, int], list[tuple[int, ...]] | None] = {}
+        self._linked: dict[tuple[int, int], tuple[int, ...]] = {}
         self._spans: dict[tuple[int, int, int], list[list[Span]]] = {}
         self._rolls: dict[tuple[int, int], list[list[Roll]]] = {}
         self._classes: dict[tuple[int, int, int, bool], list[list[tuple]]] = {}
         self._models: dict[tuple[int, bool, int, int], tuple[list[Term], int, int]] = {}
         self._channels: dict[tuple[int, int], list[Channels]] = {}
         self._resident: dict[tuple[int, int], int] = {}
-        self._values: dict[tuple, tuple[int, int, float, float, int]] = {}
+        self._values: dict[tuple, tuple[int, int, float, float, int, int]] = {}
         self._held: dict[tuple[int, int, int, int], RollingBytes] = {}
         self._summaries: dict[tuple[int, int], list[Summary]] = {}
 
     # ------------------------------------------------------------------ one group
 
-    def chain_start(self, last: int, limit: int = MAX_CASCADE) -> int:
-        first = last
-        while first > 0 and self.links[first - 1] and last - first + 1 < limit:
-            first -= 1
-        return first
+    def linked(self, k: int, first: int) -> tuple[int, ...]:
+        """The operands of layer k fed by layers of a run that starts at `first`."""
+        key = (k, first)
+        found = self._linked.get(key)
+        if found is None:
+            found = self._linked[key] = tuple(i for i, _ in self.graph.run_inputs(k, first))
+        return found
+
+    def joins(self, k: int, last: int) -> bool:
+        """Whether layer k may run inside a cascade ending at `last` (all of its readers are
+        in k + 1..last, tile by tile)."""
+        return self.layers[last].spatial and self.graph.joins(k, last)
 
     def spans(self, first: int, last: int, axis: int, parts: int) -> list[list[Span]]:
-        start = min(first, self.chain_start(last))
+        """`cascade_spans` of first..last: a suffix of a longer run's when known (a layer's
+        spans depend only on its readers, all of them after it)."""
         key = (last, axis, parts)
         cached = self._spans.get(key)
-        if cached is None or len(cached) < last - start + 1:
-            cached = cascade_spans(self.layers[start : last + 1], axis, parts)
+        if cached is None or len(cached) < last - first + 1:
+            cached = cascade_spans(self.layers[first : last + 1], axis, parts, cached or ())
             self._spans[key] = cached
         return cached[len(cached) - (last - first + 1) :]
 
     def rolls(self, first: int, last: int, parts: int) -> list[list[Roll]]:
         """Rolling spans along H of first..last (a suffix of the longest chain ending at
         `last`: a layer's rows depend only on the layers after it)."""
-        start = min(first, self.chain_start(last))
+        start = first
         cached = self._rolls.get((last, parts))
         if cached is None or len(cached) < last - start + 1:
             cached = rolling_spans(self.layers[start : last + 1], 0, parts)
@@ -211,7 +287,7 @@ class Planner:
 
     def summaries(self, first: int, last: int, parts: int) -> list[Summary]:
         """`summarise` of the intermediate layers of first..last (a suffix, as `rolls`)."""
-        start = min(first, self.chain_start(last))
+        start = first
         cached = self._summaries.get((last, parts))
         if cached is None or len(cached) < last - start:
             rolls = self.rolls(start, last, parts)
@@ -224,17 +300,22 @@ class Planner:
         """Whether the group runs through rolling buffers (along H; W parts recompute)."""
         return (
             self.cascade != "recompute" and first < last and parts[0] > 1
-            and self.layers[last].spatial
+            and self.layers[last].spatial and self.layers[last].nchw
+            and first >= self._chain_from[last]
         )  # fmt: skip
 
-    def model(self, k: int, chained: bool, c: int, part: int) -> tuple[list[Term], int, int]:
-        """A tile's buffers and its MAC cost (`mac_factor`) for layer k in channel part `part`."""
-        key = (k, chained, c, part)
+    def model(
+        self, k: int, linked: tuple[int, ...], c: int, part: int
+    ) -> tuple[list[Term], int, int]:
+        """A tile's buffers and its MAC cost (`mac_factor`) for layer k in channel part `part`,
+        its operands `linked` fed by other layers of the run."""
+        key = (k, linked, c, part)
         if key not in self._models:
             layer = self.layers[k]
-            chain = chain_index(self.layers, k) if chained else None
             channels = self.channels(k, c)[part]
-            terms = tile_terms(layer, channels, chain, self.memories)
+            terms = tile_terms(layer, channels, linked, self.memories)
+            if layer.op in self.residency.merged:  # its operands are its own bytes
+                terms = [t for t in terms if t.role != ROLES["views"]]
             self._models[key] = (terms, *mac_factor(self.target, layer, channels))
         return self._models[key]
 
@@ -247,11 +328,18 @@ class Planner:
         return self._held[key]
 
     def tile_values(
-        self, key: tuple[int, bool, int, int], oh: int, ih: int, ow: int, iw: int, streamed: bool
-    ) -> tuple[int, int, float, float, int]:
+        self,
+        key: tuple[int, tuple[int, ...], int, int],
+        oh: int,
+        ih: int,
+        ow: int,
+        iw: int,
+        streamed: bool,
+    ) -> tuple[int, int, float, float, int, int]:
         """One tile of the model `key` with (output, input) lengths along H and W: its working
-        set, what it adds to the peak, its compute and activation-DMA cycles, and its weight
-        bytes. Cached: the search revisits the same tile sizes many times."""
+        set, what it adds to the peak, its compute and activation-DMA cycles, its weight
+        bytes and its output bytes. Cached: the search revisits the same tile sizes many
+        times."""
         full = (key, oh, ih, ow, iw, streamed)
         found = self._values.get(full)
         if found is None:
@@ -274,6 +362,7 @@ class Planner:
                 max(mac, moved / port),
                 dma,
                 tb.weights,
+                tb.output,
             )
             self._values[full] = found
         return found
@@ -290,9 +379,15 @@ class Planner:
         """Per layer of first..last: the distinct (output, input) lengths of its parts along
         `axis`, as (out, in, count) triples (rolling: of the rows each part computes).
         Cached for the longest chain ending at `last`, as `spans`."""
-        start = min(first, self.chain_start(last))
+        start = first
         key = (last, axis, parts, rolling)
         cached = self._classes.get(key)
+        layer = self.layers[last]
+        if cached is None and first == last and layer.kind is not Kind.WINDOW:
+            # no halo: the parts' lengths are those of `split`
+            base, extra = divmod(layer.extent(axis), parts)
+            sizes = ((base + 1, extra), (base, parts - extra))
+            cached = self._classes[key] = [[(o, o, n) for o, n in sizes if n]]
         if cached is None or len(cached) < last - start + 1:
             if rolling:
                 per_layer = [
@@ -301,13 +396,20 @@ class Planner:
                 ]
             else:
                 per_layer = self.spans(start, last, axis, parts)
+            known = list(cached or ())  # the later layers' classes do not change
             cached = self._classes[key] = [
                 [(o, i, n) for (o, i), n in Counter(
                     (s.out[1] - s.out[0], s.inp[1] - s.inp[0]) for s in spans
                 ).items()]
-                for spans in per_layer
-            ]  # fmt: skip
+                for spans in per_layer[: len(per_layer) - len(known)]
+            ] + known  # fmt: skip
         return cached[len(cached) - (last - first + 1) :]
+
+    def resident_tensors(self, first: int, last: int) -> list[tuple[SSAValue, int]]:
+        """The whole tensors live in the arena while first..last runs, largest first."""
+        seg = self.layers[first : last + 1]
+        links = {layer.result for layer in seg[:-1]}
+        return self.residency.live(seg[0].op, seg[-1].op, links)
 
     def resident(self, first: int, last: int) -> int:
         key = (first, last)
@@ -325,62 +427,40 @@ class Planner:
         h, w, c = parts
         seg = self.layers[first : last + 1]
         tiles = h * w * c
-        streamed = tiles > 1
-        m = self.memories
-        weights_dma = m.constants != m.arena
-        constants = self.target.memory(m.constants)
         port = self.target.arena_memory.bytes_per_cycle
-        spatial = seg[-1].spatial
         if rolling is None or not self.rolling(first, last, parts):
             rolling = self.rolling(first, last, parts)
-        one = [(1, 1, 1)]
-        hcls_all = self.classes(first, last, 0, h, rolling) if spatial else None
-        wcls_all = self.classes(first, last, 1, w) if spatial else None
-        extra = weights = 0
-        layer_ws = [0] * len(seg)
+        many = len(seg) > 1
+        computed = needed = weights = extra = 0
         compute = streamed_dma = activation_dma = once = first_dma = 0.0
-        computed = needed = 0
-        values = self._values
+        layer_ws = []
+        outputs = []
+        crossing = self.crossing(first, last) if many else None
+        # One tile of the last layer is its whole result, already counted as resident.
+        whole = tiles == 1 and self.memories.of(seg[-1].result) == self.memories.arena
         for k, layer in enumerate(seg):
-            hcls = hcls_all[k] if hcls_all is not None else one
-            wcls = wcls_all[k] if wcls_all is not None else one
-            if spatial and len(seg) > 1:
-                n, ch, rows, cols = layer.out_shape
-                computed += n * ch * sum(o * t for o, _, t in hcls) * sum(o * t for o, _, t in wcls)
-                needed += n * ch * rows * cols
-            part_weights = []
-            most = 0
-            for p in range(c if layer.channel_units > 1 else 1):
-                key = (layer.index, k > 0, c, p)
-                tb = None
-                for oh, ih, nh in hcls:
-                    for ow, iw, nw in wcls:
-                        tb = values.get((key, oh, ih, ow, iw, streamed))
-                        if tb is None:
-                            tb = self.tile_values(key, oh, ih, ow, iw, streamed)
-                        count = nh * nw
-                        if tb[0] > most:
-                            most = tb[0]
-                        if tb[1] > extra:
-                            extra = tb[1]
-                        compute += count * tb[2]
-                        activation_dma += count * tb[3]
-                assert tb is not None
-                part_weights.append(tb[4])
-                if weights_dma and c > 1:
-                    streamed_dma += transfer_cycles(constants, tb[4])
-                    first_dma += transfer_cycles(constants, tb[4]) if p == 0 else 0
-                elif weights_dma:
-                    once += transfer_cycles(constants, tb[4])
-            if weights_dma:
-                weights += 2 * max(part_weights) if c > 1 else part_weights[0]
-            layer_ws[k] = most
+            v = self.layer_values(layer.index, first, last, parts, rolling)
+            computed += v[0]
+            needed += v[1]
+            layer_ws.append(v[2])
+            held = v[3] - v[10] if whole and k == len(seg) - 1 else v[3]
+            if crossing is not None and crossing[k]:
+                held += sum(outputs[p] for p in crossing[k])  # tiles read after this layer
+            if held > extra:
+                extra = held
+            compute += v[4]
+            activation_dma += v[5]
+            streamed_dma += v[6]
+            first_dma += v[7]
+            once += v[8]
+            weights += v[9]
+            outputs.append(v[10])
         if rolling:
-            held = self.rolling_bytes(first, last, h, w)
-            extra = held.held + max(extra, held.assembly)
-            compute += 2 * held.copied / port  # tails copied into the next stripe's buffers
+            roll = self.rolling_bytes(first, last, h, w)
+            extra = roll.held + max(extra, roll.assembly)
+            compute += 2 * roll.copied / port  # tails copied into the next stripe's buffers
         resident = self.resident(first, last)
-        overlap = computed / needed - 1 if len(seg) > 1 and needed else 0.0
+        overlap = computed / needed - 1 if many and needed else 0.0
         first_dma += activation_dma / tiles
         return Estimate(
             parts,
@@ -393,28 +473,144 @@ class Planner:
             rolling,
         )
 
+    def crossing(self, first: int, last: int) -> list[tuple[int, ...]] | None:
+        """Per layer of a run: the earlier layers of the run (positions) whose tiles stay live
+        across it without being read by it (None for a chain: there are none)."""
+        key = (first, last)
+        if key not in self._crossing:
+            found: list[tuple[int, ...]] | None = None
+            if first < self._chain_from[last]:
+                readers = self.graph.readers
+                found = []
+                for k in range(first, last + 1):
+                    found.append(tuple(
+                        p - first for p in range(first, k)
+                        if max(j for j, _ in readers[p]) > k and all(j != k for j, _ in readers[p])
+                    ))  # fmt: skip
+            self._crossing[key] = found
+        return self._crossing[key]
+
+    def layer_values(
+        self, index: int, first: int, last: int, parts: tuple[int, int, int], rolling: bool
+    ) -> tuple:
+        """Layer `index`'s share of the estimate of the run first..last in `parts`: computed and
+        needed output elements, its largest tile working set, what its largest tile adds to
+        the peak, compute and DMA cycles (activations, streamed weights, the first tile's
+        weights, weights loaded once), resident weight bytes, its largest output tile.
+        Cached: runs ending at `last` share everything but their first layer's links."""
+        h, w, c = parts
+        streamed = h * w * c > 1
+        linked = self.linked(index, first)
+        key = (index, linked, last, parts, rolling)
+        found = self._layers.get(key)
+        if found is not None:
+            return found
+        layer = self.layers[index]
+        m = self.memories
+        weights_dma = m.constants != m.arena
+        constants = self.target.memory(m.constants)
+        one = [(1, 1, 1)]
+        k = index - first
+        spatial = self.layers[last].spatial
+        hcls = self.classes(first, last, 0, h, rolling)[k] if spatial else one
+        wcls = self.classes(first, last, 1, w)[k] if spatial else one
+        computed = needed = 0
+        if spatial and first < last:
+            rows, cols = layer.extent(0), layer.extent(1)
+            rest = math.prod(layer.out_shape) // (rows * cols)
+            computed = rest * sum(o * t for o, _, t in hcls) * sum(o * t for o, _, t in wcls)
+            needed = rest * rows * cols
+        part_weights = []
+        most = extra = output = 0
+        compute = activation_dma = streamed_dma = first_dma = once = 0.0
+        values = self._values
+        for p in range(c if layer.channel_units > 1 else 1):
+            key_p = (index, linked, c, p)
+            tb = None
+            for oh, ih, nh in hcls:
+                for ow, iw, nw in wcls:
+                    tb = values.get((key_p, oh, ih, ow, iw, streamed))
+                    if tb is None:
+                        tb = self.tile_values(key_p, oh, ih, ow, iw, streamed)
+                    count = nh * nw
+                    most = max(most, tb[0])
+                    extra = max(extra, tb[1])
+                    output = max(output, tb[5])
+                    compute += count * tb[2]
+                    activation_dma += count * tb[3]
+            assert tb is not None
+            part_weights.append(tb[4])
+            if weights_dma and c > 1:
+                streamed_dma += transfer_cycles(constants, tb[4])
+                first_dma += transfer_cycles(constants, tb[4]) if p == 0 else 0
+            elif weights_dma:
+                once += transfer_cycles(constants, tb[4])
+        weights = 0
+        if weights_dma:
+            weights = 2 * max(part_weights) if c > 1 else part_weights[0]
+        found = (
+            computed, needed, most, extra, compute, activation_dma, streamed_dma, first_dma,
+            once, weights, output,
+        )  # fmt: skip
+        self._layers[key] = found
+        return found
+
     # ------------------------------------------------------------------ choices
 
     def options(self, first: int, last: int) -> list[Estimate]:
         """Candidate estimates of the run first..last (see the module docstring)."""
+        found = self._options(first, last)
+        if self.host_copies(first, last):
+            found = [e for e in found if e.tiles == 1] or found[:1]
+        return found
+
+    def host_copies(self, first: int, last: int) -> bool:
+        """Whether tiles of first..last would slice a float tensor made outside the run, or
+        assemble a float result: float tiles have no NPU instruction, so every such slice or
+        insert becomes a host copy of the whole tensor. A run that dequantizes and quantizes
+        inside keeps its float tensors within its tiles instead. (A float model, or a target
+        with float32 arithmetic, tiles float tensors as any other.)"""
+        if not self.float_islands:
+            return False
+        if float_value(self.layers[last].result):
+            return True
+        for k in range(first, last + 1):
+            layer = self.layers[k]
+            linked = self.linked(k, first)
+            for i in layer.activations:
+                if i not in linked and float_value(layer.source(i)):
+                    return True
+        return False
+
+    def _options(self, first: int, last: int) -> list[Estimate]:
         layer = self.layers[last]
         c_opts = [c for c in CHANNEL_PARTS if c <= layer.channel_units]
         if not layer.spatial:
             return [self.evaluate(first, last, (1, 1, c)) for c in c_opts]
-        rows, cols = layer.out_shape[2], layer.out_shape[3]
-        h_opts = part_options(rows)
-        w_opts = [w for w in part_options(cols) if w <= MAX_WIDTH_PARTS]
+        rows, cols = layer.extent(0), layer.extent(1)
+        seg = self.layers[first : last + 1]
+        h_opts = [1] if any(x.fixed[0] for x in seg) else part_options(rows)
+        w_opts = [1] if any(x.fixed[1] for x in seg) else part_options(cols)
+        w_opts = [w for w in w_opts if w <= MAX_WIDTH_PARTS]
         if first == last:
             grid = [(h, 1, c) for h in h_opts for c in c_opts]
-            grid += [(rows, w, 1) for w in w_opts[1:]]
+            grid += [(h_opts[-1], w, 1) for w in w_opts[1:]]
             return [self.evaluate(first, last, p) for p in grid]
+        if not any(x.kind is Kind.WINDOW for x in seg):
+            # No halos: stripes and column parts only trade tile size for tile count, as
+            # for a single layer (rolling buffers would hold nothing).
+            grid = [(h, 1, 1) for h in h_opts] + [(h_opts[-1], w, 1) for w in w_opts[1:]]
+            return [self.evaluate(first, last, p, False) for p in grid]
         found = []
-        kinds = [None, False] if self.cascade == "auto" else [None]
+        can_roll = self.rolling(first, last, (2, 1, 1))
+        kinds = [None, False] if self.cascade == "auto" and can_roll else [None]
         for rolling in kinds:
             for h in h_opts:
                 if rolling is False and h == 1:
                     continue  # the same as the rolling kind's
-                for w in w_opts:
+                # Column parts only once stripes are thin: before that, more stripes save
+                # as much SRAM with less halo (and rolling stripes recompute none).
+                for w in w_opts if -(-rows // h) <= MAX_STRIPE_FOR_COLUMNS else w_opts[:1]:
                     estimate = self.evaluate(first, last, (h, w, 1), rolling)
                     if estimate.overlap > self.overlap_limit:
                         break  # more parts only add halo
@@ -431,21 +627,62 @@ class Planner:
             for k in range(entry[0], entry[1] + 1):
                 owner[k] = entry
         runs: dict[int, list[tuple[int, list[Estimate], bool]]] = {b: [] for b in range(n)}
+        alone: dict[int, int] = {}  # each free layer's lowest peak as a group of its own
         for b in range(n):
             if b in owner:
                 first, last, h, w = owner[b]
                 if last == b:
                     runs[b].append((first, [self.evaluate(first, last, (h, w, 1))], True))
                 continue
+            options = self._feasible(b, b)
+            runs[b].append((b, options, False))
+            alone[b] = min((e.peak for e in options), default=NEVER)
+        # Cascades only through layers that alone need at least the lowest peak found so
+        # far (until it stops falling), and in performance mode more than the SRAM limit:
+        # elsewhere single layers fit as well, and a cascade mostly saves SRAM, not cycles
+        # (see below for the layers that the threshold slows down).
+        floor = self.sram_limit if optimise == "performance" else -1
+        expanded: set[int] = set()
+        while True:
+            best_peak = self._min_max_peak(runs)
+            above = [
+                k for k, peak in alone.items()
+                if k not in expanded and peak > floor and peak >= min(best_peak, floor + 1)
+            ]  # fmt: skip
+            if not above:
+                break
+            for k in above:
+                expanded.add(k)
+                self._add_runs(k, runs, owner)
+        threshold = best_peak
+        if optimise == "performance":
+            # Over the limit anyway, squeezing the last bytes out of the worst group costs
+            # many tiles: allow OVER_LIMIT_SLACK of the lowest peak for fewer cycles.
+            over = best_peak > self.sram_limit
+            threshold = best_peak + int(best_peak * OVER_LIMIT_SLACK) if over else self.sram_limit
+        # Layers slowed down by the threshold (their fastest way alone is over it) may run
+        # faster in a cascade with fewer tiles.
+        for k, options in ((k, runs[k][0][1]) for k in alone if k not in expanded):
+            fastest = min(options, key=lambda e: (e.cycles, *e.order()), default=None)
+            if fastest is not None and fastest.peak > threshold:
+                expanded.add(k)
+                self._add_runs(k, runs, owner)
+        return self._min_cycles(runs, threshold), best_peak
+
+    def _add_runs(self, k: int, runs, owner) -> None:
+        """Add the cascades through layer k (runs first..last with first <= k <= last)."""
+        known = self._added
+        for b in range(k, min(len(self.layers), k + MAX_CASCADE)):
+            if b in owner:
+                break
             a = b
             while True:
-                runs[b].append((a, self._feasible(a, b), False))
-                if a == 0 or not self.links[a - 1] or a - 1 in owner or b - a + 1 >= MAX_CASCADE:
+                if a <= k and a < b and (a, b) not in known:
+                    known.add((a, b))
+                    runs[b].append((a, self._feasible(a, b), False))
+                if a == 0 or not self.joins(a - 1, b) or a - 1 in owner or b - a + 1 >= MAX_CASCADE:
                     break
                 a -= 1
-        best_peak = self._min_max_peak(runs)
-        threshold = best_peak if optimise == "size" else max(self.sram_limit, best_peak)
-        return self._min_cycles(runs, threshold), best_peak
 
     def _feasible(self, first: int, last: int) -> list[Estimate]:
         options = self.options(first, last)

@@ -26,7 +26,7 @@ from xdsl.ir import BlockArgument, SSAValue
 
 from npuc.target import Target
 
-from .layers import Kind, Layer, chain_operand, is_constant, itemsize, shape
+from .layers import Kind, Layer, is_constant, itemsize, shape
 
 Range = tuple[int, int]
 Region = tuple[Range, ...]
@@ -76,22 +76,44 @@ def layer_span(layer: Layer, axis: int, out: Range) -> Span:
     return Span(out, clipped, (clipped[0] - lo, hi - clipped[1]))
 
 
-def cascade_spans(layers: Sequence[Layer], axis: int, parts: int) -> list[list[Span]]:
-    """Spans of every layer of a chain for each part of the last layer's output.
+def run_readers(layers: Sequence[Layer]) -> list[list[tuple[int, int]]]:
+    """For each layer of a run, its readers inside the run: (position in the run, operand)."""
+    pos = {layer.op: k for k, layer in enumerate(layers)}
+    return [
+        [(pos[u.operation], u.index) for u in layer.result.uses if u.operation in pos]
+        for layer in layers
+    ]
 
-    `result[k][i]` is layer k's span in part i; layer k produces exactly the input
-    range that layer k + 1 reads.
+
+def cascade_spans(
+    layers: Sequence[Layer], axis: int, parts: int, known: Sequence[list[Span]] = ()
+) -> list[list[Span]]:
+    """Spans of every layer of a run for each part of the last layer's output.
+
+    `result[k][i]` is layer k's span in part i; layer k produces exactly the rows (or
+    columns) its readers in the run read: in a chain the input range of layer k + 1, in a
+    sub-graph the smallest range covering every reader's. `known`: the spans of the run's
+    last layers, already computed (they do not depend on the layers before them).
     """
     last = layers[-1]
-    size = last.out_shape[2 + axis] if last.spatial else 0
     if not last.spatial:
         return [[Span((0, 0), (0, 0), (0, 0))]]
-    result: list[list[Span]] = [[] for _ in layers]
-    for out in split(size, parts):
-        for k in range(len(layers) - 1, -1, -1):
-            span = layer_span(layers[k], axis, out)
-            result[k].append(span)
-            out = span.inp
+    n = len(layers)
+    result: list[list[Span]] = [[] for _ in range(n - len(known))] + list(known)
+    if not known:
+        result[-1] = [layer_span(last, axis, part) for part in split(last.extent(axis), parts)]
+    readers = run_readers(layers)
+    for k in range(n - max(len(known), 1) - 1, -1, -1):
+        inner = [result[j] for j, _ in readers[k]] or [result[k + 1]]
+        spans = result[k]
+        layer = layers[k]
+        if len(inner) == 1:
+            for r in inner[0]:
+                spans.append(layer_span(layer, axis, r.inp))
+        else:
+            for i in range(parts):
+                out = (min(r[i].inp[0] for r in inner), max(r[i].inp[1] for r in inner))
+                spans.append(layer_span(layer, axis, out))
     return result
 
 
@@ -112,6 +134,8 @@ def channel_parts(layer: Layer, parts: int) -> list[Channels]:
         return [Channels(r, (0, k), 1) for r in split(features, parts)]
     if not layer.spatial:
         return [Channels((0, 0), (0, 0), 1)]
+    if layer.cdim is None:  # a 3-D layer: (N, H, W), no channels
+        return [Channels((0, 1), (0, 1), 1)]
     out_c = layer.out_shape[1]
     in_c = shape(layer.op.operands[0])[1] if layer.is_conv else out_c
     if layer.kind is Kind.WINDOW and layer.is_conv:
@@ -226,12 +250,13 @@ class Term:
 
 
 def tile_terms(
-    layer: Layer, channels: Channels, chain: int | None, memories: Memories
+    layer: Layer, channels: Channels, linked: tuple[int, ...], memories: Memories
 ) -> list[Term]:
-    """The buffers of a tile of `layer` in output-channel part `channels`, by role."""
+    """The buffers of a tile of `layer` in output-channel part `channels`, by role;
+    `linked` are the operands that tiles of other layers of the run feed."""
     probe_out = tuple((0, n) for n in layer.out_shape)
     if layer.spatial:
-        probe_out = (probe_out[0], channels.out, (0, 0), (0, 0))
+        probe_out = output_region(layer, _EMPTY, _EMPTY, channels)
     elif layer.kind is Kind.DENSE:
         probe_out = (probe_out[0], channels.out)
     terms: list[Term] = []
@@ -239,16 +264,18 @@ def tile_terms(
     for index, operand in enumerate(layer.op.operands):
         region = box(layer, index, probe_out, (sentinel, sentinel), channels)
         unit, h, w = itemsize(operand), 2, 2
+        gap = len(probe_out) - len(region)  # elementwise operands broadcast from the right
         for axis, (lo, hi) in enumerate(region):
+            along_h = axis + gap == layer.hw[0]
             if (lo, hi) == sentinel:
-                h, w = (1, w) if axis == len(region) - 2 else (h, 1)
+                h, w = (1, w) if along_h else (h, 1)
             elif (lo, hi) == (0, 0):
-                h, w = (0, w) if axis == len(region) - 2 else (h, 0)
+                h, w = (0, w) if along_h else (h, 0)
             else:
                 unit *= hi - lo
         if index in layer.constants:
             terms.append(Term(ROLES["weights"], unit, h, w))
-        elif index == chain:
+        elif index in linked:
             terms.append(Term(ROLES["buffers"], unit, h, w))
         else:
             in_arena = memories.of(layer.source(index)) == memories.arena
@@ -256,7 +283,7 @@ def tile_terms(
                 terms.append(Term(ROLES["buffers"], unit, h, w))
             terms.append(Term(ROLES["views" if in_arena else "loads"], unit, h, w))
     result = layer.result
-    unit = math.prod(hi - lo for lo, hi in probe_out if (lo, hi) != (0, 0))
+    unit = math.prod(hi - lo for lo, hi in probe_out if (lo, hi) != _EMPTY)
     fixed = 0 if layer.spatial else 2
     terms.append(Term(ROLES["output"], unit * itemsize(result), fixed, fixed))
     if memories.of(result) != memories.arena:
@@ -278,17 +305,22 @@ def terms_bytes(
     return TileBytes(*sizes)
 
 
-def output_region(layer: Layer, h: Span | None, w: Span | None, channels: Channels) -> Region:
-    """The output box of a tile: NCHW from spans and channels, NF for dense layers."""
-    full = tuple((0, n) for n in layer.out_shape)
+_EMPTY = (0, 0)  # tile_terms' stand-in for the tile's H and W ranges
+
+
+def output_region(
+    layer: Layer, h: Span | Range | None, w: Span | Range | None, channels: Channels
+) -> Region:
+    """The output box of a tile: NCHW (or N, H, W) from spans and channels, NF for dense
+    layers."""
+    full = [(0, n) for n in layer.out_shape]
     if layer.kind is Kind.DENSE:
         return (full[0], channels.out)
     if not layer.spatial:
-        return full
+        return tuple(full)
     assert h is not None and w is not None
-    return (full[0], channels.out, h.out, w.out)
-
-
-def chain_index(layers: Sequence[Layer], k: int) -> int | None:
-    """The operand of layers[k] fed by layers[k - 1] in a cascade (None for the first)."""
-    return chain_operand(layers[k - 1], layers[k]) if k else None
+    if layer.cdim is not None:
+        full[layer.cdim] = channels.out
+    full[layer.hw[0]] = h.out if isinstance(h, Span) else h
+    full[layer.hw[1]] = w.out if isinstance(w, Span) else w
+    return tuple(full)
