@@ -161,7 +161,9 @@ class ResizeBilinearOp(QNNOperation):
 class DivOp(PerTensorRequantizing):
     """lhs / rhs via a fixed-point reciprocal (TFLite's int8 DIV, reference DivElementwise).
 
-    Per element a = q_lhs - zp_lhs, b = q_rhs - zp_rhs (b != 0; both negated when b < 0):
+    Per element a = q_lhs - zp_lhs, b = q_rhs - zp_rhs (both negated when b < 0; b = 0,
+    which TFLite leaves undefined, saturates: clamp_max for a > 0, clamp_min for a < 0, zp_out
+    for a = 0):
     with k = bit_length(b) - 1, inv = one_over_one_plus_x_for_x_in_0_1((b << (31 - k)) - 2^31)
     (gemmlowp's Newton-Raphson reciprocal, Q0.31) and h = leading sign bits of a (31 for 0),
     u = SaturatingRoundingDoublingHighMul(a << h, inv);

@@ -91,7 +91,7 @@ LUTS = (
     nn.ReciprocalOp, nn.FloorOp, nn.CeilOp,
 )  # fmt: skip
 # Producers whose output type is free: they can emit a folded clamp or a concat's type.
-FREE_OUTPUT = ("weighted", "arithmetic", "pool", "lut", "clamp", "reduce")
+FREE_OUTPUT = ("weighted", "arithmetic", "pool", "lut", "clamp", "reduce", "divide")
 
 ADD_LEFT_SHIFT = {8: 20, 16: 15}
 
@@ -191,8 +191,12 @@ def classify(op: Operation, setting: LayerSetting) -> tuple[str, str | None]:
         return "weighted", None
     if isinstance(op, nn.DivOp):
         divisor = constant_data(op.rhs)
-        if divisor is None or not np.all(divisor) or constant_data(op.lhs) is not None:
-            return "float", "only a division by a nonzero constant has an integer lowering"
+        if constant_data(op.lhs) is not None:
+            return "float", "a constant divided by a tensor has no integer lowering"
+        if divisor is None:
+            return "divide", None  # qnn.div: TFLite's fixed-point reciprocal
+        if not np.all(divisor):
+            return "float", "a division by a constant with a zero has no integer lowering"
     if type(op) in ARITHMETIC:
         return "arithmetic", None
     if isinstance(op, nn.PReluOp):

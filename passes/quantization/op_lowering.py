@@ -232,6 +232,21 @@ def lower_prelu(em: Emitter, layer: Layer) -> None:
     finish(em, layer, new, new_report(em, layer, qm.PReluOp.name, [x, slope]))
 
 
+def lower_divide(em: Emitter, layer: Layer) -> None:
+    """A division by a tensor as qnn.div (TFLite's DIV arithmetic, rounding "tflite"): one
+    rescaling s_lhs / (s_rhs s_out); a zero divisor saturates (see qnn.div)."""
+    op, bits = layer.op, layer.bits
+    a, b = em.as_bits(op.lhs, bits), em.as_bits(op.rhs, bits)
+    q_out = output_type_for(em, layer)
+    real = qtype(a).scale / (qtype(b).scale * q_out.scale)
+    props = copied_props(op, qm.DivOp) | em.requant_props([real], q_out, activation_bounds(layer))
+    props["rounding"] = StringAttr("tflite")
+    new = qm.DivOp.create(
+        operands=[a, b], properties=props, result_types=[tensor_of(op.results[0], q_out)]
+    )
+    finish(em, layer, new, new_report(em, layer, qm.DivOp.name, [a, b]))
+
+
 def _pair(em: Emitter, real: float) -> tuple[int, int]:
     props = em.requant_props([real])
     return props["multiplier"].get_values()[0], props["shift"].get_values()[0]  # type: ignore[attr-defined]
@@ -396,6 +411,7 @@ LOWERINGS: dict[str, Callable[[Emitter, Layer], None]] = {
     "pool": lower_pool,
     "movement": lower_movement,
     "reduce": lower_reduce,
+    "divide": lower_divide,
     "softmax": lower_softmax,
     "concat": lower_concat,
     "clamp": lower_clamp,

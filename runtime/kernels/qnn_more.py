@@ -104,10 +104,9 @@ def tflite_divide(
 
     Shared by the qnn interpreter and the NPU runtime's eltwise div.
     """
-    if np.any(den == 0):
-        raise KernelError("division by a zero divisor (rhs equal to its zero point)")
+    zero = den == 0  # TFLite leaves it undefined: saturate toward the numerator's sign
     num = np.where(den < 0, -num, num)
-    den = np.abs(den)
+    den = np.where(zero, 1, np.abs(den))
     k = _bit_length(den) - 1
     inv = qa.fx_one_over_one_plus_x_for_x_in_0_1(np.left_shift(den, 31 - k) - (1 << 31))
     headroom = _leading_sign_bits(num)
@@ -122,7 +121,7 @@ def tflite_divide(
         high = qa.fx_mul(unscaled, multiplier)
         wrapped = np.right_shift(high, exponent & 31) + (high >= 0)
         r = np.where(exponent >= 32, wrapped, r)
-    return r
+    return np.where(zero, np.sign(num) * (2**31 - 1), r)
 
 
 @register_qnn_kernel(qm.DivOp)

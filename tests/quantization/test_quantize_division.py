@@ -67,3 +67,15 @@ def test_a_divisor_with_a_zero_stays_float():
     zero = np.array([6.0, 0.0, 1.0, 2.0], np.float32).reshape(4, 1, 1)
     quantized = quantize_float(import_onnx(hard_swish_model(zero)))
     assert "nn.div" in {op.name for op in quantized.walk()}
+
+
+def test_a_zero_divisor_saturates_toward_the_numerators_sign():
+    """TFLite leaves it undefined; qnn.div (and the NPU's eltwise div, which shares the
+    kernel) gives the clamp bound in the numerator's direction, zp_out for 0 / 0."""
+    from npuc.runtime.kernels.qnn_more import tflite_divide
+
+    num = np.array([5, -5, 0, 6], np.int64)
+    den = np.array([0, 0, 0, 3], np.int64)
+    got = tflite_divide(num, den, 1 << 30, 30, "exact")
+    assert list(got[:3]) == [2**31 - 1, -(2**31 - 1), 0]
+    assert got[3] == 2  # 6 / 3, times a multiplier of 1

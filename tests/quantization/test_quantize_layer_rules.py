@@ -1,5 +1,6 @@
 """The quantizer's rules for the layers real models stopped on: means and sums, max
-reductions, softmax, bilinear resize, transposed convolution, depth/space rearrangements.
+reductions, softmax, bilinear resize, transposed convolution, depth/space rearrangements,
+division by a tensor.
 Each quantizes (no float op left), tracks the float model, and runs bit-exact on every
 target's NPU."""
 
@@ -95,6 +96,23 @@ def space_to_depth() -> onnx.ModelProto:
     return _conv_then([node], [], [1, 16, 4, 4])
 
 
+def layer_norm() -> onnx.ModelProto:
+    """PP-OCR's layer norm over the last axis, decomposed: (x - mean) / sqrt(var + eps)."""
+    n = helper.make_node
+    nodes = [
+        n("ReduceMean", ["c"], ["m"], axes=[-1], keepdims=1, name="mean"),
+        n("Sub", ["c", "m"], ["d"], name="centre"),
+        n("Pow", ["d", "two"], ["d2"], name="square"),
+        n("ReduceMean", ["d2"], ["v"], axes=[-1], keepdims=1, name="variance"),
+        n("Add", ["v", "eps"], ["ve"], name="eps"),
+        n("Sqrt", ["ve"], ["s"], name="std"),
+        n("Div", ["d", "s"], ["y"], name="normalise"),
+    ]
+    consts = [numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+              numpy_helper.from_array(np.array(1e-5, np.float32), "eps")]  # fmt: skip
+    return _conv_then(nodes, consts, [1, 4, 8, 8])
+
+
 MODELS = {
     "mean_spatial": (mean_spatial, "nn.reduce_mean", "qnn.reduce_sum"),
     "mean_last_axis": (mean_last_axis, "nn.reduce_mean", "qnn.reduce_sum"),
@@ -120,6 +138,7 @@ MODELS = {
     "depth_to_space_crd": (lambda: depth_to_space("CRD"), "nn.depth_to_space",
                            "qnn.depth_to_space"),
     "space_to_depth": (space_to_depth, "nn.space_to_depth", "qnn.space_to_depth"),
+    "layer_norm": (layer_norm, "nn.div", "qnn.div"),
 }  # fmt: skip
 
 
