@@ -95,6 +95,16 @@ def finish(em: Emitter, layer: Layer, op: Operation, report: LayerReport) -> Non
     em.plan.report.layers[layer.name] = report
 
 
+def emit_requantizing(em: Emitter, layer: Layer, target: type[Operation],
+                      operands: list[SSAValue], props: dict[str, Attribute],
+                      q_out: UniformQuantizedType) -> None:  # fmt: skip
+    """The layer as one `target` op on `operands` with a result of type `q_out`."""
+    new = target.create(
+        operands=operands, properties=props, result_types=[tensor_of(layer.op.results[0], q_out)]
+    )
+    finish(em, layer, new, new_report(em, layer, target.name, operands))
+
+
 def new_report(em: Emitter, layer: Layer, lowering: str, inputs: list[SSAValue]) -> LayerReport:
     return LayerReport(
         name=layer.name,
@@ -207,10 +217,7 @@ def lower_arithmetic(em: Emitter, layer: Layer) -> None:
         }
     else:
         props |= em.requant_props([sa * sb / q_out.scale], q_out, bounds)
-    new = target.create(
-        operands=[a, b], properties=props, result_types=[tensor_of(op.results[0], q_out)]
-    )
-    finish(em, layer, new, new_report(em, layer, target.name, [a, b]))
+    emit_requantizing(em, layer, target, [a, b], props, q_out)
 
 
 def lower_prelu(em: Emitter, layer: Layer) -> None:
@@ -226,10 +233,7 @@ def lower_prelu(em: Emitter, layer: Layer) -> None:
     multiplier, shift = _pair(em, sx * ss / q_out.scale)
     props |= {"alpha_multiplier": IntegerAttr(multiplier, I64),
               "alpha_shift": IntegerAttr(shift, I64)}  # fmt: skip
-    new = qm.PReluOp.create(
-        operands=[x, slope], properties=props, result_types=[tensor_of(op.results[0], q_out)]
-    )
-    finish(em, layer, new, new_report(em, layer, qm.PReluOp.name, [x, slope]))
+    emit_requantizing(em, layer, qm.PReluOp, [x, slope], props, q_out)
 
 
 def lower_divide(em: Emitter, layer: Layer) -> None:
@@ -241,10 +245,7 @@ def lower_divide(em: Emitter, layer: Layer) -> None:
     real = qtype(a).scale / (qtype(b).scale * q_out.scale)
     props = copied_props(op, qm.DivOp) | em.requant_props([real], q_out, activation_bounds(layer))
     props["rounding"] = StringAttr("tflite")
-    new = qm.DivOp.create(
-        operands=[a, b], properties=props, result_types=[tensor_of(op.results[0], q_out)]
-    )
-    finish(em, layer, new, new_report(em, layer, qm.DivOp.name, [a, b]))
+    emit_requantizing(em, layer, qm.DivOp, [a, b], props, q_out)
 
 
 def _pair(em: Emitter, real: float) -> tuple[int, int]:
@@ -260,10 +261,7 @@ def lower_pool(em: Emitter, layer: Layer) -> None:
     q_out = qtype(x) if em.plan.rounding == "tflite" else output_type_for(em, layer)
     props = copied_props(op, target)
     props |= em.requant_props([qtype(x).scale / q_out.scale], q_out, activation_bounds(layer))
-    new = target.create(
-        operands=[x], properties=props, result_types=[tensor_of(op.results[0], q_out)]
-    )
-    finish(em, layer, new, new_report(em, layer, target.name, [x]))
+    emit_requantizing(em, layer, target, [x], props, q_out)
 
 
 def lower_movement(em: Emitter, layer: Layer) -> None:
@@ -307,10 +305,7 @@ def lower_reduce(em: Emitter, layer: Layer) -> None:
         real /= reduced_count(op)
     props = copied_props(op, qm.ReduceSumOp)
     props |= em.requant_props([real], q_out, activation_bounds(layer))
-    new = qm.ReduceSumOp.create(
-        operands=[x], properties=props, result_types=[tensor_of(op.results[0], q_out)]
-    )
-    finish(em, layer, new, new_report(em, layer, qm.ReduceSumOp.name, [x]))
+    emit_requantizing(em, layer, qm.ReduceSumOp, [x], props, q_out)
 
 
 def lower_softmax(em: Emitter, layer: Layer) -> None:
@@ -368,10 +363,7 @@ def lower_clamp(em: Emitter, layer: Layer) -> None:
     )
     props = {"name": op.properties["name"]} if "name" in op.properties else {}
     props |= em.requant_props([qtype(x).scale / q_out.scale], q_out, clamp_bounds_of(op))
-    new = qnn.RequantizeOp.create(
-        operands=[x], properties=props, result_types=[tensor_of(op.results[0], q_out)]
-    )
-    finish(em, layer, new, new_report(em, layer, qnn.RequantizeOp.name, [x]))
+    emit_requantizing(em, layer, qnn.RequantizeOp, [x], props, q_out)
 
 
 def lower_lut(em: Emitter, layer: Layer) -> None:
