@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
 from xdsl.passes import PassPipeline
 
 from .diagnostics import NpucError, working_on
@@ -28,11 +29,16 @@ def make_context() -> Context:
 def parse_mlir(
     text: str | bytes, location: str = "<input>", ctx: Context | None = None
 ) -> ModuleOp:
-    """Parse and verify textual IR (npuc/ir_text.py: every failure an NpucError at `location`)."""
-    from .ir_text import parse_module, verify_module
-
-    module = parse_module(ctx or make_context(), text, location)
-    verify_module(module, location)
+    """Parse and verify textual IR."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode()
+        except UnicodeDecodeError as e:
+            raise NpucError(
+                f"not a UTF-8 text file ({e.reason} at byte {e.start})", location
+            ) from None
+    module = Parser(ctx or make_context(), text, location).parse_module()
+    module.verify()
     return module
 
 
