@@ -300,6 +300,8 @@ class _Exporter:
         handler = QNN_EXPORT.get(type(op)) or NN_EXPORT.get(type(op))
         if handler is None:
             self.unsupported.append(op.name)
+            for r in op.results:  # names for its users, so every op without a form is listed
+                self.names[r] = self.fresh(f"{base}_unsupported")
             return
         handler(self, op, base)
 

@@ -90,10 +90,11 @@ def memory_summary(planned: PlannedModule, target: Target) -> list[str]:
 
 
 def check_output_dir(outdir: Path) -> None:
-    if outdir.exists() and not outdir.is_dir():
-        raise NpucError(f"output directory is a file: {outdir}")
-    if not outdir.resolve().parent.is_dir():
-        raise NpucError(f"parent of the output directory does not exist: {outdir.parent}")
+    with user_file(outdir, "use as the output directory"):
+        if outdir.exists() and not outdir.is_dir():
+            raise NpucError("the output directory is a file", str(outdir))
+        if not outdir.resolve().parent.is_dir():
+            raise NpucError("the output directory's parent does not exist", str(outdir))
 
 
 def write_all(outdir: Path, files: dict[str, bytes]) -> list[Path]:

@@ -174,7 +174,8 @@ class RegionOp(IRDLOperation):
         if isinstance(module, ModuleOp):
             regions = [op for op in module.ops if isinstance(op, RegionOp)]
             if regions[0] is self:
-                verify_buffers(module, {r.region_name: r for r in regions})
+                named = [r for r in regions if isinstance(r.properties.get("sym_name"), StringAttr)]
+                verify_buffers(module, {r.region_name: r for r in named})
 
 
 def buffer_list(attr: Attribute | None) -> list[BufferAttr] | None:
@@ -223,7 +224,12 @@ def verify_buffers(module: ModuleOp, regions: dict[str, RegionOp]) -> None:
         region = regions.get(b.region.data)
         if region is None:
             raise VerifyException(f"{what}: no mem.region @{b.region.data}")
-        size, align = region.size.value.data, region.alignment.value.data
+        try:  # a later region is verified after this check: it may lack a property
+            size, align = region.size.value.data, region.alignment.value.data
+        except (KeyError, AttributeError):
+            raise VerifyException(
+                f"region @{b.region.data}: needs an integer size and alignment"
+            ) from None
         off, n = b.offset.data, b.size.data
         if off + n > size:
             raise VerifyException(

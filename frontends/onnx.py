@@ -26,7 +26,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from npuc.diagnostics import NpucError
 from npuc.graph_io import ENTRY, name_attrs
-from npuc.tensors import xdsl_type
+from npuc.limits import check_tensor
+from npuc.tensors import numpy_dtype, xdsl_type
 
 from . import (
     onnx_elementwise,
@@ -178,6 +179,34 @@ def _check_proto(proto: onnx.ModelProto, location: str) -> None:
         raise NpucError("not an ONNX model (no graph or IR version)", location)
     if not proto.graph.output:
         raise NpucError("invalid ONNX model: the graph has no outputs", location)
+    field = _non_utf8_field(proto)
+    if field is not None:
+        raise NpucError(f"invalid ONNX model: {field} is not UTF-8 text", location)
+
+
+def _non_utf8_field(message, path: str = "") -> str | None:
+    """The first string field that holds bytes that are not UTF-8 (protobuf hands such a
+    proto2 string over as bytes), as a path like graph.node[3].input[1]; None if none."""
+    for fd, value in message.ListFields():
+        repeated = _is_repeated(fd)
+        items = list(value) if repeated else [value]
+        if fd.type == fd.TYPE_STRING:
+            for i, item in enumerate(items):
+                if isinstance(item, bytes):
+                    return f"{path}{fd.name}" + (f"[{i}]" if repeated else "")
+        elif fd.type == fd.TYPE_MESSAGE:
+            for i, item in enumerate(items):
+                inner = f"{path}{fd.name}" + (f"[{i}]" if repeated else "") + "."
+                found = _non_utf8_field(item, inner)
+                if found is not None:
+                    return found
+    return None
+
+
+def _is_repeated(fd) -> bool:
+    if hasattr(fd, "is_repeated"):  # protobuf >= 6
+        return bool(fd.is_repeated)
+    return fd.label == fd.LABEL_REPEATED
 
 
 def _default_opset(proto: onnx.ModelProto, location: str) -> int:
@@ -330,6 +359,8 @@ class _Import:
         oracle = _ShapeOracle(self.proto, fixed)
         arg_shapes = [self._argument_shape(n, overrides, fixed, oracle) for n in in_names]
         elements = [self._argument_element(n, oracle) for n in in_names]
+        for name, shape, element in zip(in_names, arg_shapes, elements, strict=True):
+            check_tensor(shape, numpy_dtype(element).itemsize, f"input '{name}'", self.location)
 
         block = Block(
             arg_types=[TensorType(e, s) for e, s in zip(elements, arg_shapes, strict=True)]
@@ -412,6 +443,7 @@ class _Import:
             dims = [int(d) for d in shape]
             if any(d <= 0 for d in dims):
                 raise self.error(f"input shape {dims} for '{name}' must have positive dimensions")
+            check_tensor(dims, 1, f"input '{name}' (--input-shape)", self.location)
             declared = self._declared(name)
             if declared is not None and len(declared[0]) != len(dims):
                 raise self.error(

@@ -30,9 +30,10 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from npuc.diagnostics import NpucError
 from npuc.dialects.nn import ConstantOp, NNOperation, ReshapeOp, TransposeOp, build, ints
 from npuc.dialects.nn_shapes import Shape
+from npuc.limits import check_tensor
 from npuc.tensors import numpy_dtype, to_dense, xdsl_type
 
-from .onnx_opsets import version_issue
+from .onnx_opsets import arity_issue, version_issue
 
 Value = SSAValue | np.ndarray
 Converter = Callable[["NodeContext"], Sequence["Value | None"]]
@@ -115,6 +116,10 @@ class NodeContext:
         self.opset = importer.opset
         self.importer = importer
         self.attrs = {a.name: attribute_value(a) for a in node.attribute}
+        if len(self.attrs) != len(node.attribute):
+            seen = [a.name for a in node.attribute]
+            repeated = sorted({n for n in seen if seen.count(n) > 1})
+            raise ValueError(f"attribute '{repeated[0]}' is given more than once")
 
     @property
     def op_type(self) -> str:
@@ -308,6 +313,14 @@ class GraphImporter:
     # ------------------------------------------------------------------ values
 
     def tensor_array(self, tensor: onnx.TensorProto) -> np.ndarray:
+        dims = list(tensor.dims)
+        if any(d < 0 for d in dims):
+            raise NpucError(
+                f"tensor '{tensor.name}' has a negative dimension ({dims})", self.location
+            )
+        dtype = _elem_dtype(tensor.data_type)
+        check_tensor(dims, dtype.itemsize if dtype is not None else 1, f"tensor '{tensor.name}'",
+                     self.location)  # fmt: skip
         external = tensor.data_location == onnx.TensorProto.EXTERNAL
         if external and self.base_dir is None:
             raise NpucError(
@@ -424,13 +437,19 @@ class GraphImporter:
             self._issue(Issue(op_type, name, too_new))
             self._fail(node)
             return
+        if key == op_type:
+            wrong = arity_issue(op_type, self.opset, len(node.input), len(node.output))
+            if wrong is not None:
+                self._issue(Issue(op_type, name, f"invalid node: {wrong}", invalid=True))
+                self._fail(node)
+                return
         present = [t for t in node.input if t]
         if any(t in self._poisoned for t in present):
             self._poison(node)
             return
         tainted = any(t in self._tainted for t in present)
-        ctx = NodeContext(self, node, name)
         try:
+            ctx = NodeContext(self, node, name)
             results = None
             if fold is not None and all(isinstance(self.lookup(t), np.ndarray) for t in present):
                 results = fold(ctx)
@@ -488,6 +507,13 @@ class GraphImporter:
             placeholder = ConstantOp(splat_zero(TensorType(element, shape)))
             self.values[out] = placeholder.output
             self._tainted.add(out)
+
+
+def _elem_dtype(elem_type: int) -> np.dtype | None:
+    try:
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _type_text(value: SSAValue) -> str:

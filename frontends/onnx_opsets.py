@@ -8,6 +8,8 @@ than 21 is unsupported unless it is listed in `SAME_AS_OPSET_21`.
 
 from __future__ import annotations
 
+import functools
+
 import onnx
 
 MIN_OPSET, MAX_OPSET = 7, 21
@@ -92,3 +94,25 @@ def version_issue(op_type: str, opset: int, domain: str = "") -> str | None:
     if since is None or since <= MAX_OPSET or since <= SAME_AS_OPSET_21.get(op_type, 0):
         return None
     return f"{op_type}-{since} is newer than npuc supports (opset <= {MAX_OPSET})"
+
+
+@functools.lru_cache(maxsize=1024)
+def arity_issue(op_type: str, opset: int, inputs: int, outputs: int) -> str | None:
+    """Why a default-domain node with `inputs` input and `outputs` output slots (empty
+    names included) breaks its schema's counts, or None (also for an unknown op)."""
+    try:
+        schema = onnx.defs.get_schema(op_type, opset, "")
+    except onnx.defs.SchemaError:
+        return None
+    counts = (
+        ("input", inputs, schema.min_input, schema.max_input),
+        ("output", outputs, schema.min_output, schema.max_output),
+    )
+    for what, n, low, high in counts:
+        if not low <= n <= high:
+            if low == high:
+                bound = f"{low}"
+            else:
+                bound = f"{low} to {high}" if high < 2**31 - 1 else f"at least {low}"
+            return f"{op_type}-{schema.since_version} takes {bound} {what}s, not {n}"
+    return None

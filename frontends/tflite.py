@@ -38,6 +38,7 @@ from npuc.dialects import nn, qnn
 from npuc.dialects.nn_base import NNOperation, build, ints, shape_of
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.graph_io import ENTRY, io_attrs
+from npuc.limits import check_tensor
 from npuc.tensors import to_dense
 
 from .tflite_constants import fold_constants
@@ -139,7 +140,9 @@ def element_type(t: Tensor) -> Attribute:
 def quantized_type(t: Tensor, axis: int | None = None) -> UniformQuantizedType:
     """The tensor's own scales and zero points; per-axis types may move their axis."""
     q = t.quant
-    assert q is not None and t.dtype is not None
+    if q is None or t.dtype not in STORAGE:
+        raise Unsupported(f"tensor '{t.name}' of type {t.type_name} is not a quantized "
+                          "int8, uint8 or int16 tensor")  # fmt: skip
     scales = [float(s) for s in q.scales]
     if not all(s > 0 and np.isfinite(s) for s in scales):
         raise Unsupported(f"tensor '{t.name}' has a scale that is not positive and finite")
@@ -149,6 +152,14 @@ def quantized_type(t: Tensor, axis: int | None = None) -> UniformQuantizedType:
         STORAGE[t.dtype], scales, [int(z) for z in q.zero_points],
         axis=q.axis if axis is None else axis,
     )  # fmt: skip
+
+
+def check_bias(t: Tensor) -> None:
+    """A bias's zero point must be 0 (LiteRT's delegates refuse others; its reference
+    kernels ignore them, so no result would be right)."""
+    if t.quant is not None and np.any(t.quant.zero_points != 0):
+        zp = int(t.quant.zero_points[np.flatnonzero(t.quant.zero_points)[0]])
+        raise ValueError(f"bias '{t.name}' has zero point {zp}; a bias's zero point must be 0")
 
 
 def is_quantized(t: Tensor) -> bool:
@@ -351,7 +362,10 @@ class _Import:
             self._convert(op)
         if self.issues:
             raise self._issues_error()
-        results = [self.value(graph.tensors[t]) for t in out_ids]
+        try:
+            results = [self.value(graph.tensors[t]) for t in out_ids]
+        except (Unsupported, ValueError, VerifyException) as e:
+            raise self.error(f"output: {e}") from None
         results += state.results() if state else []
         self.block.add_op(ReturnOp(*results))
         self._erase_dead()
@@ -403,7 +417,11 @@ class _Import:
         if t.dtype != np.float32 and not is_quantized(t):
             raise self.error(f"input '{t.name}' has type {t.type_name}; npuc takes float32 "
                              "or quantized int8/uint8/int16 inputs")  # fmt: skip
-        return tensor_type(t, shape)
+        check_tensor(shape, t.dtype.itemsize, f"input '{t.name}'", self.location)
+        try:
+            return tensor_type(t, shape)
+        except (Unsupported, VerifyException) as e:
+            raise self.error(f"input '{t.name}': {e}") from None
 
     def _schedule(
         self, in_ids: Sequence[int], out_ids: Sequence[int], roots: Sequence[Operator] = ()
@@ -453,6 +471,11 @@ class _Import:
             self.poisoned.update(op.outputs)
         except (ValueError, NpucError, VerifyException) as e:
             text = e.message if isinstance(e, NpucError) else str(e)
+            self.issues.append((op.op_type, ctx.name, f"invalid operator: {text}"))
+            self.poisoned.update(op.outputs)
+        except (IndexError, KeyError, TypeError, ArithmeticError, AssertionError) as e:
+            # A malformed operator (a wrong rank, a missing option) is the model's fault.
+            text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
             self.issues.append((op.op_type, ctx.name, f"invalid operator: {text}"))
             self.poisoned.update(op.outputs)
 

@@ -50,7 +50,7 @@ from npuc.tensors import to_dense
 
 from . import tflite_ops as fops
 from . import tflite_qops as qops
-from .tflite import OpContext, Tensor, Unsupported
+from .tflite import OpContext, Tensor, Unsupported, check_bias
 
 LEFT_SHIFT_16BIT = 15
 ACC_LIMIT = 1 << 47  # MultiplyByQuantizedMultiplier(int64_t, ...) assumes |x| < 2^47
@@ -100,6 +100,7 @@ def _bias(ctx: OpContext, index: int, required: bool) -> tuple[SSAValue | None, 
         return None, np.zeros(1, np.int64)
     data = ctx.need_const(index, "the bias")
     name = ctx.tensor(index).name
+    check_bias(ctx.tensor(index))
     if data.dtype != np.int64:
         # LiteRT's reference 16x8 kernels do not give int32 biases the int64 kernels'
         # results (measured); unverified arithmetic is not imported.

@@ -166,12 +166,12 @@ def _tensor(index: int, t: Any, buffers: list[bytes]) -> Tensor:
     raw = buffers[b] if b < len(buffers) else b""
     if raw:
         if dtype is None:
-            raise NpucError(f"constant tensor '{name}' has unsupported type {TYPE_NAMES[ttype]}")
+            raise NpucError(f"constant tensor '{name}' has unsupported type {_type_name(ttype)}")
         count = int(np.prod(shape)) if shape else 1
         if (sparsity := t.Sparsity()) is not None:
             if len(raw) % dtype.itemsize:
                 raise NpucError(f"invalid TFLite model: sparse tensor '{name}' holds "
-                                f"{len(raw)} bytes of {TYPE_NAMES[ttype]}")  # fmt: skip
+                                f"{len(raw)} bytes of {_type_name(ttype)}")  # fmt: skip
             data = densify(sparsity, np.frombuffer(raw, dtype), shape, name)
         elif len(raw) != count * dtype.itemsize:
             raise NpucError(
@@ -180,11 +180,17 @@ def _tensor(index: int, t: Any, buffers: list[bytes]) -> Tensor:
             )
         else:
             data = np.frombuffer(raw, dtype).reshape(shape).copy()
-    return Tensor(index, name, shape, dtype, TYPE_NAMES.get(ttype, f"type {ttype}"), data,
-                  _quant(t), signature)  # fmt: skip
+    return Tensor(index, name, shape, dtype, _type_name(ttype), data,
+                  _quant(t, name, shape), signature)  # fmt: skip
 
 
-def _quant(t: Any) -> Quant | None:
+def _type_name(ttype: int) -> str:
+    return TYPE_NAMES.get(ttype, f"type {ttype}")
+
+
+def _quant(t: Any, name: str, shape: tuple[int, ...]) -> Quant | None:
+    """The quantization, checked as LiteRT checks it: per-axis scales name a dimension of
+    the tensor and give one scale (and zero point) per index along it."""
     q = t.Quantization()
     if q is None or q.ScaleLength() == 0:
         return None
@@ -194,7 +200,18 @@ def _quant(t: Any) -> Quant | None:
         zps = np.zeros(scales.size, np.int64)
     if zps.size == 1 and scales.size > 1:
         zps = np.repeat(zps, scales.size)
+    if zps.size != scales.size:
+        raise NpucError(f"invalid TFLite model: tensor '{name}' has {scales.size} scales "
+                        f"but {zps.size} zero points")  # fmt: skip
     axis = int(q.QuantizedDimension()) if scales.size > 1 else None
+    if axis is not None:
+        if not 0 <= axis < len(shape):
+            raise NpucError(f"invalid TFLite model: tensor '{name}' is quantized along "
+                            f"dimension {axis}, but its shape {list(shape)} has rank "
+                            f"{len(shape)}")  # fmt: skip
+        if shape[axis] != scales.size:
+            raise NpucError(f"invalid TFLite model: tensor '{name}' has {scales.size} scales "
+                            f"for dimension {axis} of size {shape[axis]}")  # fmt: skip
     return Quant(scales, zps, axis)
 
 

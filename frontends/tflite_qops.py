@@ -36,7 +36,7 @@ from npuc.tensors import to_dense
 
 from . import tflite_luts as luts
 from . import tflite_ops as fops
-from .tflite import OpContext, Tensor, Unsupported, quantized_type, tensor_type
+from .tflite import OpContext, Tensor, Unsupported, check_bias, quantized_type, tensor_type
 
 LEFT_SHIFT_8BIT = 20
 
@@ -121,6 +121,7 @@ def _bias(ctx: OpContext, index: int) -> SSAValue | None:
     data = ctx.need_const(index, "the bias")
     if data.dtype != np.int32:
         raise Unsupported(f"bias of type {ctx.tensor(index).type_name} (int32 expected)")
+    check_bias(ctx.tensor(index))
     op = qnn.ConstantOp.create(
         properties={"value": to_dense(data, i32), "name": StringAttr(ctx.tensor(index).name)},
         result_types=[TensorType(i32, list(data.shape))],

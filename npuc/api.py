@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.parser import Parser
 from xdsl.passes import PassPipeline
 
 from .diagnostics import NpucError, working_on
@@ -29,16 +28,11 @@ def make_context() -> Context:
 def parse_mlir(
     text: str | bytes, location: str = "<input>", ctx: Context | None = None
 ) -> ModuleOp:
-    """Parse and verify textual IR."""
-    if isinstance(text, bytes):
-        try:
-            text = text.decode()
-        except UnicodeDecodeError as e:
-            raise NpucError(
-                f"not a UTF-8 text file ({e.reason} at byte {e.start})", location
-            ) from None
-    module = Parser(ctx or make_context(), text, location).parse_module()
-    module.verify()
+    """Parse and verify textual IR (npuc/ir_text.py: every failure an NpucError at `location`)."""
+    from .ir_text import parse_module, verify_module
+
+    module = parse_module(ctx or make_context(), text, location)
+    verify_module(module, location)
     return module
 
 
@@ -97,9 +91,11 @@ def apply_pipeline(
     if pipeline == "default":
         pipeline = DEFAULT_PIPELINE
     if pipeline:
+        from xdsl.utils.exceptions import ArgSpecParseError
+
         try:
             passes = PassPipeline.parse_spec(PASSES, pipeline)
-        except ValueError as e:
+        except (ValueError, ArgSpecParseError) as e:
             raise NpucError(f"bad pass pipeline '{pipeline}': {e}") from None
         ctx = ctx or make_context()
         for p in passes.passes:

@@ -19,7 +19,8 @@ from typing import TextIO
 
 from xdsl.dialects.builtin import ModuleOp
 
-from .diagnostics import NpucError, working_on
+from .diagnostics import NpucError, located, working_on
+from .limits import MAX_COUNT
 
 OPTIMISE = ("performance", "size")
 TARGET_KEY = "target"  # debug-section key naming the target a binary was compiled for
@@ -91,8 +92,18 @@ def check_options(options: CompileOptions) -> None:
         raise NpucError("give one of --calib DIR and --calib-random N, not both")
     if options.calib_random is not None and options.calib_random < 1:
         raise NpucError("--calib-random needs a positive number of samples")
+    if options.calib_random is not None and options.calib_random > MAX_COUNT:
+        raise NpucError(f"--calib-random takes at most {MAX_COUNT} samples, got "
+                        f"{options.calib_random}")  # fmt: skip
     if options.calib is not None and not Path(options.calib).is_dir():
         raise NpucError(f"--calib: no such directory: {options.calib}")
+    if options.tiling and options.tiling != "none":
+        from .passes.tiling.manual import parse_manual
+
+        try:
+            parse_manual(options.tiling)  # its syntax, before any work
+        except NpucError as e:
+            raise NpucError(f"--tiling: {e.message.removeprefix('manual: ')}") from None
 
 
 def compile_model(
@@ -129,9 +140,9 @@ def compile_model(
             "the first calibration sample",
         )
         summary += notes
-    with stages.stage("import", str(options.model)):
+    with stages.stage("import", str(options.model)), located(options.model):
         module = load_model(options.model, **import_options)
-    with stages.stage("optimise", "default pipeline"):
+    with stages.stage("optimise", "default pipeline"), located(options.model):
         apply_pipeline(module, DEFAULT_PIPELINE)
     with stages.stage("quantize", _quantize_detail(module, options)):
         module, accuracy, warnings = _quantize(module, options)

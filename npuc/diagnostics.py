@@ -1,10 +1,10 @@
 """User errors and internal errors, as the tools report them.
 
-A user error (NpucError, xDSL's parse and verifier errors) is a diagnostic with a
-location and exit status 1. Anything else escaping a tool is a bug in npuc: an
-internal error, exit status 70 (EX_SOFTWARE), reported with what npuc was doing
-(the stage, pass, step, op and layer recorded by `working_on`/`note_context`) and,
-with --debug or NPUC_DEBUG=1, the traceback.
+A user error (NpucError, xDSL's parse and verifier errors, an OSError on a file the user
+named, running out of memory) is a diagnostic with a location and exit status 1. Anything
+else escaping a tool is a bug in npuc: an internal error, exit status 70 (EX_SOFTWARE),
+reported with what npuc was doing (the stage, pass, step, op and layer recorded by
+`working_on`/`note_context`) and, with --debug or NPUC_DEBUG=1, the traceback.
 """
 
 from __future__ import annotations
@@ -33,10 +33,14 @@ class NpucError(Exception):
         self.location = location
 
     def diagnostic(self) -> str:
-        """`LOCATION: error: MESSAGE`, as the tools print it."""
-        return (
-            f"{self.location}: error: {self.message}" if self.location else f"error: {self.message}"
-        )
+        """`LOCATION: error: MESSAGE`, as the tools print it (control characters in the
+        location escaped, so the diagnostic's first line names it whole)."""
+        if not self.location:
+            return f"error: {self.message}"
+        location = self.location
+        if any(ord(c) < 32 or c == "\x7f" for c in location):
+            location = location.encode("unicode_escape").decode("ascii")
+        return f"{location}: error: {self.message}"
 
     def __str__(self) -> str:
         return self.diagnostic()
@@ -46,6 +50,60 @@ class KernelError(NpucError):
     """A value the program computes that its kernel cannot handle: a zero divisor, an
     accumulator beyond its range, an index out of bounds. The input data or the IR causes
     it, so it is reported like any user error, with the op or instruction that met it."""
+
+
+OUT_OF_MEMORY = (
+    "out of memory: the input needs more memory than this machine has (each tensor is "
+    "checked against --max-tensor-bytes; lower it to refuse such inputs earlier)"
+)
+
+
+class InputError(NpucError):
+    """An input array that does not fit the model's input `name` (its shape, dtype or
+    values); a tool that read it from a file reports it at that file."""
+
+    def __init__(self, name: str, message: str, location: str | None = None):
+        super().__init__(message, location)
+        self.input = name
+
+
+@contextmanager
+def input_files(files: dict[str, str]) -> Iterator[None]:
+    """An InputError about an input read from a file (name -> path) is reported there."""
+    try:
+        yield
+    except InputError as e:
+        if e.location is None and e.input in files:
+            raise InputError(e.input, e.message, files[e.input]) from None
+        raise
+
+
+@contextmanager
+def located(location: str | os.PathLike[str] | None) -> Iterator[None]:
+    """An NpucError without a location (a layer's kernel error, a bad value in a model's
+    op) is reported at `location`, the file being processed (an InputError is left to
+    `input_files`)."""
+    try:
+        yield
+    except NpucError as e:
+        if e.location is None and location is not None and not isinstance(e, InputError):
+            e.location = os.fspath(location)
+        raise
+    except MemoryError:
+        raise NpucError(OUT_OF_MEMORY, os.fspath(location) if location else None) from None
+
+
+@contextmanager
+def named_file(path: str | os.PathLike[str] | None) -> Iterator[None]:
+    """An NpucError whose text starts with `path: ` (a message built as `f"{where}: ..."`)
+    is reported at `path`, as a location, so no enclosing `located` renames it."""
+    try:
+        yield
+    except NpucError as e:
+        prefix = f"{os.fspath(path)}: " if path else None
+        if prefix and e.location is None and e.message.startswith(prefix):
+            raise type(e)(e.message.removeprefix(prefix), os.fspath(path)) from None
+        raise
 
 
 class InternalError(Exception):
@@ -161,15 +219,28 @@ def reported_errors(tool: str) -> Iterator[None]:
     """Report what escapes a tool: user errors exit 1, internal errors 70, Ctrl-C 130."""
     from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
+    from .limits import tensor_limit
+
     token = _DEBUG.set(False)
     try:
-        yield
+        with tensor_limit(None):  # --max-tensor-bytes holds for this run only
+            yield
     except NpucError as e:
         _fail(tool, e.diagnostic())
     except DiagnosticException as e:
         _fail(tool, f"error: {e}" + _failing_op(e))
     except (ParseError, ArgSpecParseError) as e:
         _fail(tool, str(e))
+    except OSError as e:
+        if e.filename is None:
+            _internal_error(tool, e)
+        # The file system refused a path (too long, a loop, no permission): the user's to fix.
+        _fail(tool, NpucError(e.strerror or str(e), os.fsdecode(e.filename)).diagnostic())
+    except MemoryError as e:  # resources, not a bug: the input asked for too much
+        context = error_context(e)
+        _fail(
+            tool, f"error: {OUT_OF_MEMORY}" + (f"\n  while working on: {context}" * bool(context))
+        )
     except KeyboardInterrupt:
         print(f"{tool}: interrupted", file=sys.stderr)
         raise SystemExit(EXIT_INTERRUPTED) from None

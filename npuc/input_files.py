@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import tokenize
+import zipfile
 from typing import Any
 
 from .diagnostics import NpucError
+
+#: What numpy's .npy/.npz readers raise on a corrupt file: its header is a Python literal
+#: (read with tokenize and ast), an .npz a zip archive, a memory map may not fit the file.
+ARRAY_FILE_ERRORS = (OSError, ValueError, EOFError, KeyError, TypeError, SyntaxError,
+                     OverflowError, MemoryError, RecursionError, NotImplementedError,
+                     tokenize.TokenError, zipfile.BadZipFile)  # fmt: skip
 
 
 def read_json(path: str | os.PathLike[str], what: str, **options: Any) -> Any:

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .diagnostics import NpucError
+from .diagnostics import InputError, NpucError
 
 Dims = list[int | None]  # None: a dynamic dimension
 
@@ -72,9 +72,10 @@ def shapes_from_data(
         fixed_ok = all(d is None or d == g for d, g in zip(dims, given, strict=False))
         if len(given) != len(dims) or not fixed_ok:
             declared = "x".join("?" if d is None else str(d) for d in dims)
-            raise NpucError(
+            raise InputError(
+                name,
                 f"input '{name}' is declared {declared}, but {source} has shape "
-                f"{'x'.join(map(str, arrays[name]))}"
+                f"{'x'.join(map(str, arrays[name]))}",
             )
         shapes[name] = given
         notes.append(f"note: input '{name}': shape {'x'.join(map(str, given))} from {source}")
@@ -90,11 +91,14 @@ def calibration_shapes(folder: str | os.PathLike[str], names: Sequence[str]) -> 
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".npy", ".npz"))
     if not files or not names:
         return {}
+    from .input_files import ARRAY_FILE_ERRORS
+
     try:
         data = np.load(files[0], mmap_mode="r")
-    except (OSError, ValueError) as e:
-        raise NpucError(f"cannot read calibration sample: {e}", str(files[0])) from None
-    if isinstance(data, np.ndarray):  # a .npy file
-        return {names[0]: data.shape}
-    with data:
-        return {k: data[k].shape for k in data.files if k in names}
+        if isinstance(data, np.ndarray):  # a .npy file
+            return {names[0]: data.shape}
+        with data:
+            return {k: data[k].shape for k in data.files if k in names}
+    except ARRAY_FILE_ERRORS as e:
+        text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise NpucError(f"cannot read calibration sample: {text}", str(files[0])) from None

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from xdsl.ir import Dialect
 from xdsl.passes import ModulePass
 
+from . import xdsl_patches  # noqa: F401  (user input must not hang xDSL's lexer)
+
 
 def _lazy(module: str, attr: str) -> Callable[[], object]:
     def load():

@@ -212,14 +212,21 @@ def _resolve(name_or_path: str | Path) -> Path:
     is_path = isinstance(name_or_path, Path) or "/" in text or "\\" in text
     if is_path or text.endswith(".toml"):
         path = Path(name_or_path)
-        if not path.is_file():
+        if not _is_file(path):
             raise NpucError(f"no such target file: {path}")
         return path
     path = targets_dir() / f"{text}.toml"
-    if not path.is_file():
+    if not _is_file(path):
         available = ", ".join(available_targets()) or "none"
         raise NpucError(f"unknown target '{text}' (available: {available})")
     return path
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        return False
 
 
 def parse_target(data: Mapping[str, Any], path: Path | str | None = None) -> Target:

@@ -53,6 +53,18 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
     raise TypeError(f"no numpy dtype for element type {element_type}")
 
 
+def element_bytes(element_type: Attribute) -> int:
+    """Bytes per element of a tensor of `element_type` (a quantized type: its storage;
+    a type numpy cannot hold: 8, for size checks)."""
+    storage = getattr(element_type, "storage_dtype", None)
+    if callable(storage):
+        return storage().itemsize
+    try:
+        return numpy_dtype(element_type).itemsize
+    except TypeError:
+        return 8
+
+
 def xdsl_type(dtype: np.dtype) -> Attribute:
     try:
         return _TO_XDSL[np.dtype(dtype)]

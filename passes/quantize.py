@@ -13,6 +13,7 @@ Schemes, op coverage and the configuration file: docs/quantization.md
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -238,8 +239,10 @@ def ranges_from_statistics(stats: Mapping[str, object]) -> RangeSource:
 
 def _check_overrides(func: FuncOp, names: set[str], overrides: LayerOverrides) -> None:
     unknown = sorted(set(overrides.layers) - names)
-    if unknown:
-        raise NpucError(f"no layer named {', '.join(unknown)} in @{func.sym_name.data}")
+    if unknown:  # at the layer configuration file when it names them
+        in_file = overrides.source and set(unknown) <= set(overrides.recorded)
+        raise NpucError(f"no layer named {', '.join(unknown)} in @{func.sym_name.data}",
+                        overrides.source if in_file else None)  # fmt: skip
     known_types = {op.name for op in NN.operations}
     bad_types = sorted(set(overrides.op_types) - known_types)
     if bad_types:
@@ -266,6 +269,8 @@ def quantize_module(
     scheme = scheme_named(config.scheme)
     try:
         func = graph_io.entry_function(module)
+    except NpucError:  # ModelStructureError: a user error as it is
+        raise
     except ValueError as e:
         raise NpucError(str(e)) from e
     from .quantization.ranges import weight_range
@@ -321,7 +326,7 @@ def quantize_module(
     new_block, results = _emit(func, plan, config)
     if plan.missing:
         missing = ", ".join(dict.fromkeys(plan.missing))
-        raise NpucError(f"no quantization range for tensor(s) {missing}")
+        raise MissingRanges(f"no quantization range for tensor(s) {missing}")
     old = func.body.detach_block(block)
     func.body.add_block(new_block)
     old.drop_all_references()
@@ -382,16 +387,33 @@ def _emit(func: FuncOp, plan: Plan, config: QuantizeConfig) -> tuple[Block, list
     return new_block, returned
 
 
+class MissingRanges(NpucError):
+    """Tensors the given ranges (a ranges or statistics file) say nothing about."""
+
+
 def _read_ranges(path: str) -> dict[str, Range]:
     from npuc.input_files import read_json
 
     data = read_json(path, "a JSON ranges file")
     if not isinstance(data, dict) or not all(
-        isinstance(r, list) and len(r) == 2 and all(isinstance(x, int | float) for x in r)
-        for r in data.values()
+        isinstance(r, list) and len(r) == 2 and all(_is_number(x) for x in r) for r in data.values()
     ):
         raise NpucError('a ranges file maps tensor names to [lo, hi]: {"x": [-1.0, 2.5]}', path)
-    return {k: (float(v[0]), float(v[1])) for k, v in data.items()}
+    ranges = {}
+    for name, (lo, hi) in data.items():
+        try:
+            lo, hi = float(lo), float(hi)
+        except OverflowError:
+            lo = hi = math.inf
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+            raise NpucError(f"the range of '{name}' must be finite numbers lo <= hi, got "
+                            f"{data[name]}", path)  # fmt: skip
+        ranges[name] = (lo, hi)
+    return ranges
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
 
 
 @dataclass(frozen=True)
@@ -460,6 +482,10 @@ class QuantizePass(ModulePass):
                 batches = random_dataset(op, self.samples)
                 stats = collect_statistics(op, batches, progress=False)
             ranges = ranges_from_statistics(stats)
-        report = quantize_module(op, ranges, config)
+        try:
+            report = quantize_module(op, ranges, config)
+        except MissingRanges as e:  # the file that gave the ranges lacks them
+            e.location = e.location or self.ranges or self.stats
+            raise
         if self.write_config is not None:
             report.write_config(self.write_config)

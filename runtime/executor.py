@@ -22,7 +22,7 @@ from functools import partial
 
 import numpy as np
 
-from npuc.diagnostics import NpucError, note_context
+from npuc.diagnostics import InputError, NpucError, note_context
 from npuc.dialects import npu_isa as isa
 
 from . import fusion
@@ -484,8 +484,9 @@ def _stored_input(desc: isa.IODesc, array: np.ndarray) -> np.ndarray:
     """An input's stored values: given as such, or floats quantized with its scale."""
     t = desc.tensor
     if array.shape != t.shape:
-        raise NpucError(
-            f"input '{desc.name}' has shape {list(array.shape)}, expected {list(t.shape)}"
+        raise InputError(
+            desc.name,
+            f"input '{desc.name}' has shape {list(array.shape)}, expected {list(t.shape)}",
         )
     dtype = numpy_dtype(t.dtype)
     if array.dtype.kind == "f" and desc.scale and isa.is_integer(t.dtype):
@@ -493,9 +494,10 @@ def _stored_input(desc: isa.IODesc, array: np.ndarray) -> np.ndarray:
         x = array.astype(np.float32)
         return integer.quantize_reals(x, desc.scale, desc.zero_point, lo, hi).astype(dtype)
     if array.dtype != dtype:
-        raise NpucError(
+        raise InputError(
+            desc.name,
             f"input '{desc.name}' has dtype {array.dtype}, expected {dtype.name}"
-            + (" or floats to quantize" if desc.scale else "")
+            + (" or floats to quantize" if desc.scale else ""),
         )
     return array
 

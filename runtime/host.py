@@ -7,10 +7,9 @@ from collections.abc import Callable
 import numpy as np
 from xdsl.context import Context
 from xdsl.ir import Region, SSAValue
-from xdsl.parser import Parser
-from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
-from npuc.diagnostics import NpucError
+from npuc.diagnostics import KernelError, NpucError
 from npuc.dialects import npu_isa as isa
 
 
@@ -25,13 +24,31 @@ def _context() -> Context:
 
 def parse_body(text: str, ctx: Context | None = None) -> Region:
     from npuc.backend.npubin_disasm import string_literals_closed
+    from npuc.ir_text import IRParser
 
     if not string_literals_closed(text):
         raise NpucError("the host body has an unterminated string")
     try:
-        return Parser(ctx or _context(), text, "<host body>").parse_region()
+        return IRParser(ctx or _context(), text, "<host body>").parse_region()
     except (ParseError, DiagnosticException, RecursionError) as e:
         raise NpucError(f"the host body does not parse: {e}") from None
+    except Exception as e:  # a value the parser cannot represent (out of range, too wide)
+        raise NpucError(f"the host body does not parse: {type(e).__name__}: {e}") from None
+
+
+def _check_body(body: Region) -> None:
+    """The body's ops verify (its terminator, npu.yield, needs the npu.host it was taken
+    from) and use only values defined before them."""
+    from npuc.ir_text import check_region_dominance
+
+    try:
+        if len(body.blocks) != 1:
+            raise VerifyException(f"it has {len(body.blocks)} blocks, not 1")
+        for op in list(body.blocks[0].ops)[:-1]:
+            op.verify()
+        check_region_dominance(body)
+    except VerifyException as e:
+        raise NpucError(f"the host body does not verify: {e}") from None
 
 
 def host_step(inst: isa.Instruction, views: list[np.ndarray]) -> Callable[[], None]:
@@ -39,6 +56,7 @@ def host_step(inst: isa.Instruction, views: list[np.ndarray]) -> Callable[[], No
     from .qnn_kernels import evaluate
 
     body = parse_body(inst.params["body"])
+    _check_body(body)
     block = body.blocks[0]
     n = inst.params["inputs"]
     ins, outs = views[:n], views[n:]
@@ -54,11 +72,11 @@ def host_step(inst: isa.Instruction, views: list[np.ndarray]) -> Callable[[], No
             results = evaluate(op, [env[v] for v in op.operands])
             env.update(zip(op.results, results, strict=True))
         yielded = [env[v] for v in ops[-1].operands]
-        if len(yielded) != len(outs):
-            raise ValueError(f"the host body yields {len(yielded)} values for {len(outs)} outputs")
+        if len(yielded) != len(outs):  # the binary's body disagrees with its operands
+            raise KernelError(f"the host body yields {len(yielded)} values for {len(outs)} outputs")
         for out, value in zip(outs, yielded, strict=True):
             if np.shape(value) != out.shape:
-                raise ValueError(
+                raise KernelError(
                     f"the host body yields shape {list(np.shape(value))} for {list(out.shape)}"
                 )
             np.copyto(out, value, casting="unsafe")

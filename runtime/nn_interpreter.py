@@ -28,10 +28,11 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from npuc import graph_io
-from npuc.diagnostics import KernelError, NpucError, note_context
+from npuc.diagnostics import InputError, KernelError, NpucError, note_context
 from npuc.dialects import nn
 from npuc.dialects.nn_base import ActivationFusable, shape_of
-from npuc.tensors import from_dense, numpy_dtype
+from npuc.limits import check_tensor
+from npuc.tensors import element_bytes, from_dense, numpy_dtype
 
 from .kernels import conv, linear, logic, movement, norm, pool, reduce, resize
 from .kernels import elementwise as ew
@@ -358,6 +359,16 @@ class FunctionRunner:
                 self.dead_after[last_use[arg]].append(arg)
         self.keys = self._op_keys()
         self._constants: dict[Operation, list[np.ndarray]] = {}
+        self._check_sizes()
+
+    def _check_sizes(self) -> None:
+        """Refuse a function with a tensor beyond the size limit before allocating any."""
+        names = graph_io.input_names(self.func)
+        for name, arg in zip(names, self.func.body.block.args, strict=False):
+            _check_size(arg, f"input '{name}'")
+        for op in self.ops:
+            for r in op.results:
+                _check_size(r, f"the result of {_describe(op)}")
 
     def _op_keys(self) -> dict[SSAValue, str]:
         """Intermediate-tensor key of each op result: its `name` property, else its `%N`."""
@@ -415,8 +426,8 @@ class FunctionRunner:
             if isinstance(ty, TensorType):
                 want = tuple(ty.get_shape())
                 if array.shape != want:
-                    raise NpucError(
-                        f"input '{name}' has shape {array.shape} but the model expects {want}"
+                    raise InputError(
+                        name, f"input '{name}' has shape {array.shape} but the model expects {want}"
                     )
                 array = self.convert_input(name, array, ty)
             arrays.append(array)
@@ -426,7 +437,9 @@ class FunctionRunner:
         """The array an argument of type `ty` runs on; the dtype must match exactly."""
         dtype = numpy_dtype(ty.get_element_type())
         if array.dtype != dtype:
-            raise NpucError(f"input '{name}' has dtype {array.dtype} but the model expects {dtype}")
+            raise InputError(
+                name, f"input '{name}' has dtype {array.dtype} but the model expects {dtype}"
+            )
         return array
 
     def _constant(self, op: Operation) -> list[np.ndarray]:
@@ -476,6 +489,14 @@ class FunctionRunner:
             env[r] = array
             if r in kept:
                 intermediates[self.keys[r]] = array
+
+
+def _check_size(value: SSAValue, what: str) -> None:
+    ty = value.type
+    if isinstance(ty, TensorType):
+        shape = tuple(ty.get_shape())
+        if all(d >= 0 for d in shape):
+            check_tensor(shape, element_bytes(ty.get_element_type()), what)
 
 
 def _owned(array: np.ndarray, inputs: Sequence[np.ndarray]) -> np.ndarray:

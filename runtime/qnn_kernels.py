@@ -23,10 +23,11 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from npuc import graph_io
-from npuc.diagnostics import KernelError, NpucError
+from npuc.diagnostics import InputError, KernelError, NpucError
 from npuc.dialects import qnn
 from npuc.dialects.nn_base import shape_of
 from npuc.dialects.quant_types import UniformQuantizedType
+from npuc.limits import check_tensor
 from npuc.tensors import from_dense, numpy_dtype
 
 from . import nn_interpreter
@@ -333,12 +334,15 @@ def quantize_input(name: str, array: np.ndarray, q: UniformQuantizedType) -> np.
     if array.dtype.kind == "f":
         return quantize_array(array.astype(np.float32), q)
     if array.dtype != q.storage_dtype():
-        raise NpucError(
+        raise InputError(
+            name,
             f"input '{name}' has dtype {array.dtype} but the model expects floats (to quantize) "
-            f"or {q.storage_dtype()} stored integers"
+            f"or {q.storage_dtype()} stored integers",
         )
     if array.size and (array.min() < q.qmin or array.max() > q.qmax):
-        raise NpucError(f"input '{name}' has values outside the storage range [{q.qmin}, {q.qmax}]")
+        raise InputError(
+            name, f"input '{name}' has values outside the storage range [{q.qmin}, {q.qmax}]"
+        )
     return array
 
 
@@ -410,10 +414,17 @@ def random_inputs(module: ModuleOp, skip: Collection[str] = (), seed: int = 0) -
     for name, ty in zip(graph_io.input_names(func), func.function_type.inputs, strict=True):
         if name in skip:
             continue
-        assert isinstance(ty, TensorType)
+        if not isinstance(ty, TensorType) or any(d < 0 for d in ty.get_shape()):
+            raise NpucError(f"input '{name}' has type {ty}; npuc runs functions whose inputs "
+                            "are statically shaped tensors")  # fmt: skip
         shape = tuple(ty.get_shape())
         quantized = quantized_type(ty) is not None
-        dtype = np.dtype(np.float32) if quantized else numpy_dtype(ty.get_element_type())
+        try:
+            dtype = np.dtype(np.float32) if quantized else numpy_dtype(ty.get_element_type())
+        except TypeError:
+            raise NpucError(f"input '{name}' has element type {ty.get_element_type()}, which "
+                            "npuc cannot run") from None  # fmt: skip
+        check_tensor(shape, dtype.itemsize, f"input '{name}'")
         if np.issubdtype(dtype, np.floating):
             feeds[name] = rng.standard_normal(shape).astype(dtype)
         else:

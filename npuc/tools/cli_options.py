@@ -38,7 +38,11 @@ def add_import_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_debug_option(parser: argparse.ArgumentParser) -> None:
+    """The options every tool has: --debug and --max-tensor-bytes (npuc/limits.py)."""
+    from ..limits import add_limit_option
+
     parser.add_argument("--debug", action=DebugAction)
+    add_limit_option(parser)
 
 
 def import_options(args: argparse.Namespace) -> dict:

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..diagnostics import reported_errors, working_on
+from ..diagnostics import located, reported_errors, working_on
 from .cli_options import add_debug_option, add_import_options, import_options
 
 
@@ -51,9 +51,9 @@ def run(argv: list[str] | None = None) -> int:
     outdir = Path(args.output_dir)
     check_output_dir(outdir)
     target = load_target(args.target)
-    with working_on("step", "import"):
+    with working_on("step", "import"), located(model):
         module = load_model(model, **import_options(args))
-    with working_on("step", "passes"):
+    with working_on("step", "passes"), located(model):
         if args.passes is not None:
             apply_pipeline(module, args.passes)
         elif not is_planned(module):

@@ -57,6 +57,7 @@ class NpuOptMain(xDSLOptMain):
 
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
+        self.available_frontends["mlir"] = self._parse_mlir
         self.available_frontends["onnx"] = self._import_onnx
         self.available_frontends["tflite"] = self._import_tflite
         self.available_frontends["npubin"] = self._import_npubin
@@ -67,10 +68,12 @@ class NpuOptMain(xDSLOptMain):
         add_debug_option(arg_parser)
 
     def setup_pipeline(self) -> None:
+        from xdsl.utils.exceptions import ArgSpecParseError
+
         try:
             super().setup_pipeline()
-        except ValueError as e:  # xDSL's unknown pass or bad pass option
-            raise NpucError(str(e)) from None
+        except (ValueError, ArgSpecParseError) as e:  # an unknown pass, a bad pass option
+            raise NpucError(f"-p '{self.args.passes}': {e}") from None
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         with user_file(self.get_input_name(), "read"):
@@ -82,18 +85,52 @@ class NpuOptMain(xDSLOptMain):
         except ValueError as e:  # xDSL's unrecognised file extension
             raise NpucError(str(e), self.get_input_name()) from None
 
+    def _diagnostics_mode(self) -> bool:
+        """--verify-diagnostics/--parsing-diagnostics print xDSL's own exceptions."""
+        return bool(self.args.verify_diagnostics or self.args.parsing_diagnostics)
+
+    def _parse_mlir(self, stream: IO[bytes]):
+        from ..ir_text import parse_module
+
+        return parse_module(
+            self.ctx,
+            stream.read(),
+            self.get_input_name(),
+            implicit_module=not self.args.no_implicit_module,
+            line_offset=self._chunk_offset,
+            located_errors=not self._diagnostics_mode(),
+        )
+
+    _chunk_offset = 0
+
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0):
+        from ..ir_text import verify_module
+
+        self._chunk_offset = start_offset
         with working_on("step", f"import ({file_extension})"):
-            return super().parse_chunk(chunk, file_extension, start_offset)
+            module = super().parse_chunk(chunk, file_extension, start_offset)
+        checked = file_extension in ("mlir", "npubin")  # the importers verify their own
+        if module is not None and checked and not self.args.disable_verify:
+            # The verifiers and a dominance check, with the file named (the pipeline's own
+            # verification follows; --verify-diagnostics prints xDSL's exception instead).
+            location = None if self._diagnostics_mode() else self.get_input_name()
+            verify_module(module, location)
+        return module
 
     def apply_passes(self, prog) -> None:
         """The pipeline's passes one by one, each named in an internal error's context."""
         passes, callback = self.pipeline.passes, self.pipeline.callback
         if callback is not None:  # as PassPipeline.apply calls it: verify, print, time
             callback(None, prog, passes[0] if passes else None)
+        from ..graph_io import ModelStructureError
+
         for i, current in enumerate(passes):
             with working_on("pass", current):
-                current.apply(self.ctx, prog)
+                try:
+                    current.apply(self.ctx, prog)
+                except ModelStructureError as e:  # the input lacks what the pass needs
+                    e.location = e.location or self.get_input_name()
+                    raise
             if callback is not None:
                 callback(current, prog, passes[i + 1] if i + 1 < len(passes) else None)
 
@@ -142,9 +179,20 @@ class NpuOptMain(xDSLOptMain):
         self._held = _HeldOutput()
         return self._held
 
+    def _check_options(self) -> None:
+        """Refuse malformed import options, and import options without a model."""
+        options = import_options(self.args)  # malformed --input-shape values
+        given = [o for o in ("input_shapes", "inputs", "outputs") if options[o]]
+        kind = self.args.frontend or os.path.splitext(self.args.input_file or "")[1][1:]
+        if given and kind not in ("onnx", "tflite"):
+            option = {"input_shapes": "--input-shape"}.get(given[0], f"--{given[0]}")
+            raise NpucError(f"{option} applies to ONNX and TFLite models, not to this input",
+                            self.get_input_name())  # fmt: skip
+
     def run(self) -> None:
         if self.args.input_file is not None and not os.path.isfile(self.args.input_file):
             raise NpucError("no such file", self.args.input_file)
+        self._check_options()
         super().run()
         if self._binary is not None:
             return self._write_binary(self._binary)
@@ -162,8 +210,14 @@ def _npubin_target():
 
 
 def main(argv: list[str] | None = None) -> None:
+    from xdsl.utils.exceptions import ArgSpecParseError
+
     with reported_errors("npu-opt"):
-        NpuOptMain(description="npuc modular optimizer driver", args=argv).run()
+        try:
+            tool = NpuOptMain(description="npuc modular optimizer driver", args=argv)
+        except ArgSpecParseError as e:  # xDSL parses the -t spec while it sets up
+            raise NpucError(f"-t: {e}") from None
+        tool.run()
 
 
 if __name__ == "__main__":

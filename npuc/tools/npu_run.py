@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..diagnostics import NpucError, reported_errors, working_on
+from ..diagnostics import NpucError, input_files, located, reported_errors, working_on
+from ..limits import MAX_COUNT
 from .cli_options import add_debug_option, add_import_options, import_options
 from .quantize_options import add_quantize_options, check_options, quantize_and_report
 from .run_binary import add_binary_options, apply_config, run_binary
@@ -77,25 +78,41 @@ def load_input(spec: str) -> tuple[str, np.ndarray]:
     name, sep, file = spec.partition("=")
     if not sep or not name or not file:
         raise NpucError(f"bad --input '{spec}': expected NAME=FILE.npy")
+    from ..input_files import ARRAY_FILE_ERRORS
+
     try:
         array = np.load(file, allow_pickle=False)
     except OSError as e:
         raise NpucError(f"cannot read a numpy array: {e.strerror or e}", file) from None
-    except Exception as e:  # numpy's header parser raises assorted errors on a corrupt file
-        raise NpucError(f"not a numpy .npy/.npz array: {e}", file) from None
+    except ARRAY_FILE_ERRORS as e:  # numpy's header parser raises assorted errors
+        raise NpucError(f"not a numpy .npy/.npz array: {_first_line(e)}", file) from None
     if isinstance(array, np.lib.npyio.NpzFile):
-        if len(array.files) != 1:
-            raise NpucError(
-                f"an .npz input must hold exactly one array, found {len(array.files)}", file
-            )
-        array = array[array.files[0]]
+        with array:
+            if len(array.files) != 1:
+                raise NpucError(
+                    f"an .npz input must hold exactly one array, found {len(array.files)}", file
+                )
+            try:
+                array = array[array.files[0]]
+            except ARRAY_FILE_ERRORS as e:
+                raise NpucError(f"not a numpy .npz archive: {_first_line(e)}", file) from None
     return name, array
+
+
+def _input_paths(specs: list[str]) -> dict[str, str]:
+    """Input name -> the file its --input NAME=FILE reads."""
+    return {name: file for name, sep, file in (s.partition("=") for s in specs) if sep}
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 #: The options that apply to a compiled .npubin program (the others are refused).
 BINARY_OPTIONS = frozenset(
     {"help", "input", "output", "seed", "sequence", "json", "profile", "target",
-     "dump_tensors", "config", "debug"}
+     "dump_tensors", "config", "debug", "max_tensor_bytes"}
 )  # fmt: skip
 
 
@@ -116,14 +133,14 @@ def save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 
 
 def run(argv: list[str] | None = None) -> int:
-    from ..api import apply_pipeline, export_qdq, load_model
-    from ..graph_io import entry_function, state_names
-    from ..printing import print_module
-    from ..registry import DEFAULT_PIPELINE
-    from ..runtime.qnn_kernels import check_level, dequantized_outputs, random_inputs, run_module
-
     args = build_parser().parse_args(argv)
     apply_config(args)
+    if not 0 <= args.seed < 2**64:
+        raise NpucError(f"--seed must be an integer in [0, 2**64), got {args.seed}")
+    if args.sequence is not None and args.sequence < 1:
+        raise NpucError(f"--sequence must be at least 1, not {args.sequence}")
+    if args.sequence is not None and args.sequence > MAX_COUNT:
+        raise NpucError(f"--sequence must be at most {MAX_COUNT}, not {args.sequence}")
     if args.model is None:
         raise NpucError("missing the model (or --config FILE naming a build)")
     if args.model.endswith(".npubin"):
@@ -137,14 +154,25 @@ def run(argv: list[str] | None = None) -> int:
             ):
                 raise NpucError(f"{action.option_strings[-1]} applies to a model, not to a "
                                 "compiled .npubin program")  # fmt: skip
-        return run_binary(args, dict(load_input(spec) for spec in args.input))
+        with input_files(_input_paths(args.input)):
+            return run_binary(args, dict(load_input(spec) for spec in args.input))
     for option in ("profile", "dump_tensors", "target"):
-        if getattr(args, option):
+        if getattr(args, option) not in (None, False):
             raise NpucError(f"--{option.replace('_', '-')} needs a compiled .npubin program")
     check_options(args)
-    feeds = dict(load_input(spec) for spec in args.input)
+    with input_files(_input_paths(args.input)):
+        return _run_model(args, dict(load_input(spec) for spec in args.input))
+
+
+def _run_model(args: argparse.Namespace, feeds: dict[str, np.ndarray]) -> int:
+    from ..api import apply_pipeline, export_qdq, load_model
+    from ..graph_io import entry_function, state_names
+    from ..printing import print_module
+    from ..registry import DEFAULT_PIPELINE
+    from ..runtime.qnn_kernels import check_level, dequantized_outputs, random_inputs, run_module
+
     if args.output and not Path(args.output).resolve().parent.is_dir():
-        raise NpucError(f"output directory does not exist: {Path(args.output).parent}")
+        raise NpucError("cannot write: its directory does not exist", args.output)
     options = import_options(args)
     if feeds and not args.model.endswith(".mlir"):
         from ..input_shapes import shapes_from_data
@@ -155,37 +183,42 @@ def run(argv: list[str] | None = None) -> int:
         )
         for note in notes:
             print(note)
-    with working_on("step", "import"):
+    with working_on("step", "import"), located(args.model):
         module = load_model(args.model, **options)
     if args.passes or args.quantize:
         # Quantize the optimised float graph (batch norms folded, activations fused).
         passes = args.passes or "default"
-        with working_on("step", "passes"):
+        with working_on("step", "passes"), located(args.model):
             apply_pipeline(module, DEFAULT_PIPELINE if passes == "default" else passes)
     if args.export_qdq and not Path(args.export_qdq).resolve().parent.is_dir():
-        raise NpucError(f"--export-qdq: directory does not exist: {args.export_qdq}")
+        raise NpucError("--export-qdq: cannot write: its directory does not exist",
+                        args.export_qdq)  # fmt: skip
     if args.quantize:
-        with working_on("step", "quantize"):
+        with working_on("step", "quantize"), located(args.model):
             module = quantize_and_report(module, args)
     if args.export_qdq:
-        with working_on("step", "export ONNX QDQ"):
+        with working_on("step", "export ONNX QDQ"), located(args.export_qdq):
             export_qdq(module, args.export_qdq)
         print(f"wrote the ONNX QDQ model to {args.export_qdq}")
     if args.quantize and args.compare:
         return 0
     if args.level:
-        check_level(module, args.level)
+        with located(args.model):
+            check_level(module, args.level)
     if args.print_ir:
         print(print_module(module))
-    if args.sequence is not None or state_names(entry_function(module)):
+    with located(args.model):  # a module without an entry function
+        stateful = bool(state_names(entry_function(module)))
+    if args.sequence is not None or stateful:
         return run_steps(module, feeds, args)
-    generated = random_inputs(module, skip=feeds.keys(), seed=args.seed)
+    with located(args.model):
+        generated = random_inputs(module, skip=feeds.keys(), seed=args.seed)
     for name, array in generated.items():
         print(
             f"note: no --input for '{name}': using seeded random data "
             f"{tuple(array.shape)} {array.dtype}"
         )
-    with working_on("step", "run"):
+    with working_on("step", "run"), located(args.model):
         outputs = dequantized_outputs(module, run_module(module, {**feeds, **generated}))
     for name, array in outputs.items():
         print(summarise(name, array))
@@ -203,10 +236,11 @@ def run_steps(module: ModuleOp, feeds: dict[str, np.ndarray], args: argparse.Nam
     steps = args.sequence
     if steps is None:  # one call: inputs have no sequence axis
         feeds = {name: array[None] for name, array in feeds.items()}
-    per_step, generated = sequence_feeds(module, feeds, steps or 1, args.seed)
+    with located(args.model):
+        per_step, generated = sequence_feeds(module, feeds, steps or 1, args.seed)
     for name in generated:
         print(f"note: no --input for '{name}': using seeded random data at each step")
-    with working_on("step", "run"):
+    with working_on("step", "run"), located(args.model):
         results = [dequantized_outputs(module, o) for o in run_sequence(module, per_step)[0]]
     for k, outputs in enumerate(results):
         for name, array in outputs.items():

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
 from ..diagnostics import NpucError
+from ..limits import MAX_COUNT
 from ..output_files import write_file
 
 SCHEMES = ("int8", "int8-per-channel", "uint8", "int16", "pow2")
@@ -63,7 +65,24 @@ def _floats(text: str | None, what: str) -> float | tuple[float, ...] | None:
         values = tuple(float(v) for v in text.split(","))
     except ValueError:
         raise NpucError(f"--{what} takes comma-separated numbers, got '{text}'") from None
+    if not all(math.isfinite(v) and (v != 0 or what != "scale") for v in values):
+        nonzero = " and non-zero" if what == "scale" else ""
+        raise NpucError(f"--{what} takes finite{nonzero} numbers, got '{text}'")
     return values[0] if len(values) == 1 else values
+
+
+#: Options that only mean something with --quantize, and their defaults.
+_QUANTIZE_ONLY = {
+    "calib": None, "calib_random": None, "stats": None, "compare": False,
+    "target_cosine": None, "max_top1_drop": None, "save_stats": None, "outlier_std": None,
+    "outlier_percentile": None, "batch_size": None, "mean": None, "scale": None,
+    "reverse_channels": False, "layer_config": None, "write_layer_config": None, "data": None,
+    "json": None, "activation_strategy": "extrema", "weight_strategy": "extrema",
+}  # fmt: skip
+
+
+def _option(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
 
 
 def _dataset(module: ModuleOp, args: argparse.Namespace, folder: str | None):
@@ -81,14 +100,11 @@ def _dataset(module: ModuleOp, args: argparse.Namespace, folder: str | None):
 
 
 def check_options(args: argparse.Namespace) -> None:
+    """Refuse option values that are out of range, or that nothing would use."""
     if args.quantize is None:
-        used = [
-            o
-            for o in ("calib", "calib_random", "stats", "compare", "target_cosine")
-            if getattr(args, o)
-        ]
+        used = [o for o, default in _QUANTIZE_ONLY.items() if getattr(args, o) != default]
         if used:
-            raise NpucError(f"--{used[0].replace('_', '-')} needs --quantize SCHEME")
+            raise NpucError(f"{_option(used[0])} needs --quantize SCHEME")
         return
     if args.calib is None and args.calib_random is None and args.stats is None:
         raise NpucError(
@@ -96,6 +112,27 @@ def check_options(args: argparse.Namespace) -> None:
         )
     if args.calib_random is not None and args.calib_random < 1:
         raise NpucError("--calib-random needs a positive number of samples")
+    for option in ("calib_random", "batch_size"):
+        value = getattr(args, option)
+        if value is not None and not 1 <= value <= MAX_COUNT:
+            raise NpucError(f"{_option(option)} must be in [1, {MAX_COUNT}], got {value}")
+    _floats(args.mean, "mean")
+    _floats(args.scale, "scale")
+    images = [o for o in ("mean", "scale", "reverse_channels") if getattr(args, o)]
+    if images and not (args.calib or args.data):
+        raise NpucError(f"{_option(images[0])} applies to image folders (--calib DIR, --data DIR)")
+    if args.outlier_std is not None and not 0 < args.outlier_std < math.inf:
+        raise NpucError(f"--outlier-std must be a positive number, got {args.outlier_std}")
+    if args.outlier_percentile is not None and not 50 < args.outlier_percentile <= 100:
+        raise NpucError(f"--outlier-percentile must be in (50, 100], got "
+                        f"{args.outlier_percentile}")  # fmt: skip
+    from npuc.passes.quantization.ranges import check_strategy
+
+    for option in ("activation_strategy", "weight_strategy"):
+        try:
+            check_strategy(getattr(args, option), weights=option == "weight_strategy")
+        except NpucError as e:
+            raise NpucError(f"{_option(option)}: {e.message}") from None
     if args.target_cosine is not None and not -1 < args.target_cosine <= 1:
         raise NpucError(f"--target-cosine must be in (-1, 1], got {args.target_cosine}")
     if args.max_top1_drop is not None and not 0 <= args.max_top1_drop <= 100:
@@ -105,7 +142,8 @@ def check_options(args: argparse.Namespace) -> None:
     for option in ("json", "save_stats", "write_layer_config"):
         path = getattr(args, option)
         if path and not Path(path).resolve().parent.is_dir():
-            raise NpucError(f"--{option.replace('_', '-')}: directory does not exist: {path}")
+            raise NpucError(f"{_option(option)}: cannot write: its directory does not exist",
+                            path)  # fmt: skip
 
 
 def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
@@ -173,7 +211,13 @@ def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
                 f"output '{found.limiting_output}' stays furthest from it"
             )
     else:
-        quantized, report = quantize(module, statistics, config)
+        from npuc.passes.quantize import MissingRanges
+
+        try:
+            quantized, report = quantize(module, statistics, config)
+        except MissingRanges as e:  # statistics from a file that lacks some tensors
+            e.location = e.location or args.stats
+            raise
     for warning in report.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     similarity = {}

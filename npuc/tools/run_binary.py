@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..diagnostics import NpucError, working_on
+from ..diagnostics import NpucError, located, working_on
 from ..dialects import npu_isa as isa
 from ..output_files import write_file
 
@@ -74,11 +74,15 @@ def run_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
         raise NpucError(f"--sequence must be at least 1, not {steps}")
     if args.json and not args.profile:
         raise NpucError("--json with a .npubin writes the profile: add --profile")
+    if args.target is not None and not args.profile:
+        raise NpucError("--target with a .npubin names the profile's target: add --profile")
     for path in (args.output, args.json):
         if path and not Path(path).resolve().parent.is_dir():
-            raise NpucError(f"output directory does not exist: {Path(path).parent}")
-    with working_on("step", "load"):
-        program = load_file(args.model)
+            raise NpucError("cannot write: its directory does not exist", path)
+    with working_on("step", "load"), located(args.model):
+        limit = getattr(args, "max_tensor_bytes", None)
+        program = load_file(args.model) if limit is None else load_file(
+            args.model, max_region_bytes=limit)  # fmt: skip
         executor = Executor(program)
     state = {program.inputs[p.input].name: p for p in program.state}
     given = sorted(set(inputs) & set(state))
@@ -107,7 +111,7 @@ def run_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
                     f"note: no --input for '{name}': using seeded random data "
                     + ("at each step" if steps else f"{array.shape} {array.dtype}")
                 )
-        with working_on("step", "run" if steps is None else f"run step {k}"):
+        with working_on("step", "run" if steps is None else f"run step {k}"), located(args.model):
             outputs, dumped = _call(executor, {**feeds, **random, **current}, args, layers)
         current = {name: outputs[program.outputs[p.output].name] for name, p in state.items()}
         per_step.append(_shown(program, outputs))

@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 
 from npuc.diagnostics import NpucError
 from npuc.graph_io import entry_function, input_names
+from npuc.input_files import ARRAY_FILE_ERRORS
 from npuc.tensors import numpy_dtype
 
 from .state import state_arguments
@@ -55,6 +56,8 @@ def model_inputs(module: ModuleOp) -> list[InputSpec]:
     """The entry function's data inputs (not state); each a tensor with a batch dimension."""
     try:
         func = entry_function(module)
+    except NpucError:  # ModelStructureError: a user error as it is
+        raise
     except ValueError as e:
         raise NpucError(str(e)) from e
     state = state_arguments(func)  # fed by the previous call, not by the data set
@@ -430,8 +433,8 @@ def _array_shapes(path: Path, names: list[str]) -> dict[str, tuple[int, ...]]:
             return shapes
     except NpucError:
         raise
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise NpucError(f"cannot read array file: {e}", str(path)) from None
+    except ARRAY_FILE_ERRORS as e:
+        raise NpucError(f"cannot read array file: {_first_line(e)}", str(path)) from None
 
 
 def _load_arrays(path: Path, names: list[str]) -> dict[str, np.ndarray]:
@@ -443,8 +446,13 @@ def _load_arrays(path: Path, names: list[str]) -> dict[str, np.ndarray]:
             return {name: archive[key] for name, key in chosen.items()}
     except NpucError:
         raise
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise NpucError(f"cannot read array file: {e}", str(path)) from None
+    except ARRAY_FILE_ERRORS as e:
+        raise NpucError(f"cannot read array file: {_first_line(e)}", str(path)) from None
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 def _open_image(path: Path) -> Any:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from npuc.diagnostics import NpucError
+from npuc.diagnostics import NpucError, named_file
 
 FORMAT = "npuc-quantize-layers"
 MODES = ("int", "float")
@@ -66,6 +66,13 @@ class LayerSetting:
         for key, value in (("strategy", strategy), ("weight_strategy", weight_strategy)):
             if value is not None and not isinstance(value, str):
                 raise NpucError(f"{where}: {key} must be a string")
+            if value is not None:
+                from .ranges import check_strategy
+
+                try:
+                    check_strategy(value, weights=key == "weight_strategy")
+                except NpucError as e:
+                    raise NpucError(f"{where}: {key}: {e.message}") from None
         return cls(bits, mode, strategy, weight_bits, weight_strategy)
 
 
@@ -115,7 +122,8 @@ def read_layer_config(path: str | os.PathLike[str]) -> LayerOverrides:
     from npuc.input_files import read_json
 
     data = read_json(path, "a JSON layer configuration")
-    return layer_config_from_json(data, str(path))
+    with named_file(str(path)):
+        return layer_config_from_json(data, str(path))
 
 
 def layer_config_from_json(data: Any, where: str = "layer configuration") -> LayerOverrides:

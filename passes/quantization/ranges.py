@@ -46,6 +46,11 @@ _WEIGHT_OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 
+def check_strategy(name: str, weights: bool = False) -> None:
+    """NpucError unless `name` is a known activation (or weight) range strategy."""
+    _options(name, _WEIGHT_OPTIONS if weights else _ACTIVATION_OPTIONS, {})
+
+
 def _options(
     strategy: str, table: dict[str, dict[str, Any]], given: dict[str, Any]
 ) -> dict[str, Any]:

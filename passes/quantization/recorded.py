@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from xdsl.ir import BlockArgument
 
-from npuc.diagnostics import NpucError
+from npuc.diagnostics import NpucError, named_file
 from npuc.dialects.quant_types import UniformQuantizedType
 
 from .layer_config import LayerOverrides, LayerReport, QuantizeReport, result_digests
@@ -51,6 +51,11 @@ def _tensor_entry(entry: Any, where: str) -> tuple[str, str, Any, Any]:
 
 def force_recorded_outputs(plan: Plan, overrides: LayerOverrides) -> None:
     """Fix the type of every recorded output whose storage is the layer's (in `plan.forced`)."""
+    with named_file(overrides.source):
+        _force_recorded_outputs(plan, overrides)
+
+
+def _force_recorded_outputs(plan: Plan, overrides: LayerOverrides) -> None:
     by_name = {layer.name: layer for layer in plan.layers.values()}
     values = {name: value for value, name in plan.keys.items()}
     for name, entry in overrides.recorded.items():
@@ -66,6 +71,7 @@ def force_recorded_outputs(plan: Plan, overrides: LayerOverrides) -> None:
             (f"inputs[{i}]", item)
             for i, item in enumerate(inputs if isinstance(inputs, list) else [])
             if isinstance(item, Mapping)
+            and isinstance(item.get("tensor"), str)
             and isinstance(values.get(item.get("tensor")), BlockArgument)
         ]
         for role, item in [*((f"outputs[{i}]", o) for i, o in enumerate(outputs)), *graph_inputs]:
@@ -91,13 +97,26 @@ def _recorded_type(where: str, storage: str, scale: Any, zero_point: Any,
         raise NpucError(
             f"{where}: an activation is quantized per tensor: one scale, one zero point"
         )
-    if not isinstance(scale, int | float) or not math.isfinite(scale) or scale <= 0:
+    if not _positive_finite(scale):
         raise NpucError(f"{where}.scale: must be a positive finite number, got {scale!r}")
     lo, hi = bounds
-    if not isinstance(zero_point, int) or not lo <= zero_point <= hi:
+    if (
+        isinstance(zero_point, bool)
+        or not isinstance(zero_point, int)
+        or not (lo <= zero_point <= hi)
+    ):
         raise NpucError(f"{where}.zero_point: must be an integer in [{lo}, {hi}] for {storage}, "
                         f"got {zero_point!r}")  # fmt: skip
     return UniformQuantizedType(storage, float(scale), zero_point, storage_min=lo, storage_max=hi)
+
+
+def _positive_finite(x: Any) -> bool:
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return False
+    try:
+        return math.isfinite(x) and x > 0
+    except OverflowError:  # an integer beyond the float range
+        return False
 
 
 def check_recorded(report: QuantizeReport, overrides: LayerOverrides) -> None:
@@ -107,6 +126,11 @@ def check_recorded(report: QuantizeReport, overrides: LayerOverrides) -> None:
     longer matches it was edited. A hand-written entry without digests counts every
     result field it has as edited.
     """
+    with named_file(overrides.source):
+        _check_recorded(report, overrides)
+
+
+def _check_recorded(report: QuantizeReport, overrides: LayerOverrides) -> None:
     for name, entry in overrides.recorded.items():
         layer = report.layers.get(name)
         if layer is None or not isinstance(entry, Mapping):

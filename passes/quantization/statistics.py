@@ -347,15 +347,18 @@ class _Checker:
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):
             self.fail(key, "must be a number" + (" or null" if optional else ""))
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond the float range
+            self.fail(key, "is out of the range of a float")
 
     def number(self, data: dict, key: str, optional: bool = False) -> float | None:
         return self.value(key, data.get(key), optional)
 
     def count(self, data: dict, key: str, optional: bool = False) -> int:
         value = data.get(key, 0 if optional else None)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            self.fail(key, "must be a non-negative integer")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+            self.fail(key, "must be a non-negative integer (below 2**63)")
         return value
 
     def ranges(self, value: Any) -> list[tuple[float, float]]:
@@ -384,8 +387,9 @@ class _Checker:
             self.fail("histogram", f"range [{lo}, {hi}] is empty")
         if not isinstance(counts, list) or len(counts) < 2:
             self.fail("histogram", "'counts' must be a list of at least 2 counts")
-        if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
-            self.fail("histogram", "'counts' must hold non-negative integers")
+        if not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 2**63
+                   for c in counts):  # fmt: skip
+            self.fail("histogram", "'counts' must hold non-negative integers (below 2**63)")
         return Histogram.from_range(lo, hi, counts)
 
 
@@ -412,6 +416,8 @@ def collect_statistics(
     """
     try:
         func = entry_function(module)
+    except NpucError:  # ModelStructureError: a user error as it is
+        raise
     except ValueError as e:
         raise NpucError(str(e)) from e
     runner = FunctionRunner(func)

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from npuc.limits import check_tensor
+
 
 def window_extent(kernel: int, dilation: int) -> int:
     return dilation * (kernel - 1) + 1
@@ -20,6 +22,8 @@ def pad_hw(
     right += extra[1]
     if not (top or left or bottom or right):
         return x
+    padded = (*x.shape[:2], x.shape[2] + top + bottom, x.shape[3] + left + right)
+    check_tensor(padded, x.dtype.itemsize, "the padded input")
     out = np.full(
         (*x.shape[:2], x.shape[2] + top + bottom, x.shape[3] + left + right), value, dtype=x.dtype
     )

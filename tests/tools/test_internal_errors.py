@@ -77,7 +77,7 @@ def test_no_entry_function_stays_a_user_error(tmp_path: Path):
     model.write_text(RELU_MLIR.replace("@main", "@one") + RELU_MLIR.replace("@main", "@other"))
     result = run_tool("npu-run", model)
     assert result.returncode == 1, result.stderr
-    assert "npu-run: error: the module has no entry function" in result.stderr
+    assert f"npu-run: {model}: error: the module has no entry function" in result.stderr
 
 
 # --------------------------------------------------------------------------- internal errors

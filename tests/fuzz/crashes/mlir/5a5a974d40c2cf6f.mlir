@@ -1,0 +1,1 @@
+  %s = qnn.add %x, %w {left_shift = 20 : i64, lhs_multiplier = 1073741824 : i64, lhs_shift = 31 : i64, rhs_multiplier = 1073741824 : i64, rhs_shift = 31 : i64, multiplier = array<i64: 1073741824>, shift = array<i64: 50>} : (tensor<1x4x2x2x!qnn.uniform<i8:f32, 0.05:-3>>, tensor<1x4x1x1x!qnn.uniform<i8:none, 0.05:-3>>) -> tensor<1x4x2x2x!qnn.uniform<i8:f32, 0.05:-3>>

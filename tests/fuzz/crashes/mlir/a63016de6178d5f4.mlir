@@ -1,0 +1,1 @@
+  %y = qnn.resize %x {scales = array<Æ|f32: 1.0, 1.0, 2.0, 2.0>, coordinate_mode = "asymmetric", nearest_mode = "floor", name = "up"} : (tensor<1x2x3x4x!qnn.uniform<i8:f32, 0.05:-3>>) -> tensor<1x2x6x8x!qnn.uniform<i8:f32, 0.05:-3>>

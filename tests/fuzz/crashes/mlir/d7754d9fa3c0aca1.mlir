@@ -1,0 +1,3 @@
+func.func @split_and_argmax() -> (tensor<2xf32>, tensor<3xf32>, tensor<1xi64>) {
+  %a = nn.constant dense<[1.0, 5.0, 3.0, 2.0, 4.0]> : tensor<5xf32>
+}
