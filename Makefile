@@ -17,7 +17,7 @@ LATEST := .venv-latest
 export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: setup check-env lock demo test suite lint filecheck pytest test-latest bench clean
+.PHONY: setup check-env lock demo test suite lint filecheck pytest test-latest bench fuzz clean
 
 $(UV):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "npuc needs Python 3.11 or newer")'
@@ -81,6 +81,11 @@ bench: check-env
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_plan_memory.py
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_runtime.py
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_vela.py
+
+# Open-ended fuzzing of every input kind (the seeded smoke pass runs in `make test`):
+# make fuzz CASES=5000 SEED=7 ARGS="--kind onnx --save"
+fuzz: check-env
+	PYTHONPATH=tests $(BIN)/python tests/fuzz/run.py --cases $(or $(CASES),1000) --seed $(or $(SEED),0) $(ARGS)
 
 clean:
 	rm -rf $(VENV) $(LATEST) $(UV_DIR) out build *.egg-info
