@@ -344,7 +344,6 @@ def test_random_inputs_span_their_element_type(programs):
 
 WAKEWORD = CORPUS_DIR / "wakeword_alexa.tflite"
 STEPS = 4
-needs_corpus = pytest.mark.skipif(not WAKEWORD.exists(), reason="the corpus is not fetched")
 
 
 @cache
@@ -362,7 +361,6 @@ def wakeword_outputs() -> tuple[str, str, str]:
     return source, output, tensors[fc[-1]["outputs"][0]]["name"]
 
 
-@needs_corpus
 def test_compiled_wakeword_runs_a_sequence_bit_exact(tmp_path, capsys, ctx):
     import npuc
     from npuc.frontends.tflite_state import run_sequence
