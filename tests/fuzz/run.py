@@ -181,17 +181,7 @@ class Generator:
                 "-o",
                 "{dir}/out.npz",
             ]
-        return Case(
-            "onnx",
-            tool,
-            args,
-            {"case.onnx": m.data},
-            names=["case.onnx"],
-            outputs=[out],
-            bad=m.bad,
-            description=f"{name}: {m.description}",
-            main_file="case.onnx",
-        )
+        return _model_case("onnx", tool, args, out, name, m)
 
     def _tflite(self, rng: random.Random) -> Case | None:
         name = rng.choice(list(self.corpus.tflite))
@@ -206,17 +196,7 @@ class Generator:
             tool, args, out = "npu-run", ["{dir}/case.tflite", "-o", "{dir}/out.npz"], "out.npz"
         else:
             tool, args, out = "npu-opt", ["{dir}/case.tflite", "-o", "{dir}/out.mlir"], "out.mlir"
-        return Case(
-            "tflite",
-            tool,
-            args,
-            {"case.tflite": m.data},
-            names=["case.tflite"],
-            outputs=[out],
-            bad=m.bad,
-            description=f"{name}: {m.description}",
-            main_file="case.tflite",
-        )
+        return _model_case("tflite", tool, args, out, name, m)
 
     def _mlir(self, rng: random.Random) -> Case | None:
         runnable = self.corpus.runnable_mlir
@@ -267,17 +247,7 @@ class Generator:
                 args += ["--profile", "--target", "mcu-64"]
         else:
             tool, args, out = "npu-opt", ["{dir}/case.npubin", "-o", "{dir}/out.mlir"], "out.mlir"
-        return Case(
-            "npubin",
-            tool,
-            args,
-            {"case.npubin": m.data},
-            names=["case.npubin"],
-            outputs=[out],
-            bad=m.bad,
-            description=f"{name}: {m.description}",
-            main_file="case.npubin",
-        )
+        return _model_case("npubin", tool, args, out, name, m)
 
     # ------------------------------------------------------------------ data files
 
@@ -1177,3 +1147,10 @@ if __name__ == "__main__":
     from fuzz import run as _module
 
     sys.exit(_module.main())
+
+
+def _model_case(kind: str, tool: str, args: list[str], out: str, name: str, m) -> Case:
+    """A mutated model file `case.KIND` run by `tool`, writing `out`."""
+    file = f"case.{kind}"
+    return Case(kind, tool, args, {file: m.data}, names=[file], outputs=[out], bad=m.bad,
+                description=f"{name}: {m.description}", main_file=file)  # fmt: skip
