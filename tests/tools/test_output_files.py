@@ -55,12 +55,18 @@ def test_a_symlink_stays_a_link_to_the_written_target(tmp_path: Path):
     assert link.is_symlink() and target.read_text() == "new"
 
 
-def test_a_fifo_is_written_through_not_replaced(tmp_path: Path):
-    fifo = tmp_path / "pipe"
+def fifo_reader(fifo: Path) -> tuple[threading.Thread, list[bytes]]:
+    """A new FIFO at `fifo` and a started thread that reads it whole into the list."""
     os.mkfifo(fifo)
     received: list[bytes] = []
     reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
     reader.start()
+    return reader, received
+
+
+def test_a_fifo_is_written_through_not_replaced(tmp_path: Path):
+    fifo = tmp_path / "pipe"
+    reader, received = fifo_reader(fifo)
     write_file(fifo, b"through the pipe")
     reader.join(timeout=10)
     assert received == [b"through the pipe"]
@@ -79,10 +85,7 @@ def test_a_directory_is_refused(tmp_path: Path):
 
 def test_npu_run_output_onto_a_fifo_and_dev_null(tmp_path: Path):
     fifo = tmp_path / "outputs.npz"
-    os.mkfifo(fifo)
-    received: list[bytes] = []
-    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
-    reader.start()
+    reader, received = fifo_reader(fifo)
     result = run_tool("npu-run", EXAMPLE, "-o", fifo)
     reader.join(timeout=60)
     assert result.returncode == 0, result.stderr
