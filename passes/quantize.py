@@ -50,8 +50,10 @@ from .quantization.lowering import (
     is_f32_tensor,
 )
 from .quantization.op_lowering import lower
+from .quantization.ranges import activation_range, auto_choice
 from .quantization.recorded import check_recorded, force_recorded_outputs
 from .quantization.schemes import Scheme, TensorScheme, scheme_named
+from .quantization.statistics import TensorStatistics
 
 GIVEN = "given"  # the strategy label of ranges passed in directly
 IO_MODES = ("float", "quantized")
@@ -70,7 +72,7 @@ class QuantizeConfig:
     weight_bits: int = 8
     bias_bits: int = 32
     rounding: str = "half_away_from_zero"
-    activation_strategy: str = "extrema"
+    activation_strategy: str = "auto"
     weight_strategy: str = "extrema"
     overrides: LayerOverrides = field(default_factory=LayerOverrides)
 
@@ -107,6 +109,7 @@ class Plan:
     layers: dict[Operation, Layer] = field(default_factory=dict)
     forced: dict[SSAValue, UniformQuantizedType] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
+    chosen: dict[SSAValue, str] = field(default_factory=dict)  # what `auto` stood for
     _types: dict[tuple[SSAValue, int], UniformQuantizedType] = field(default_factory=dict)
 
     def strategy_of(self, value: SSAValue) -> str:
@@ -124,7 +127,11 @@ class Plan:
         if key is None:
             return None
         symmetric = self.scheme.activation(bits).symmetric
-        return self.ranges(key, self.strategy_of(value), bits, symmetric)
+        strategy = self.strategy_of(value)
+        found = self.ranges(key, strategy, bits, symmetric)
+        if isinstance(self.ranges, StatisticsRanges) and strategy == "auto":
+            self.chosen[value] = self.ranges.auto_choice(key, bits, symmetric)
+        return found
 
     def act_type(self, value: SSAValue, bits: int) -> UniformQuantizedType:
         """The activation type of `value` at `bits` (a concat's shared type if forced)."""
@@ -224,17 +231,26 @@ def ranges_from_mapping(ranges: Mapping[str, Range]) -> RangeSource:
     return source
 
 
-def ranges_from_statistics(stats: Mapping[str, object]) -> RangeSource:
-    """Ranges computed on demand by the calibration library's strategies."""
-    from .quantization.ranges import activation_range
+class StatisticsRanges:
+    """Ranges computed on demand from calibration statistics by the range strategies."""
 
-    def source(tensor: str, strategy: str, bits: int, symmetric: bool) -> Range | None:
-        found = stats.get(tensor)
+    def __init__(self, stats: Mapping[str, TensorStatistics]):
+        self.stats = stats
+
+    def __call__(self, tensor: str, strategy: str, bits: int, symmetric: bool) -> Range | None:
+        found = self.stats.get(tensor)
         if found is None:
             return None
-        return activation_range(found, strategy, bits=bits, symmetric=symmetric)  # type: ignore[arg-type]
+        return activation_range(found, strategy, bits=bits, symmetric=symmetric)
 
-    return source
+    def auto_choice(self, tensor: str, bits: int, symmetric: bool) -> str:
+        """The strategy `auto` stands for on `tensor` (which has statistics)."""
+        return auto_choice(self.stats[tensor], bits, symmetric)
+
+
+def ranges_from_statistics(stats: Mapping[str, TensorStatistics]) -> RangeSource:
+    """Ranges computed on demand by the calibration library's strategies."""
+    return StatisticsRanges(stats)
 
 
 def _check_overrides(func: FuncOp, names: set[str], overrides: LayerOverrides) -> None:
@@ -437,7 +453,7 @@ class QuantizePass(ModulePass):
     stats: str | None = None
     ranges: str | None = None
     samples: int = 0
-    activation_strategy: str = "extrema"
+    activation_strategy: str = "auto"
     weight_strategy: str = "extrema"
     io: str = "float"
     full_range: bool = False

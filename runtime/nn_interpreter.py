@@ -9,7 +9,7 @@ intermediate once its last user has run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeAlias, TypeVar, overload
 
 import numpy as np
@@ -464,6 +464,18 @@ class FunctionRunner:
             for v in dead:
                 env.pop(v, None)
         return [_owned(env[v], arrays) for v in self.results], intermediates
+
+    def steps(
+        self, inputs: Sequence[np.ndarray]
+    ) -> Iterator[tuple[Operation, dict[SSAValue, np.ndarray]]]:
+        """Run op by op, yielding each op after it ran with the live values (its operands
+        and results included; values the op used last are freed after the yield)."""
+        env = dict(zip(self.func.body.block.args, self.check_inputs(inputs), strict=True))
+        for op, dead in zip(self.ops, self.dead_after, strict=True):
+            self._step(op, env, set(), {})
+            yield op, env
+            for v in dead:
+                env.pop(v, None)
 
     def _step(
         self,

@@ -39,7 +39,7 @@ def add_quantize_options(parser: argparse.ArgumentParser) -> None:
         metavar="P",
         help="keep values within the P-th percentiles (e.g. 99.99) before statistics",
     )
-    group.add_argument("--activation-strategy", default="extrema", metavar="NAME")
+    group.add_argument("--activation-strategy", default="auto", metavar="NAME")
     group.add_argument("--weight-strategy", default="extrema", metavar="NAME")
     group.add_argument("--io", choices=("float", "quantized"), default="float")
     group.add_argument("--batch-size", type=int, metavar="N", help="calibration batch size")
@@ -77,7 +77,7 @@ _QUANTIZE_ONLY = {
     "target_cosine": None, "max_top1_drop": None, "save_stats": None, "outlier_std": None,
     "outlier_percentile": None, "batch_size": None, "mean": None, "scale": None,
     "reverse_channels": False, "layer_config": None, "write_layer_config": None, "data": None,
-    "json": None, "activation_strategy": "extrema", "weight_strategy": "extrema",
+    "json": None, "activation_strategy": "auto", "weight_strategy": "extrema",
 }  # fmt: skip
 
 

@@ -157,6 +157,7 @@ class TensorParams:
     scale: float | list[float]
     zero_point: int | list[int]
     fractional_length: int | None = None  # power-of-two scales: -log2(scale)
+    strategy: str | None = None  # what the `auto` range strategy chose for the tensor
 
     def to_json(self) -> dict[str, Any]:
         entry: dict[str, Any] = {
@@ -167,6 +168,8 @@ class TensorParams:
         }
         if self.fractional_length is not None:
             entry["fractional_length"] = self.fractional_length
+        if self.strategy is not None:
+            entry["strategy"] = self.strategy
         return entry
 
 

@@ -306,7 +306,8 @@ class Emitter:
                 name, q.storage, list(q.scale_values()), list(q.zero_point_values())
             )
         fl = fractional_length(q.scale) if self.plan.scheme.pow2 else None
-        return TensorParams(name, q.storage, q.scale, q.zero_point, fl)
+        chosen = self.plan.chosen.get(original)
+        return TensorParams(name, q.storage, q.scale, q.zero_point, fl, chosen)
 
     def as_float(self, value: SSAValue) -> SSAValue:
         if value in self.float_form:

@@ -15,13 +15,14 @@ restricted range +-(2^(b-1) - 1) steps of t / (2^(b-1) - 1); asymmetric ones use
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from npuc.diagnostics import NpucError
 
-from .statistics import TensorStatistics
+if TYPE_CHECKING:
+    from .statistics import Histogram, TensorStatistics
 
 MIN_SPAN = 1e-8
 # The kl strategy works on at most this many bins of |x| (TensorRT's histogram size).
@@ -37,7 +38,11 @@ _ACTIVATION_OPTIONS: dict[str, dict[str, Any]] = {
     "percentile": {"percentile": 99.99},
     "kl": {"stride": 1},
     "mse": {},
+    "auto": {},
 }
+# A tensor with no `auto` choice recorded for a grid (statistics saved before any
+# choice was made for it, or read back without probe samples) uses this strategy.
+AUTO_FALLBACK = "extrema"
 _WEIGHT_OPTIONS: dict[str, dict[str, Any]] = {
     "extrema": {},
     "percentile": {"percentile": 99.99},
@@ -110,14 +115,29 @@ def activation_range(
     extrema: (min, max); batch_mean: the mean of per-batch minima and maxima;
     moving_average: (ema_min, ema_max); mean_std: mean -+ num_std * std (default 3);
     percentile: P(100 - p) and P(p) of x, or P(p) of |x| when symmetric (p default
-    99.99), from the histogram; kl: TensorRT's entropy calibration on the histogram
-    of |x| with 2^(bits-1) levels (2^bits for an asymmetric range of a tensor with
-    min >= 0, which gives (0, t)); option `stride` tries every stride-th threshold;
-    mse: the clip range minimising expected quantization plus clipping error under
-    the histogram.
+    99.99), from the histogram; kl: TensorRT's entropy calibration (`_kl_threshold`),
+    on the histogram of |x| with 2^(bits-1) levels when symmetric, else on the
+    histogram of the longer side of zero with that side's share of the 2^bits levels,
+    the shorter side keeping its extremum; option `stride` tries every stride-th
+    threshold; mse: the clip range minimising expected quantization plus clipping error
+    under the histogram; auto: the strategy chosen for this tensor and grid by
+    auto_strategy.py, made on first use while the calibration's probe is attached.
+    Results are cached on `stats` until it records more values.
     """
     opts = _options(strategy, _ACTIVATION_OPTIONS, options)
     _check_bits(bits)
+    if strategy == "auto":
+        return activation_range(stats, auto_choice(stats, bits, symmetric), bits=bits,
+                                symmetric=symmetric)  # fmt: skip
+    request = (strategy, bits, symmetric, *sorted(opts.items()))
+    if request not in stats.ranges:
+        stats.ranges[request] = _activation_range(stats, strategy, bits, symmetric, opts)
+    return stats.ranges[request]
+
+
+def _activation_range(
+    stats: TensorStatistics, strategy: str, bits: int, symmetric: bool, opts: dict[str, Any]
+) -> tuple[float, float]:
     if stats.count == 0:
         return _finish(0.0, 0.0, symmetric)
     vmin, vmax = stats.min, stats.max
@@ -153,14 +173,28 @@ def activation_range(
                 lo = max(_hist_percentile(counts, edges, 100.0 - p), vmin)
                 hi = min(_hist_percentile(counts, edges, p), vmax)
         elif strategy == "kl":
-            unsigned = not symmetric and vmin >= 0
-            abs_counts, width = hist.abs_counts()
-            levels = 2 ** (bits - 1 + int(unsigned))
-            t = min(_kl_threshold(abs_counts, width, levels, opts["stride"]), amax)
-            lo, hi = (-t, t) if symmetric else (max(-t, vmin), min(t, vmax))
+            if symmetric:
+                abs_counts, width = hist.abs_counts()
+                t = _kl_threshold(abs_counts, width, 2 ** (bits - 1), opts["stride"])
+                lo, hi = -min(t, amax), min(t, amax)
+            else:
+                lo, hi = _kl_asymmetric(hist, vmin, vmax, bits, opts["stride"])
         else:
             lo, hi = _mse_range(counts, edges, vmin, vmax, bits, symmetric)
     return _finish(lo, hi, symmetric)
+
+
+def grid_key(bits: int, symmetric: bool) -> str:
+    """The key of a quantization grid in `TensorStatistics.auto`: 'a8', 's16', ..."""
+    return f"{'s' if symmetric else 'a'}{bits}"
+
+
+def auto_choice(stats: TensorStatistics, bits: int, symmetric: bool) -> str:
+    """The strategy `auto` stands for on this tensor at (bits, symmetric)."""
+    key = grid_key(bits, symmetric)
+    if key not in stats.auto and stats.probe is not None:
+        stats.probe.choose(bits, symmetric)
+    return stats.auto.get(key, AUTO_FALLBACK)
 
 
 def _hist_percentile(counts: np.ndarray, edges: np.ndarray, p: float) -> float:
@@ -183,39 +217,66 @@ def _smooth(p: np.ndarray, mask: np.ndarray, eps: float = 1e-4) -> np.ndarray:
     return p + eps * zeros - (eps * n_zero / n_nonzero) * nonzero
 
 
+def _kl_asymmetric(
+    hist: Histogram, vmin: float, vmax: float, bits: int, stride: int
+) -> tuple[float, float]:
+    """The kl range of an asymmetric tensor: the longer side of zero is clipped at its
+    entropy threshold with round(2^bits * long / (long + short)) levels (its share of
+    the grid at the extrema), the shorter side keeps its extremum. Folding both sides
+    onto |x| instead would clip the long side of a lopsided tensor (hard-swish:
+    [-0.375, 6]) to fit levels it does not get."""
+    positive = vmax >= -vmin
+    long, short = (max(vmax, 0.0), max(-vmin, 0.0)) if positive else (-vmin, max(vmax, 0.0))
+    if long <= 0:  # only zeros
+        return 0.0, 0.0
+    levels = max(2, round(2**bits * long / (long + short)))
+    counts, width = hist.side_counts(positive)
+    t = min(_kl_threshold(counts, width, levels, stride), long)
+    return (vmin, t) if positive else (-t, vmax)
+
+
 def _kl_threshold(counts: np.ndarray, width: float, levels: int, stride: int) -> float:
     """TensorRT's entropy calibration on the |x| histogram `counts` (bins of `width`).
 
     A histogram of more than KL_BINS bins (data far from zero) first merges groups
-    of consecutive bins down to at most KL_BINS. For each candidate i (levels <= i
-    <= bins, every `stride`-th, and the last): P is counts[:i] with every count
+    of consecutive bins down to at most KL_BINS. The zero bin is clamped to the
+    count of the next (as NVIDIA's pytorch-quantization does): the spike of exact
+    zeros after a ReLU would otherwise dominate P and pull the threshold to the
+    first candidate. Candidates i run from f + levels (f: the first non-empty bin,
+    so data far from zero is never clipped below its minimum) to the last bin,
+    every `stride`-th, and the last. For each, P is counts[:i] with every count
     beyond folded into its last bin; Q quantizes counts[:i] into `levels` groups of
     consecutive bins (bin j in group floor(j * levels / i)) and spreads each group's
     total evenly over its non-empty bins. Both are smoothed (empty bins get 1e-4
     counts) and normalised; the threshold is i * width for the i minimising
-    KL(P || Q). Like TensorRT's, it suits distributions concentrated near zero: data
-    far from zero can give a degenerate threshold.
+    KL(P || Q).
     """
     if counts.size > KL_BINS:  # data far from zero: merge bins, as TensorRT has 2048
         factor = -(-counts.size // KL_BINS)
         counts = np.bincount(np.arange(counts.size) // factor, weights=counts).astype(np.int64)
         width *= factor
     size = counts.size
-    if size <= levels:
+    if size == 0:
+        return 0.0
+    counts = counts.copy()
+    if size > 1:
+        counts[0] = min(counts[0], counts[1])
+    first = int(np.flatnonzero(counts)[0]) if counts.any() else 0
+    if size <= first + levels:
         return size * width
-    candidates = np.arange(levels, size + 1, stride)
+    candidates = np.arange(first + levels, size + 1, stride)
     if candidates[-1] != size:
         candidates = np.append(candidates, size)
     c = counts.astype(np.float64)
     beyond = c.sum() - np.cumsum(c)  # beyond[i - 1]: counts in bins >= i
-    j = np.arange(size)
     best, best_kl = size, math.inf
     for block in np.array_split(candidates, max(1, candidates.size * size // 2**20)):
         i = block[:, None]
+        j = np.arange(int(block[-1]))  # the bins any candidate of the block keeps
         mask = j[None, :] < i
         group = np.where(mask, (j[None, :] * levels) // i, 0)
         flat = group + levels * np.arange(block.size)[:, None]
-        kept = np.where(mask, c[None, :], 0.0)
+        kept = np.where(mask, c[None, : j.size], 0.0)
         totals = np.bincount(flat.ravel(), kept.ravel(), minlength=block.size * levels)
         filled = np.bincount(
             flat.ravel(), (kept > 0).ravel().astype(np.float64), minlength=block.size * levels
@@ -240,15 +301,36 @@ def _tails(
     counts: np.ndarray, lower: np.ndarray, width: float, thresholds: np.ndarray, above: bool
 ) -> tuple[np.ndarray, np.ndarray]:
     """(count, summed squared clipping error) of the values beyond each threshold, with the
-    values spread uniformly inside each bin [lower, lower + width)."""
-    t = thresholds[:, None]
-    if above:
-        near, far = np.maximum(lower - t, 0.0), np.maximum(lower + width - t, 0.0)
-    else:
-        near, far = np.maximum(t - lower - width, 0.0), np.maximum(t - lower, 0.0)
-    density = counts / width
-    count = ((far - near) * density).sum(axis=1)
-    error = ((far**3 - near**3) / 3.0 * density).sum(axis=1)
+    values spread uniformly inside each bin [lower, lower + width) (`lower` ascending).
+
+    A bin wholly beyond t contributes c * (u^2 + u * w + w^2 / 3) (u: the distance from t
+    to its near edge), summed for all such bins at once from prefix sums of c, c * u0 and
+    c * u0^2 (u0 in bins from the first bin, so the sums stay small and exact enough); the
+    bin that t cuts contributes the part beyond t.
+    """
+    w = float(width)
+    c = counts.astype(np.float64)
+    j = (lower - lower[0]) / w  # bin positions, in bins
+    tau = (thresholds - lower[0]) / w  # thresholds, in bins
+    s0, s1, s2 = (np.concatenate(([0.0], np.cumsum(c * j**k))) for k in range(3))
+    if above:  # bins with lower >= t are wholly beyond; the bin before may be cut
+        k = np.searchsorted(lower, thresholds, side="left")
+        n0, n1, n2 = s0[-1] - s0[k], s1[-1] - s1[k], s2[-1] - s2[k]
+        # u = (j - tau) * w
+        full_e = (n2 - 2 * tau * n1 + tau**2 * n0) + (n1 - tau * n0) + n0 / 3.0
+        cut = np.maximum(k - 1, 0)
+        part = np.where((k > 0) & (lower[cut] + w > thresholds), lower[cut] + w - thresholds, 0.0)
+    else:  # bins with lower + w <= t are wholly beyond; the next may be cut
+        k = np.searchsorted(lower + w, thresholds, side="right")
+        n0, n1, n2 = s0[k], s1[k], s2[k]
+        # u = (tau - j - 1) * w
+        a = tau - 1.0
+        full_e = (a**2 * n0 - 2 * a * n1 + n2) + (a * n0 - n1) + n0 / 3.0
+        cut = np.minimum(k, lower.size - 1)
+        part = np.where((k < lower.size) & (lower[cut] < thresholds), thresholds - lower[cut], 0.0)
+    part = np.maximum(part, 0.0)
+    count = n0 + part * c[cut] / w
+    error = full_e * w * w + part**3 / 3.0 * c[cut] / w
     return count, error
 
 
@@ -345,7 +427,7 @@ def weight_range(
     return lo.astype(np.float64), hi.astype(np.float64)
 
 
-def _fake_quantize(
+def fake_quantize_grid(
     x: np.ndarray, lo: np.ndarray, hi: np.ndarray, bits: int, symmetric: bool
 ) -> np.ndarray:
     """x quantized to `bits` in [lo, hi] and dequantized (lo, hi broadcast against x); the
@@ -373,7 +455,7 @@ def _weight_mse(
     for k in range(1, n + 1):
         r = k / n
         error = np.square(
-            _fake_quantize(rows, r * lo0[:, None], r * hi0[:, None], bits, symmetric) - rows
+            fake_quantize_grid(rows, r * lo0[:, None], r * hi0[:, None], bits, symmetric) - rows
         ).mean(axis=1)
         better = error < best
         best = np.where(better, error, best)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,7 @@ from npuc.graph_io import entry_function, input_names, output_names
 from npuc.progress import Progress
 from npuc.runtime.nn_interpreter import FunctionRunner
 
+from .auto_strategy import PROBE_CALLS, StrategyProbe
 from .datasets import InputSpec, model_inputs
 from .state import StateCarrier
 
@@ -167,6 +169,18 @@ class Histogram:
         counts[nonzero + self.start - start] = self.counts[nonzero]
         self.counts, self.start = counts, start
 
+    def side_counts(self, positive: bool) -> tuple[np.ndarray, float]:
+        """The histogram of x >= 0 (or of -x for x < 0): counts of bins
+        [j * width, (j + 1) * width) up to the last non-empty bin, and the width."""
+        if self.width is None or not self.counts.any():
+            return np.zeros(0, np.int64), self.width or 0.0
+        absolute = self.start + np.arange(self.bins, dtype=np.int64)
+        keep = (absolute >= 0 if positive else absolute < 0) & (self.counts > 0)
+        if not keep.any():
+            return np.zeros(0, np.int64), self.width
+        index = absolute[keep] if positive else -absolute[keep] - 1
+        return np.bincount(index, weights=self.counts[keep]).astype(np.int64), self.width
+
     def abs_counts(self) -> tuple[np.ndarray, float]:
         """The histogram of |x|: counts of bins [j * width, (j + 1) * width), up to the last
         non-empty bin, and the width."""
@@ -187,7 +201,9 @@ class TensorStatistics:
     `m = momentum * m + (1 - momentum) * batch_value`, started at the first batch;
     mean, std: over all recorded values (population std, merged per array with
     Chan's parallel update); batch_ranges: (min, max) of each batch; histogram: a
-    signed `Histogram`; nonfinite, outliers: values dropped.
+    signed `Histogram`; nonfinite, outliers: values dropped; auto: the strategy the
+    `auto` strategy chose per grid ('a8': 8-bit asymmetric, 's16', ...), made on first
+    use by `probe` (auto_strategy.py, attached by `collect_statistics`).
 
     Values arrive through `add` (any number of arrays per batch) and `end_batch`;
     `update` does both for a batch held in one array.
@@ -209,6 +225,9 @@ class TensorStatistics:
         self.histogram = Histogram(bins)
         self.nonfinite = 0
         self.outliers = 0
+        self.auto: dict[str, str] = {}
+        self.probe: StrategyProbe | None = None
+        self.ranges: dict[tuple, tuple[float, float]] = {}  # activation_range's, by request
         self._batch: tuple[float, float] | None = None
 
     @property
@@ -223,6 +242,7 @@ class TensorStatistics:
 
     def add(self, values: np.ndarray, outlier_policy: OutlierPolicy | None = None) -> None:
         """Record one array of the current batch."""
+        self.ranges.clear()
         x = np.asarray(values).astype(np.float64, copy=False).ravel()
         finite = np.isfinite(x)
         if not finite.all():
@@ -288,6 +308,7 @@ class TensorStatistics:
             else {"range": list(hist_range), "counts": self.histogram.counts.tolist()},
             "nonfinite": self.nonfinite,
             "outliers": self.outliers,
+            "auto": dict(sorted(self.auto.items())),
         }
 
     @classmethod
@@ -300,7 +321,7 @@ class TensorStatistics:
             check.fail("", "must be an object")
         known = {
             "count", "min", "max", "ema_min", "ema_max", "mean", "std",
-            "batch_ranges", "histogram", "nonfinite", "outliers",
+            "batch_ranges", "histogram", "nonfinite", "outliers", "auto",
         }  # fmt: skip
         unknown = sorted(set(data) - known)
         if unknown:
@@ -329,6 +350,7 @@ class TensorStatistics:
         hist = data.get("histogram")
         if hist is not None:
             stats.histogram = check.histogram(hist)
+        stats.auto = check.auto(data.get("auto", {}))
         return stats
 
 
@@ -375,6 +397,18 @@ class _Checker:
             pairs.append((lo, hi))
         return pairs
 
+    def auto(self, value: Any) -> dict[str, str]:
+        from .auto_strategy import CANDIDATES
+
+        if not isinstance(value, dict):
+            self.fail("auto", "must be an object mapping grids ('a8', 's16') to strategies")
+        for grid, strategy in value.items():
+            if not re.fullmatch(r"[as](?:[2-9]|[12][0-9]|3[0-2])", grid):
+                self.fail("auto", f"has grid '{grid}' (expected 'a' or 's' and 2 to 32 bits)")
+            if strategy not in CANDIDATES:
+                self.fail("auto", f"'{grid}' is '{strategy}' (expected {', '.join(CANDIDATES)})")
+        return dict(value)
+
     def histogram(self, value: Any) -> Histogram:
         if not isinstance(value, dict) or set(value) != {"range", "counts"}:
             self.fail("histogram", "must be an object with exactly 'range' and 'counts'")
@@ -404,6 +438,7 @@ def collect_statistics(
     momentum: float = MOMENTUM,
     outlier_policy: OutlierPolicy | None = None,
     progress: bool = True,
+    probe_calls: int = PROBE_CALLS,
 ) -> dict[str, TensorStatistics]:
     """Run the float graph on every batch and record statistics of every tensor.
 
@@ -412,7 +447,8 @@ def collect_statistics(
     the batch is run as k model calls and counts as one batch for the per-batch
     statistics (datasets.py makes such batches). Keys: input names, the
     interpreter's intermediate keys (op `name`, `name:i`, `%N`) and output names
-    (an output shares the statistics object of the tensor it returns).
+    (an output shares the statistics object of the tensor it returns). The first
+    `probe_calls` model calls are kept for the `auto` strategy's probe.
     """
     try:
         func = entry_function(module)
@@ -435,6 +471,7 @@ def collect_statistics(
         stats[key].add(array, outlier_policy)
 
     aliases: dict[str, str] | None = None
+    kept_calls: list[list[np.ndarray]] = []
     total = len(batches) if hasattr(batches, "__len__") else None  # type: ignore[arg-type]
     seen = 0
     with Progress(total, "calibrating", unit="batch", enabled=progress) as bar:
@@ -442,7 +479,10 @@ def collect_statistics(
             for feeds in _model_calls(batch, specs, seen):
                 for name, array in state.state.items():
                     record(name, array)
-                results, intermediates = runner.run(state.arguments(feeds), keep="all")
+                arguments = state.arguments(feeds)
+                if len(kept_calls) < probe_calls:
+                    kept_calls.append(list(arguments))
+                results, intermediates = runner.run(arguments, keep="all")
                 state.update(results)
                 if aliases is None:
                     aliases = _output_aliases(runner, input_names(func), outputs, intermediates)
@@ -462,6 +502,9 @@ def collect_statistics(
     for name, key in (aliases or {}).items():
         if key in stats:  # not for integer tensors
             stats.setdefault(name, stats[key])
+    probe = StrategyProbe(module, runner, stats, kept_calls)
+    for tensor in stats.values():
+        tensor.probe = probe
     return stats
 
 
@@ -530,7 +573,11 @@ def save_statistics(
     stats: Mapping[str, TensorStatistics],
     meta: Mapping[str, Any] | None = None,
 ) -> None:
-    """Write statistics (and free-form JSON `meta`) to a JSON file."""
+    """Write statistics (and free-form JSON `meta`) to a JSON file. The `auto` choice
+    for 8-bit asymmetric tensors (the default schemes') is made first if it can be."""
+    for tensor in stats.values():
+        if tensor.probe is not None and "a8" not in tensor.auto:
+            tensor.probe.choose(8, False)
     document = {
         "version": FILE_VERSION,
         "tensors": {name: s.to_dict() for name, s in stats.items()},

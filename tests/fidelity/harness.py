@@ -57,7 +57,7 @@ from fidelity.datasets import GENERATORS, Samples  # noqa: E402
 
 import npuc  # noqa: E402
 
-STRATEGIES = ("extrema", "percentile", "mse", "kl", "moving_average")
+STRATEGIES = ("auto", "extrema", "percentile", "mse", "kl", "moving_average")
 ORT_METHODS = {  # label: (CalibrationMethod name, calibrator options, quant_pre_process first)
     "MinMax": ("MinMax", {}, True),
     "Entropy": ("Entropy", {}, True),

@@ -122,9 +122,14 @@ def test_percentile_within_one_bin_of_numpy(p):
 
 
 def trt_entropy_reference(bins: np.ndarray, levels: int) -> int:
-    """TensorRT / MXNet entropy calibration written as plain loops: returns the best i."""
-    best_i, best_kl = None, np.inf
-    for i in range(levels, len(bins) + 1):
+    """TensorRT / MXNet entropy calibration written as plain loops: returns the best i.
+    Like NVIDIA's pytorch-quantization, bin 0 is capped at bin 1's count (no zero spike);
+    candidates start `levels` bins past the first non-empty bin."""
+    bins = bins.copy()
+    bins[0] = min(bins[0], bins[1])
+    first = next(j for j in range(len(bins)) if bins[j] > 0)
+    best_i, best_kl = len(bins), np.inf
+    for i in range(first + levels, len(bins) + 1):
         ref = bins[:i].astype(np.float64).copy()
         ref[i - 1] += bins[i:].sum()
         total, filled = [0] * levels, [0] * levels
@@ -173,6 +178,43 @@ def test_kl_on_gaussian_with_outliers_clips_the_tail():
     a = np.abs(x)
     assert lo == -hi
     assert np.percentile(a, 99) < hi < 0.85 * a.max()
+
+
+def test_kl_never_clips_a_tensor_far_from_zero_below_its_minimum():
+    """An SE block's hard-sigmoid gate: every value in [0.1, 0.35]. Thresholds counted from
+    zero once clipped it near its minimum, and the gate collapsed."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0.105, 0.347, 20000)
+    lo, hi = activation_range(gather(np.array_split(x, 4)), "kl")
+    assert lo == 0.0
+    assert hi >= np.percentile(x, 99.9)
+
+
+def test_kl_of_relu_output_ignores_the_spike_of_zeros():
+    """Half of a ReLU's outputs are exact zeros; the threshold must follow the positive values
+    as it does without the zeros, not collapse to the first candidate."""
+    rng = np.random.default_rng(6)
+    positive = np.abs(rng.standard_normal(40000))
+    with_zeros = np.concatenate((positive, np.zeros(40000)))
+    _, alone = activation_range(gather([positive]), "kl")
+    _, spiked = activation_range(gather([with_zeros]), "kl")
+    assert spiked == pytest.approx(alone, rel=0.05)
+    assert spiked > np.percentile(positive, 99)
+
+
+def test_kl_of_a_lopsided_asymmetric_tensor_keeps_the_short_side():
+    """Hard-swish outputs: [-0.375, large]. The short negative side keeps its extremum, the long
+    side is clipped with its share of the 256 levels, so less than |x| with 128 levels would."""
+    rng = np.random.default_rng(7)
+    z = rng.standard_normal(50000) * 2
+    x = z * np.clip(z + 3, 0, 6) / 6
+    x[rng.random(x.size) < 0.001] *= 4  # rare outliers for the threshold to clip
+    stats = gather([x])
+    lo, hi = activation_range(stats, "kl")
+    assert lo == pytest.approx(x.min())
+    _, folded = activation_range(stats, "kl", symmetric=True)
+    assert np.percentile(x, 99) < hi <= x.max()
+    assert hi > folded
 
 
 def ort_entropy_threshold(x: np.ndarray, num_bins: int, num_quantized_bins: int, tmp_path):

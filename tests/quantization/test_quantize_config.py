@@ -125,10 +125,11 @@ def test_stats_file_and_written_configuration(model, tmp_path):
     conv = layers["conv1"]
     assert (conv["op"], conv["bits"], conv["mode"]) == ("nn.conv2d", 8, "int")
     assert (conv["strategy"], conv["weight_strategy"], conv["weight_bits"]) == (
-        "extrema",
+        "auto",
         "extrema",
         8,
     )
+    assert conv["outputs"][0]["strategy"] in ("extrema", "percentile", "mse", "kl")
     assert conv["lowering"] == "qnn.conv2d"
     assert conv["weights"]["granularity"] == "per-channel" and len(conv["weights"]) >= 2
     assert [t["tensor"] for t in conv["inputs"]] == ["x", "w1"]
@@ -229,7 +230,7 @@ def test_editing_one_layer_changes_only_it_and_its_boundaries(model, tmp_path, e
     data["layers"]["conv2"].update(edit)
     config.write_text(json.dumps(data))
     assert read_layer_config(config).layers["conv2"] == LayerSetting(
-        bits=edit.get("bits", 8), mode=edit.get("mode", "int"), strategy="extrema",
+        bits=edit.get("bits", 8), mode=edit.get("mode", "int"), strategy="auto",
         weight_bits=8, weight_strategy="extrema",
     )  # fmt: skip
     after = module.clone()

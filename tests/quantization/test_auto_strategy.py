@@ -1,0 +1,180 @@
+"""The `auto` activation strategy: each tensor's choice is the candidate whose quantization
+disturbs its consumers least, recomputed here with onnxruntime's tensors and numpy; choices
+are recorded in the statistics file, reported per tensor, and applied by the quantizer."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from onnx import helper
+from onnxruntime_reference import reference_session
+
+from npuc.diagnostics import NpucError
+from npuc.passes.quantization.auto_strategy import CANDIDATES, CLIP_COST, PROBE_CALLS
+from npuc.passes.quantization.ranges import activation_range
+from npuc.passes.quantization.statistics import (
+    collect_statistics,
+    load_statistics,
+    save_statistics,
+)
+from npuc.passes.quantize import QuantizeConfig, quantize_module, ranges_from_statistics
+
+CALLS = 12
+
+
+def heavy_tailed_inputs(seed: int = 4) -> list[dict[str, np.ndarray]]:
+    """Inputs whose rare large values make the range strategies disagree."""
+    rng = np.random.default_rng(seed)
+    batches = []
+    for _ in range(CALLS):
+        x = rng.standard_normal((1, 3, 6, 5))
+        x[rng.random(x.shape) < 0.02] *= 12
+        batches.append({"x": x.astype(np.float32)})
+    return batches
+
+
+def qdq(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """8-bit asymmetric fake quantization with an integer zero point, written from the spec."""
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    scale = (hi - lo) / 255
+    zero = np.round(-lo / scale)
+    return (np.clip(np.round(x / scale) + zero, 0, 255) - zero) * scale
+
+
+def onnxruntime_tensors(qm, batches) -> list[dict[str, np.ndarray]]:
+    _, weights = qm.conv_model(1)
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"]),
+    ]
+    model = qm.make_model(nodes, [("x", (1, 3, 6, 5))], ["c1", "r1", "c2"], weights)
+    session = reference_session(model)
+    return [dict(zip(("c1", "r1", "c2"), session.run(None, b), strict=True)) for b in batches]
+
+
+@pytest.fixture
+def calibrated(qm):
+    module, weights = qm.conv_model(1)
+    batches = heavy_tailed_inputs()
+    stats = collect_statistics(module, batches, progress=False)
+    return module, weights, batches, stats
+
+
+def test_the_choice_minimises_the_consumers_error(qm, calibrated):
+    """relu1's consumer is the 1x1 conv2 (no bias), conv1's is relu1: for each candidate range,
+    the relative squared error of the consumer's output over the first PROBE_CALLS calls,
+    computed from onnxruntime's float tensors. The chosen strategy has the least, once the
+    clipping candidates' errors are weighted by CLIP_COST against extrema's."""
+    module, weights, batches, stats = calibrated
+    tensors = onnxruntime_tensors(qm, batches[:PROBE_CALLS])
+    w2 = weights["w2"][:, :, 0, 0].astype(np.float64)
+    consumers = {
+        "relu1": ("r1", lambda r: np.einsum("oi,nihw->nohw", w2, r), "c2"),
+        "conv1": ("c1", lambda c: np.maximum(c, 0.0), "r1"),
+    }
+    quantize_module(module.clone(), ranges_from_statistics(stats),
+                    QuantizeConfig(activation_strategy="auto"))  # fmt: skip
+    assert stats["relu1"].auto["a8"] != "extrema"  # the data exercises a clipping choice
+    for name, (tensor, consumer, output) in consumers.items():
+        ranges = [activation_range(stats[name], s) for s in CANDIDATES]
+        assert len(set(ranges)) > 2, ranges  # the data must make the strategies disagree
+        errors = np.zeros(len(CANDIDATES))
+        for call in tensors:
+            y = call[output].astype(np.float64)
+            for k, (lo, hi) in enumerate(ranges):
+                got = consumer(qdq(call[tensor].astype(np.float64), lo, hi))
+                errors[k] += np.square(got - y).sum() / np.square(y).sum()
+        assert CANDIDATES[0] == "extrema"
+        errors[1:] *= CLIP_COST
+        chosen = stats[name].auto["a8"]
+        assert errors[CANDIDATES.index(chosen)] == pytest.approx(errors.min(), rel=1e-6), (
+            name, dict(zip(CANDIDATES, errors, strict=True)))  # fmt: skip
+
+
+def test_the_report_shows_each_tensors_choice_and_the_quantizer_applies_it(calibrated):
+    module, _, _, stats = calibrated
+    auto = module.clone()
+    report = quantize_module(auto, ranges_from_statistics(stats),
+                             QuantizeConfig(activation_strategy="auto"))  # fmt: skip
+    # Tensors that take their type from another (a reshape's output) show no strategy.
+    shown = {
+        t.tensor: t.strategy
+        for layer in report.layers.values()
+        for t in layer.outputs
+        if t.strategy is not None
+    }
+    assert {"relu1", "conv2", "gap"} <= set(shown)
+    assert all(shown[name] == stats[name].auto["a8"] for name in shown)
+    entry = report.to_config()["layers"]["conv2"]
+    assert entry["strategy"] == "auto"
+    assert entry["outputs"][0]["strategy"] == stats["conv2"].auto["a8"]
+    for name, strategy in shown.items():
+        params = next(t for r in report.layers.values() for t in r.outputs if t.tensor == name)
+        lo, hi = activation_range(stats[name], strategy)
+        lo, hi = min(lo, 0.0), max(hi, 0.0)
+        assert params.scale == pytest.approx((hi - lo) / 255, rel=1e-6)
+
+
+def test_choices_survive_the_statistics_file(tmp_path, calibrated):
+    module, _, _, stats = calibrated
+    path = tmp_path / "stats.json"
+    save_statistics(path, stats)
+    saved = json.loads(path.read_text())["tensors"]
+    assert {name: t["auto"]["a8"] for name, t in saved.items()} == {
+        name: s.auto["a8"] for name, s in stats.items()
+    }
+    loaded, _ = load_statistics(path)
+    assert all(s.probe is None for s in loaded.values())
+    config = QuantizeConfig(activation_strategy="auto")
+    direct = quantize_module(module.clone(), ranges_from_statistics(stats), config)
+    from_file = quantize_module(module.clone(), ranges_from_statistics(loaded), config)
+    assert direct.to_config() == from_file.to_config()
+
+
+def test_a_tensor_without_a_recorded_choice_uses_extrema(tmp_path, calibrated):
+    _, _, _, stats = calibrated
+    path = tmp_path / "stats.json"
+    save_statistics(path, stats)
+    document = json.loads(path.read_text())
+    for tensor in document["tensors"].values():
+        del tensor["auto"]
+    path.write_text(json.dumps(document))
+    loaded, _ = load_statistics(path)
+    for name, s in loaded.items():
+        assert activation_range(s, "auto") == activation_range(s, "extrema"), name
+        assert activation_range(s, "auto", bits=16, symmetric=True) == activation_range(
+            s, "extrema", bits=16, symmetric=True
+        )
+
+
+@pytest.mark.parametrize(
+    ("auto", "message"),
+    [
+        ([], "'auto' must be an object"),
+        ({"q8": "kl"}, "has grid 'q8'"),
+        ({"a64": "kl"}, "has grid 'a64'"),
+        ({"a8": "auto"}, "'a8' is 'auto'"),
+        ({"s16": "median"}, "'s16' is 'median'"),
+    ],
+)
+def test_bad_choices_in_a_statistics_file_are_refused(tmp_path, calibrated, auto, message):
+    _, _, _, stats = calibrated
+    path = tmp_path / "stats.json"
+    save_statistics(path, stats)
+    document = json.loads(path.read_text())
+    document["tensors"]["relu1"]["auto"] = auto
+    path.write_text(json.dumps(document))
+    with pytest.raises(NpucError, match=f"tensor 'relu1': .*{message}"):
+        load_statistics(path)
+
+
+def test_sixteen_bit_choices_are_made_on_first_use(calibrated):
+    _, _, _, stats = calibrated
+    assert all("s16" not in s.auto for s in stats.values())
+    lo, hi = activation_range(stats["relu1"], "auto", bits=16, symmetric=True)
+    assert all(s.auto["s16"] in CANDIDATES for s in stats.values())
+    chosen = activation_range(stats["relu1"], stats["relu1"].auto["s16"], bits=16, symmetric=True)
+    assert (lo, hi) == chosen
