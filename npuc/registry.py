@@ -38,6 +38,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "fold-constants": _lazy("npuc.passes.fold_constants", "FoldConstantsPass"),
     "fold-batchnorm": _lazy("npuc.passes.fold_batchnorm", "FoldBatchNormPass"),
     "fuse-activation": _lazy("npuc.passes.fuse_activation", "FuseActivationPass"),
+    "equalize-layers": _lazy("npuc.passes.equalize_layers", "EqualizeLayersPass"),
     "eliminate-identity": _lazy("npuc.passes.eliminate_identity", "EliminateIdentityPass"),
     "cse": _lazy("npuc.passes.cse", "CSEPass"),
     "dce": _lazy("npuc.passes.dce", "DCEPass"),
