@@ -27,13 +27,13 @@ sys.path[:0] = [str(p) for p in (HERE.parent, HERE.parent / "models") if str(p) 
 
 from corpus import MODELS  # noqa: E402
 from fidelity.datasets import GENERATORS  # noqa: E402
+from fidelity.harness import run_npuc  # noqa: E402
 
 import npuc  # noqa: E402
 from npuc.passes.equalize_layers import find_pairs  # noqa: E402
 from npuc.passes.quantize import QuantizeConfig  # noqa: E402
 from npuc.quantize_flow import calibrate, quantize  # noqa: E402
 from npuc.registry import DEFAULT_PIPELINE  # noqa: E402
-from npuc.runtime.qnn_kernels import dequantized_outputs, run_module  # noqa: E402
 
 # name: (one sample's CHW shape, calibration samples, test samples, samples per call)
 SETS = {
@@ -54,16 +54,7 @@ def float_module(name: str, batch: int, equalize: bool):
 
 
 def run(module, inputs: np.ndarray, batch: int) -> np.ndarray:
-    """The model's single output over `inputs`, `batch` samples per call, dequantized."""
-    outs = []
-    for start in range(0, len(inputs), batch):
-        chunk = inputs[start : start + batch]
-        if len(chunk) < batch:  # pad the last call to the module's batch
-            chunk = np.concatenate([chunk, np.repeat(chunk[-1:], batch - len(chunk), 0)])
-        result = dequantized_outputs(module, run_module(module, {"x": chunk}))
-        (value,) = (v for k, v in result.items() if not k.endswith(".q"))
-        outs.append(np.asarray(value, np.float64)[: len(inputs) - start])
-    return np.concatenate(outs)
+    return run_npuc(module, inputs, batch).astype(np.float64)
 
 
 def fidelity(ref: np.ndarray, out: np.ndarray) -> tuple[float, float]:
