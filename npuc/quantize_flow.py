@@ -94,14 +94,45 @@ def compare(float_module: ModuleOp, quantized: ModuleOp, batches: Iterable[Batch
 
 
 @dataclass(frozen=True)
+class TargetCost:
+    """What a quantized model costs on a target, compiled as npu-compile does by default."""
+
+    cycles: int
+    sram_bytes: int  # the activation arena
+
+
+def target_cost(quantized: ModuleOp, target: str) -> TargetCost:
+    """Estimated cycles and activation arena of `quantized` on `target` (performance tiling,
+    unsupported ops on the host); `quantized` is left as it is."""
+    import json
+
+    from .api import apply_pipeline
+    from .backend.memory_ir import ACTIVATIONS, read_plan
+    from .passes.lower_to_npu import program_of
+    from .runtime.cycle_model import estimate
+    from .target import load_target
+
+    spec, loaded = json.dumps(target), load_target(target)
+    io = "arena" if loaded.placement.io == loaded.placement.arena else "separate"
+    module = quantized.clone()
+    apply_pipeline(module, f"tile{{target={spec} optimise=performance}}")
+    apply_pipeline(module, f"plan-memory{{target={spec} io={io}}}")
+    arena = read_plan(module).regions[ACTIVATIONS].size
+    apply_pipeline(module, "lower-to-npu{host=all}")
+    return TargetCost(estimate(program_of(module), loaded).total_cycles, arena)
+
+
+@dataclass(frozen=True)
 class SearchStep:
-    """One quantization of the search: the promoted layers, its fidelity, and whether the
-    last promotion was kept (a promotion that lowers fidelity is undone)."""
+    """One quantization of the search: the promoted layers, its fidelity, whether the last
+    promotion was kept (a promotion that lowers fidelity is undone), and its cost on the
+    search's cost target if it has one."""
 
     promoted: tuple[str, ...]
     worst_cosine: float
     top1: float | None
     kept: bool = True
+    cost: TargetCost | None = None
 
 
 @dataclass
@@ -147,6 +178,7 @@ def search_mixed_precision(
     max_top1_drop: float | None = None,
     promote_to: str = "int16",
     max_promotions: int = 32,
+    cost_target: str | None = None,
 ) -> SearchResult:
     """Promote the most sensitive layers until the outputs meet the target.
 
@@ -157,6 +189,7 @@ def search_mixed_precision(
     and its layer not tried again.
     Top-1 drop is the percentage of samples whose quantized top-1 class differs
     from float's. The result says whether the target was met and, if not, why not.
+    With `cost_target`, each step records its cycles and SRAM there (`target_cost`).
     """
     from npuc.passes.quantization.layer_config import LayerOverrides, LayerSetting
 
@@ -164,17 +197,23 @@ def search_mixed_precision(
         raise NpucError("the mixed-precision search needs --target-cosine or --max-top1-drop")
     setting = LayerSetting(bits=16) if promote_to == "int16" else LayerSetting(mode="float")
 
+    if cost_target is not None:
+        from .target import load_target
+
+        load_target(cost_target)  # a bad name fails before any work
+
     def attempt(names: list[str]):
         overrides = LayerOverrides(layers={name: setting for name in names})
         quantized, report = quantize(float_module, statistics, replace(config, overrides=overrides))
         outputs, tensors = compare(float_module, quantized, batches)
-        return quantized, report, outputs, tensors
+        cost = None if cost_target is None else target_cost(quantized, cost_target)
+        return quantized, report, outputs, tensors, cost
 
     promoted: list[str] = []
     rejected: list[str] = []
-    quantized, report, outputs, tensors = attempt(promoted)
+    quantized, report, outputs, tensors, cost = attempt(promoted)
     by_top1 = max_top1_drop is not None
-    history = [SearchStep((), _fidelity(outputs)[1], _top1(outputs))]
+    history = [SearchStep((), _fidelity(outputs)[1], _top1(outputs), cost=cost)]
     while not meets(outputs, target_cosine, max_top1_drop):
         if len(promoted) >= max_promotions:
             stopped = f"it reached the limit of {max_promotions} promotions"
@@ -186,10 +225,10 @@ def search_mixed_precision(
         trial = attempt([*promoted, worst])
         kept = _fidelity(trial[2], by_top1) >= _fidelity(outputs, by_top1)
         history.append(SearchStep((*promoted, worst), _fidelity(trial[2])[1], _top1(trial[2]),
-                                  kept))  # fmt: skip
+                                  kept, trial[4]))  # fmt: skip
         if kept:
             promoted.append(worst)
-            quantized, report, outputs, tensors = trial
+            quantized, report, outputs, tensors, _ = trial
         else:
             rejected.append(worst)
     else:

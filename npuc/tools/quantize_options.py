@@ -56,6 +56,11 @@ def add_quantize_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--target-cosine", type=float, help="promote layers until reached")
     group.add_argument("--max-top1-drop", type=float, metavar="PERCENT")
     group.add_argument("--promote-to", choices=("int16", "float"), default="int16")
+    group.add_argument(
+        "--cost-target",
+        metavar="TARGET",
+        help="with a mixed-precision search: each step's estimated cycles and SRAM on TARGET",
+    )
 
 
 def _floats(text: str | None, what: str) -> float | tuple[float, ...] | None:
@@ -78,6 +83,7 @@ _QUANTIZE_ONLY = {
     "outlier_percentile": None, "batch_size": None, "mean": None, "scale": None,
     "reverse_channels": False, "layer_config": None, "write_layer_config": None, "data": None,
     "json": None, "activation_strategy": "auto", "weight_strategy": "extrema",
+    "cost_target": None,
 }  # fmt: skip
 
 
@@ -135,6 +141,9 @@ def check_options(args: argparse.Namespace) -> None:
             raise NpucError(f"{_option(option)}: {e.message}") from None
     if args.target_cosine is not None and not -1 < args.target_cosine <= 1:
         raise NpucError(f"--target-cosine must be in (-1, 1], got {args.target_cosine}")
+    if args.cost_target and args.target_cosine is None and args.max_top1_drop is None:
+        raise NpucError("--cost-target applies to a mixed-precision search "
+                        "(--target-cosine or --max-top1-drop)")  # fmt: skip
     if args.max_top1_drop is not None and not 0 <= args.max_top1_drop <= 100:
         raise NpucError(f"--max-top1-drop is a percentage in [0, 100], got {args.max_top1_drop}")
     if args.compare and args.stats and not args.data:
@@ -190,15 +199,20 @@ def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
             target_cosine=args.target_cosine,
             max_top1_drop=args.max_top1_drop,
             promote_to=args.promote_to,
+            cost_target=args.cost_target,
         )
         quantized, report = found.module, found.report
         chosen = ", ".join(found.promoted) or "none"
         print(f"mixed precision: promoted to {args.promote_to}: {chosen}")
+        if args.cost_target:
+            print(f"  (cost on {args.cost_target}: estimated cycles, activation SRAM)")
+        first = found.history[0].cost
         for step in found.history:
             top = "" if step.top1 is None else f", top-1 agreement {100 * step.top1:.1f}%"
             what = f"+ {step.promoted[-1]}" if step.promoted else "none promoted"
             undone = "" if step.kept else " (lower: undone)"
-            print(f"  {what}: worst output cosine {step.worst_cosine:.6f}{top}{undone}")
+            cost = "" if step.cost is None or first is None else _cost_text(step.cost, first)
+            print(f"  {what}: worst output cosine {step.worst_cosine:.6f}{top}{cost}{undone}")
         if not found.met:
             wanted = " and ".join(
                 text for text, given in (
@@ -235,3 +249,11 @@ def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
         write_file(args.write_layer_config, text)
         print(f"wrote the per-layer configuration to {args.write_layer_config}")
     return quantized
+
+
+def _cost_text(cost, first) -> str:
+    """'; 1,234 cycles (+5.0%), SRAM 12.0 KiB (+2.0 KiB)' against the unpromoted model."""
+    cycles = 100 * (cost.cycles - first.cycles) / max(first.cycles, 1)
+    sram = (cost.sram_bytes - first.sram_bytes) / 1024
+    return (f"; {cost.cycles:,} cycles ({cycles:+.1f}%), SRAM {cost.sram_bytes / 1024:.1f} KiB "
+            f"({sram:+.1f} KiB)")  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -141,3 +142,33 @@ def test_outlier_trimming_narrows_recorded_ranges(workspace: Path):
     cut = json.loads(trimmed.read_text())["tensors"]["conv2"]
     assert cut["max"] < full["max"]
     assert cut["count"] < full["count"]
+
+
+def test_search_reports_each_steps_cost_on_the_cost_target(workspace: Path):
+    result = quantize(
+        workspace, "--data", workspace / "test", "--target-cosine", "0.9999",
+        "--cost-target", "ethos-u55-256-hee",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    steps = [line for line in result.stdout.splitlines() if "worst output cosine" in line]
+    assert len(steps) >= 2
+    costs = []
+    for line in steps:
+        found = re.search(r"; ([\d,]+) cycles \(([+-][\d.]+)%\), SRAM ([\d.]+) KiB", line)
+        assert found, line
+        costs.append((int(found[1].replace(",", "")), float(found[2]), float(found[3])))
+    base_cycles, _, base_sram = costs[0]
+    assert base_cycles > 0 and costs[0][1] == 0.0
+    for cycles, percent, sram in costs[1:]:
+        assert percent == pytest.approx(100 * (cycles - base_cycles) / base_cycles, abs=0.06)
+        # int16 tensors take twice the bytes of int8 ones: SRAM never shrinks
+        assert sram >= base_sram
+
+
+def test_cost_target_needs_a_search_and_a_real_target(workspace: Path):
+    alone = quantize(workspace, "--cost-target", "ethos-u55-256-hee")
+    assert alone.returncode == 1
+    assert "--cost-target applies to a mixed-precision search" in alone.stderr
+    unknown = quantize(workspace, "--target-cosine", "0.99", "--cost-target", "no-such-npu")
+    assert unknown.returncode == 1 and "no-such-npu" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
