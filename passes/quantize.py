@@ -129,7 +129,7 @@ class Plan:
         symmetric = self.scheme.activation(bits).symmetric
         strategy = self.strategy_of(value)
         found = self.ranges(key, strategy, bits, symmetric)
-        if isinstance(self.ranges, StatisticsRanges) and strategy == "auto":
+        if found is not None and isinstance(self.ranges, StatisticsRanges) and strategy == "auto":
             self.chosen[value] = self.ranges.auto_choice(key, bits, symmetric)
         return found
 

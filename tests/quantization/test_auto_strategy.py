@@ -178,3 +178,12 @@ def test_sixteen_bit_choices_are_made_on_first_use(calibrated):
     assert all(s.auto["s16"] in CANDIDATES for s in stats.values())
     chosen = activation_range(stats["relu1"], stats["relu1"].auto["s16"], bits=16, symmetric=True)
     assert (lo, hi) == chosen
+
+
+def test_a_tensor_missing_from_the_statistics_is_named_not_a_crash(calibrated):
+    """Found by the fuzz corpus: auto looked up the choice of a tensor without statistics."""
+    module, _, _, stats = calibrated
+    partial = {name: s for name, s in stats.items() if name != "gap"}
+    with pytest.raises(NpucError, match="no quantization range for tensor.*gap"):
+        quantize_module(module.clone(), ranges_from_statistics(partial),
+                        QuantizeConfig(activation_strategy="auto"))  # fmt: skip
