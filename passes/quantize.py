@@ -32,6 +32,7 @@ from npuc.dialects.qnn import UniformQuantizedType
 from npuc.runtime.kernels.integer import ROUNDING_MODES
 from npuc.runtime.nn_interpreter import FunctionRunner
 
+from .quantization.auto_strategy import select_for_model
 from .quantization.layer_config import (
     LayerOverrides,
     LayerSetting,
@@ -248,6 +249,12 @@ class StatisticsRanges:
         return auto_choice(self.stats[tensor], bits, symmetric)
 
 
+def _quantize_from_statistics(
+    module: ModuleOp, stats: Mapping[str, TensorStatistics], config: QuantizeConfig
+) -> None:
+    quantize_module(module, StatisticsRanges(stats), config)
+
+
 def ranges_from_statistics(stats: Mapping[str, TensorStatistics]) -> RangeSource:
     """Ranges computed on demand by the calibration library's strategies."""
     return StatisticsRanges(stats)
@@ -297,6 +304,8 @@ def quantize_module(
         source, default_strategy = ranges_from_mapping(ranges), GIVEN
     else:
         source, default_strategy = ranges, config.activation_strategy
+    if isinstance(source, StatisticsRanges) and default_strategy == "auto":
+        select_for_model(source.stats, config, _quantize_from_statistics)
 
     keys = tensor_names(func)
     report = QuantizeReport(scheme.name)

@@ -15,27 +15,38 @@ error of `extrema` (CLIP_COST), ties going to the earlier candidate; a tensor
 with no float consumer (a returned one) has nothing to judge by and keeps
 `extrema`, so outputs such as logits or box coordinates are never clipped.
 
+Local choices ignore how errors add up downstream, so when calibration held out
+some batches (every fourth, at most HOLDOUT_BATCHES), the first quantization with
+`auto` also compares whole models (`select_for_model`): quantized with the
+statistics of the other batches, once with every tensor's local choice and once
+per candidate strategy for all tensors, with the quantization's own scheme and
+settings, each run by the qnn interpreter on the held-out calls. Held out,
+because the extrema never clip the samples they were computed from. The model
+whose outputs have the least relative squared error wins (an output made by
+softmax, log-softmax or sigmoid is compared before that op: a confident model's
+saturated outputs hide every difference); if it is a single strategy, every
+tensor takes it.
+
 Choices are made per grid on first use and recorded in each tensor's statistics
 (`auto`, saved in the statistics file).
-
-Whole-model comparisons on the calibration samples were tried and dropped: the
-extrema range never clips the samples it was computed from, so such comparisons
-favour it, and a confident classifier's saturated outputs hide the differences.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from npuc import graph_io
+from npuc.dialects.quant_types import UniformQuantizedType
+from npuc.runtime.kernels.integer import dequantize
 from npuc.runtime.nn_interpreter import FunctionRunner
+from npuc.runtime.qnn_kernels import QuantizedFunctionRunner
 
 from .lowering import MOVEMENT
 from .ranges import AUTO_FALLBACK, activation_range, fake_quantize_grid, grid_key
@@ -45,6 +56,7 @@ if TYPE_CHECKING:
 
 CANDIDATES = ("extrema", "percentile", "mse", "kl")
 PROBE_CALLS = 8
+HOLDOUT_BATCHES = 8
 # A clipping candidate must cut the consumers' error by this factor to beat extrema: the
 # probe calls are calibration samples, which the extrema never clip but new data may
 # exceed, and smaller gains did not carry over to test data (docs/quantization.md).
@@ -67,11 +79,15 @@ class StrategyProbe:
         runner: FunctionRunner,
         stats: Mapping[str, TensorStatistics],
         calls: Sequence[list[np.ndarray]],
+        selection: Selection | None = None,
     ):
         self.module = module  # the float module calibrated (runner runs its entry function)
         self.runner = runner
         self.stats = stats
         self.calls = list(calls)
+        self.selection = selection
+        self.winner: str | None = None  # select_for_model's: "local" or a strategy
+        self.errors: dict[str, float] = {}  # and its figures, by candidate
         self.keys: dict[SSAValue, str] = dict(runner.keys)
         args = runner.func.body.block.args
         self.keys.update(zip(args, graph_io.input_names(runner.func), strict=False))
@@ -95,6 +111,8 @@ class StrategyProbe:
             choice = CANDIDATES[int(np.argmin(weighted))]
             if all(r == ranges[0] for r in ranges):  # nothing to choose between
                 choice = CANDIDATES[0]
+            if self.winner not in (None, "local"):
+                choice = self.winner
             self.stats[name].auto[key] = choice
         for stats in self.stats.values():  # tensors never probed (no float consumer)
             stats.auto.setdefault(key, AUTO_FALLBACK)
@@ -167,6 +185,78 @@ class StrategyProbe:
                 done[lo, hi] = sum(_error(r, y) for r, y in zip(results, outputs, strict=True))
             errors[i] = done[lo, hi]
         return errors
+
+
+@dataclass
+class Selection:
+    """What whole-model selection needs: statistics without the held-out batches (with
+    their own probe) and the held-out model calls."""
+
+    train: Mapping[str, TensorStatistics]
+    calls: list[list[np.ndarray]]
+
+
+def select_for_model(
+    stats: Mapping[str, TensorStatistics],
+    config: Any,
+    quantize: Callable[[ModuleOp, Mapping[str, TensorStatistics], Any], object],
+) -> None:
+    """Compare whole models on the held-out calls (see the module doc) and record the winner
+    in the tensors' `auto` choices. `quantize(module, stats, config)` quantizes `module` in
+    place from `stats`; `config` is the QuantizeConfig of the quantization asking. Does
+    nothing without a selection (no batch held out) or once a winner is known."""
+    probe = next((s.probe for s in stats.values() if s.probe is not None), None)
+    if probe is None or probe.selection is None or probe.winner is not None:
+        return
+    selection, runner = probe.selection, probe.runner
+    compared = _compared_tensors(runner)
+    reference = [runner.run(call, keep=compared)[1] for call in selection.calls]
+    for candidate in ("local", *CANDIDATES):
+        strategy = "auto" if candidate == "local" else candidate
+        quantized = probe.module.clone()
+        quantize(quantized, selection.train,
+                 replace(config, activation_strategy=strategy, io="float"))  # fmt: skip
+        run = QuantizedFunctionRunner(graph_io.entry_function(quantized))
+        types = {key: value.type for value, key in run.keys.items()}
+        error = energy = 0.0
+        for call, ref in zip(selection.calls, reference, strict=True):
+            got = run.run(call, keep=[k for k in ref if k in types])[1]
+            for key, r in ref.items():
+                y = _real(got[key], types[key]) if key in got else None
+                if y is not None and y.shape == r.shape:
+                    error += _energy(y - r)
+                    energy += _energy(r)
+        probe.errors[candidate] = error / max(energy, 1e-30)
+    probe.winner = min(probe.errors, key=probe.errors.__getitem__)
+    if probe.winner != "local":
+        for tensor in stats.values():
+            for key in tensor.auto:
+                tensor.auto[key] = probe.winner
+
+
+_SATURATING = ("nn.softmax", "nn.log_softmax", "nn.sigmoid")
+
+
+def _compared_tensors(runner: FunctionRunner) -> list[str]:
+    """The keys of the tensors whole models are compared on: each returned op result, or
+    the input of the softmax, log-softmax or sigmoid that made it."""
+    keys = []
+    for value in runner.results:
+        owner = value.owner
+        if isinstance(owner, Operation) and owner.name in _SATURATING:
+            value = owner.operands[0]
+        if value in runner.keys:
+            keys.append(runner.keys[value])
+    return list(dict.fromkeys(keys))
+
+
+def _real(array: np.ndarray, ty: Attribute) -> np.ndarray | None:
+    """A tensor of a quantized run as float64 reals (None for integer tensors)."""
+    element = ty.element_type if isinstance(ty, TensorType) else None
+    if isinstance(element, UniformQuantizedType):
+        scale, zero_point = element.broadcast_params(array.ndim)
+        return np.asarray(dequantize(array, scale, zero_point), np.float64)
+    return np.asarray(array, np.float64) if np.asarray(array).dtype.kind == "f" else None
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from npuc.graph_io import entry_function, input_names, output_names
 from npuc.progress import Progress
 from npuc.runtime.nn_interpreter import FunctionRunner
 
-from .auto_strategy import PROBE_CALLS, StrategyProbe
+from .auto_strategy import HOLDOUT_BATCHES, PROBE_CALLS, Selection, StrategyProbe
 from .datasets import InputSpec, model_inputs
 from .state import StateCarrier
 
@@ -439,6 +439,7 @@ def collect_statistics(
     outlier_policy: OutlierPolicy | None = None,
     progress: bool = True,
     probe_calls: int = PROBE_CALLS,
+    holdout: int = HOLDOUT_BATCHES,
 ) -> dict[str, TensorStatistics]:
     """Run the float graph on every batch and record statistics of every tensor.
 
@@ -448,7 +449,9 @@ def collect_statistics(
     statistics (datasets.py makes such batches). Keys: input names, the
     interpreter's intermediate keys (op `name`, `name:i`, `%N`) and output names
     (an output shares the statistics object of the tensor it returns). The first
-    `probe_calls` model calls are kept for the `auto` strategy's probe.
+    `probe_calls` model calls are kept for the `auto` strategy's probe; every fourth
+    batch, up to `holdout` of them (none for a stateful model), is also kept with
+    statistics of the other batches, for auto's whole-model selection (auto_strategy.py).
     """
     try:
         func = entry_function(module)
@@ -462,13 +465,17 @@ def collect_statistics(
     names = [spec.name for spec in specs]
     outputs = output_names(func)
     stats: dict[str, TensorStatistics] = {}
+    train: dict[str, TensorStatistics] = {}  # without the held-out batches
+    held: list[list[np.ndarray]] = []  # their model calls
+    holding = False
 
     def record(key: str, array: np.ndarray) -> None:
         if np.asarray(array).dtype.kind != "f":
             return  # integer and bool tensors are never quantized, so never observed
-        if key not in stats:
-            stats[key] = TensorStatistics(key, bins=bins, momentum=momentum)
-        stats[key].add(array, outlier_policy)
+        for table in (stats,) if holding else (stats, train):
+            if key not in table:
+                table[key] = TensorStatistics(key, bins=bins, momentum=momentum)
+            table[key].add(array, outlier_policy)
 
     aliases: dict[str, str] | None = None
     kept_calls: list[list[np.ndarray]] = []
@@ -476,11 +483,14 @@ def collect_statistics(
     seen = 0
     with Progress(total, "calibrating", unit="batch", enabled=progress) as bar:
         for batch in batches:
+            holding = seen % 4 == 3 and len(held) < holdout and not state.pairs
             for feeds in _model_calls(batch, specs, seen):
                 for name, array in state.state.items():
                     record(name, array)
                 arguments = state.arguments(feeds)
-                if len(kept_calls) < probe_calls:
+                if holding:
+                    held.append(list(arguments))
+                elif len(kept_calls) < probe_calls:
                     kept_calls.append(list(arguments))
                 results, intermediates = runner.run(arguments, keep="all")
                 state.update(results)
@@ -493,16 +503,37 @@ def collect_statistics(
                 for name, array in zip(outputs, results, strict=True):
                     if name not in aliases:
                         record(name, array)
-            for tensor in stats.values():
+            for tensor in (*stats.values(), *train.values()):
                 tensor.end_batch()
             seen += 1
             bar.advance()
     if not seen:
         raise NpucError("the calibration data set is empty")
+    selection = None
+    if held:
+        selection = Selection(_probed(module, runner, _aliased(train, aliases), kept_calls), held)
+    _probed(module, runner, _aliased(stats, aliases), kept_calls, selection)
+    return stats
+
+
+def _aliased(
+    stats: dict[str, TensorStatistics], aliases: Mapping[str, str] | None
+) -> dict[str, TensorStatistics]:
     for name, key in (aliases or {}).items():
         if key in stats:  # not for integer tensors
             stats.setdefault(name, stats[key])
-    probe = StrategyProbe(module, runner, stats, kept_calls)
+    return stats
+
+
+def _probed(
+    module: ModuleOp,
+    runner: FunctionRunner,
+    stats: dict[str, TensorStatistics],
+    calls: list[list[np.ndarray]],
+    selection: Selection | None = None,
+) -> dict[str, TensorStatistics]:
+    """`stats`, each tensor given one probe over `calls` (auto_strategy.py)."""
+    probe = StrategyProbe(module, runner, stats, calls, selection)
     for tensor in stats.values():
         tensor.probe = probe
     return stats

@@ -55,12 +55,16 @@ def onnxruntime_tensors(qm, batches) -> list[dict[str, np.ndarray]]:
     return [dict(zip(("c1", "r1", "c2"), session.run(None, b), strict=True)) for b in batches]
 
 
-@pytest.fixture
-def calibrated(qm):
+def calibrate(qm, seed: int):
     module, weights = qm.conv_model(1)
-    batches = heavy_tailed_inputs()
+    batches = heavy_tailed_inputs(seed)
     stats = collect_statistics(module, batches, progress=False)
     return module, weights, batches, stats
+
+
+@pytest.fixture
+def calibrated(qm):
+    return calibrate(qm, 4)  # relu1's local choice clips
 
 
 def test_the_choice_minimises_the_consumers_error(qm, calibrated):
@@ -68,15 +72,15 @@ def test_the_choice_minimises_the_consumers_error(qm, calibrated):
     the relative squared error of the consumer's output over the first PROBE_CALLS calls,
     computed from onnxruntime's float tensors. The chosen strategy has the least, once the
     clipping candidates' errors are weighted by CLIP_COST against extrema's."""
-    module, weights, batches, stats = calibrated
-    tensors = onnxruntime_tensors(qm, batches[:PROBE_CALLS])
+    _, weights, batches, stats = calibrated
+    probed = [b for i, b in enumerate(batches) if i % 4 != 3][:PROBE_CALLS]  # none held out
+    tensors = onnxruntime_tensors(qm, probed)
     w2 = weights["w2"][:, :, 0, 0].astype(np.float64)
     consumers = {
         "relu1": ("r1", lambda r: np.einsum("oi,nihw->nohw", w2, r), "c2"),
         "conv1": ("c1", lambda c: np.maximum(c, 0.0), "r1"),
     }
-    quantize_module(module.clone(), ranges_from_statistics(stats),
-                    QuantizeConfig(activation_strategy="auto"))  # fmt: skip
+    stats["x"].probe.choose(8, False)  # the local choices, before any whole-model selection
     assert stats["relu1"].auto["a8"] != "extrema"  # the data exercises a clipping choice
     for name, (tensor, consumer, output) in consumers.items():
         ranges = [activation_range(stats[name], s) for s in CANDIDATES]
@@ -184,6 +188,33 @@ def test_a_tensor_missing_from_the_statistics_is_named_not_a_crash(calibrated):
     """Found by the fuzz corpus: auto looked up the choice of a tensor without statistics."""
     module, _, _, stats = calibrated
     partial = {name: s for name, s in stats.items() if name != "gap"}
-    with pytest.raises(NpucError, match="no quantization range for tensor.*gap"):
+    with pytest.raises(NpucError, match=r"no quantization range for tensor.*gap"):
         quantize_module(module.clone(), ranges_from_statistics(partial),
                         QuantizeConfig(activation_strategy="auto"))  # fmt: skip
+
+
+def test_calibration_holds_out_every_fourth_batch_for_the_selection(calibrated):
+    _, _, batches, stats = calibrated
+    selection = stats["x"].probe.selection
+    held = [b["x"] for i, b in enumerate(batches) if i % 4 == 3]
+    assert len(selection.calls) == len(held) == 3
+    assert all(np.array_equal(c[0], x) for c, x in zip(selection.calls, held, strict=True))
+    train = selection.train
+    assert train["x"].count == stats["x"].count * 9 // 12
+    kept = np.concatenate([b["x"].ravel() for i, b in enumerate(batches) if i % 4 != 3])
+    assert train["x"].max == pytest.approx(float(kept.max()))
+
+
+def test_the_whole_model_winner_is_the_least_error_and_is_what_auto_quantizes(qm):
+    module, _, _, stats = calibrate(qm, 5)  # data on which one strategy beats local choices
+    config = QuantizeConfig(activation_strategy="auto")
+    auto = quantize_module(module.clone(), ranges_from_statistics(stats), config)
+    probe = stats["x"].probe
+    assert set(probe.errors) == {"local", *CANDIDATES}
+    assert probe.errors[probe.winner] == min(probe.errors.values())
+    assert probe.winner != "local"
+    assert all(s.auto["a8"] == probe.winner for s in stats.values())
+    direct = QuantizeConfig(activation_strategy=probe.winner)
+    same = quantize_module(module.clone(), ranges_from_statistics(stats), direct)
+    scales = [[(t.scale, t.zero_point) for t in r.outputs] for r in auto.layers.values()]
+    assert scales == [[(t.scale, t.zero_point) for t in r.outputs] for r in same.layers.values()]
