@@ -450,8 +450,9 @@ def collect_statistics(
     interpreter's intermediate keys (op `name`, `name:i`, `%N`) and output names
     (an output shares the statistics object of the tensor it returns). The first
     `probe_calls` model calls are kept for the `auto` strategy's probe; every fourth
-    batch, up to `holdout` of them (none for a stateful model), is also kept with
-    statistics of the other batches, for auto's whole-model selection (auto_strategy.py).
+    batch from the eighth on, up to `holdout` of them (none for a stateful model), is
+    also kept with statistics of the other batches, for auto's whole-model selection
+    (auto_strategy.py).
     """
     try:
         func = entry_function(module)
@@ -483,7 +484,7 @@ def collect_statistics(
     seen = 0
     with Progress(total, "calibrating", unit="batch", enabled=progress) as bar:
         for batch in batches:
-            holding = seen % 4 == 3 and len(held) < holdout and not state.pairs
+            holding = seen >= 7 and seen % 4 == 3 and len(held) < holdout and not state.pairs
             for feeds in _model_calls(batch, specs, seen):
                 for name, array in state.state.items():
                     record(name, array)

@@ -35,6 +35,11 @@ def heavy_tailed_inputs(seed: int = 4) -> list[dict[str, np.ndarray]]:
     return batches
 
 
+def held_out(i: int) -> bool:
+    """Whether calibration holds batch i out (every fourth from the eighth on)."""
+    return i >= 7 and i % 4 == 3
+
+
 def qdq(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """8-bit asymmetric fake quantization with an integer zero point, written from the spec."""
     lo, hi = min(lo, 0.0), max(hi, 0.0)
@@ -73,7 +78,7 @@ def test_the_choice_minimises_the_consumers_error(qm, calibrated):
     computed from onnxruntime's float tensors. The chosen strategy has the least, once the
     clipping candidates' errors are weighted by CLIP_COST against extrema's."""
     _, weights, batches, stats = calibrated
-    probed = [b for i, b in enumerate(batches) if i % 4 != 3][:PROBE_CALLS]  # none held out
+    probed = [b for i, b in enumerate(batches) if not held_out(i)][:PROBE_CALLS]
     tensors = onnxruntime_tensors(qm, probed)
     w2 = weights["w2"][:, :, 0, 0].astype(np.float64)
     consumers = {
@@ -196,12 +201,12 @@ def test_a_tensor_missing_from_the_statistics_is_named_not_a_crash(calibrated):
 def test_calibration_holds_out_every_fourth_batch_for_the_selection(calibrated):
     _, _, batches, stats = calibrated
     selection = stats["x"].probe.selection
-    held = [b["x"] for i, b in enumerate(batches) if i % 4 == 3]
-    assert len(selection.calls) == len(held) == 3
+    held = [b["x"] for i, b in enumerate(batches) if held_out(i)]
+    assert len(selection.calls) == len(held) == 2
     assert all(np.array_equal(c[0], x) for c, x in zip(selection.calls, held, strict=True))
     train = selection.train
-    assert train["x"].count == stats["x"].count * 9 // 12
-    kept = np.concatenate([b["x"].ravel() for i, b in enumerate(batches) if i % 4 != 3])
+    assert train["x"].count == stats["x"].count * 10 // 12
+    kept = np.concatenate([b["x"].ravel() for i, b in enumerate(batches) if not held_out(i)])
     assert train["x"].max == pytest.approx(float(kept.max()))
 
 
@@ -218,3 +223,10 @@ def test_the_whole_model_winner_is_the_least_error_and_is_what_auto_quantizes(qm
     same = quantize_module(module.clone(), ranges_from_statistics(stats), direct)
     scales = [[(t.scale, t.zero_point) for t in r.outputs] for r in auto.layers.values()]
     assert scales == [[(t.scale, t.zero_point) for t in r.outputs] for r in same.layers.values()]
+
+
+def test_fewer_than_eight_batches_hold_none_out(qm):
+    module, _ = qm.conv_model(1)
+    stats = collect_statistics(module, heavy_tailed_inputs()[:7], progress=False)
+    assert stats["x"].probe.selection is None
+    assert stats["x"].count == 7 * 3 * 6 * 5
