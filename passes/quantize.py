@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.context import Context
@@ -33,6 +34,7 @@ from npuc.runtime.kernels.integer import ROUNDING_MODES
 from npuc.runtime.nn_interpreter import FunctionRunner
 
 from .quantization.auto_strategy import select_for_model
+from .quantization.bias_correction import correct_biases, working_copy
 from .quantization.layer_config import (
     LayerOverrides,
     LayerSetting,
@@ -56,6 +58,9 @@ from .quantization.recorded import check_recorded, force_recorded_outputs
 from .quantization.schemes import Scheme, TensorScheme, scheme_named
 from .quantization.statistics import TensorStatistics
 
+if TYPE_CHECKING:
+    from .quantization.auto_strategy import StrategyProbe
+
 GIVEN = "given"  # the strategy label of ranges passed in directly
 IO_MODES = ("float", "quantized")
 
@@ -76,6 +81,7 @@ class QuantizeConfig:
     activation_strategy: str = "auto"
     weight_strategy: str = "extrema"
     overrides: LayerOverrides = field(default_factory=LayerOverrides)
+    bias_correction: bool = False  # quantization/bias_correction.py
 
     def check(self) -> None:
         scheme_named(self.scheme)
@@ -150,6 +156,14 @@ class Plan:
     def weight_scheme(self, layer: Layer) -> TensorScheme:
         assert layer.setting.weight_bits is not None
         return self.scheme.weight(layer.setting.weight_bits, self.full_range)
+
+    def weight_type(self, layer: Layer, data: np.ndarray, axis: int | None) -> UniformQuantizedType:
+        """The type `layer` stores the constant weight `data` in (per index of `axis` if any)."""
+        ts = self.weight_scheme(layer)
+        lo, hi = self.weight_ranges(
+            data, layer.setting.weight_strategy, axis=axis, bits=ts.bits, symmetric=ts.symmetric
+        )
+        return ts.qtype(lo, hi, axis)
 
     # ---------------------------------------------------------------- planning steps
 
@@ -248,6 +262,11 @@ class StatisticsRanges:
         """The strategy `auto` stands for on `tensor` (which has statistics)."""
         return auto_choice(self.stats[tensor], bits, symmetric)
 
+    @property
+    def probe(self) -> StrategyProbe | None:
+        """The calibration run's samples; None for statistics read from a file."""
+        return next((s.probe for s in self.stats.values() if s.probe is not None), None)
+
 
 def _quantize_from_statistics(
     module: ModuleOp, stats: Mapping[str, TensorStatistics], config: QuantizeConfig
@@ -299,6 +318,12 @@ def quantize_module(
     from .quantization.ranges import weight_range
     from .quantization.state import quantize_state, shared_state_ranges
 
+    probe = ranges.probe if isinstance(ranges, StatisticsRanges) else None
+    if config.bias_correction and probe is None:
+        raise NpucError(
+            "bias_correction needs calibration samples: quantize right after calibrating on "
+            "data (not from fixed ranges or a statistics file; a statistics file carries none)"
+        )
     ranges = shared_state_ranges(module, ranges)  # a state pair keeps one type across calls
     if isinstance(ranges, Mapping):
         source, default_strategy = ranges_from_mapping(ranges), GIVEN
@@ -308,6 +333,9 @@ def quantize_module(
         select_for_model(source.stats, config, _quantize_from_statistics)
 
     keys = tensor_names(func)
+    block = func.body.block
+    if probe is not None and config.bias_correction:
+        block, keys = working_copy(func.body, keys)  # takes the corrected biases
     report = QuantizeReport(scheme.name)
     plan = Plan(
         scheme=scheme,
@@ -327,7 +355,6 @@ def quantize_module(
         weight_bits=config.weight_bits,
         weight_strategy=config.weight_strategy,
     )
-    block = func.body.block
     if any(op.name.startswith("qnn.") for op in block.ops):
         raise NpucError(f"@{func.sym_name.data} is already quantized (it has qnn ops)")
     body = [
@@ -344,17 +371,20 @@ def quantize_module(
         kind, reason = classify(op, setting)
         plan.layers[op] = Layer(op, name, kind, setting, reason)
     _check_overrides(func, {layer.name for layer in plan.layers.values()}, config.overrides)
+    if probe is not None and config.bias_correction:
+        correct_biases(plan, block, probe)
     plan.fold_clamps()
     force_recorded_outputs(plan, config.overrides)
     plan.share_concat_scales()
 
-    new_block, results = _emit(func, plan, config)
+    new_block, results = _emit(block, plan, config)
     if plan.missing:
         missing = ", ".join(dict.fromkeys(plan.missing))
         raise MissingRanges(f"no quantization range for tensor(s) {missing}")
-    old = func.body.detach_block(block)
+    old = func.body.detach_block(func.body.block)
     func.body.add_block(new_block)
     old.drop_all_references()
+    block.drop_all_references()  # the working copy, if any (else `old` again: harmless)
     func.function_type = FunctionType.from_lists(
         [a.type for a in new_block.args], [v.type for v in results]
     )
@@ -377,9 +407,8 @@ def _argument_bits(arg: SSAValue, plan: Plan) -> int:
     return plan.scheme.default_bits
 
 
-def _emit(func: FuncOp, plan: Plan, config: QuantizeConfig) -> tuple[Block, list[SSAValue]]:
-    """The new body (and its returned values); the old one is left untouched."""
-    block = func.body.block
+def _emit(block: Block, plan: Plan, config: QuantizeConfig) -> tuple[Block, list[SSAValue]]:
+    """The new body (and its returned values) from `block`, which is left untouched."""
     quantized_io = config.io == "quantized"
     arg_types = []
     for arg in block.args:
@@ -452,6 +481,8 @@ class QuantizePass(ModulePass):
     full_range: symmetric weights use [-128, 127] instead of [-127, 127].
     weight_bits, bias_bits: weight storage bits; effective bias bits (saturating).
     rounding: the requantization rounding rule of every rescaling op.
+    bias_correction: subtract each weighted layer's mean output shift due to weight
+      quantization from its bias (needs calibration samples: samples=N, not stats=PATH).
     layers: per-layer overrides, "NAME:SPEC,..." (SPEC 8, 16, int, float; NAME may be nn.OP).
     config / write_config: read / write the per-layer configuration file (JSON).
     """
@@ -469,6 +500,7 @@ class QuantizePass(ModulePass):
     weight_bits: int = 8
     bias_bits: int = 32
     rounding: str = "half_away_from_zero"
+    bias_correction: bool = False
     layers: str | None = None
     config: str | None = None
     write_config: str | None = None
@@ -492,6 +524,7 @@ class QuantizePass(ModulePass):
             activation_strategy=self.activation_strategy,
             weight_strategy=self.weight_strategy,
             overrides=overrides,
+            bias_correction=self.bias_correction,
         )
         ranges: Mapping[str, Range] | RangeSource
         if self.ranges is not None:

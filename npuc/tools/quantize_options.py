@@ -41,6 +41,11 @@ def add_quantize_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--activation-strategy", default="auto", metavar="NAME")
     group.add_argument("--weight-strategy", default="extrema", metavar="NAME")
+    group.add_argument(
+        "--bias-correction",
+        action="store_true",
+        help="subtract each weighted layer's mean output shift from weight quantization",
+    )
     group.add_argument("--io", choices=("float", "quantized"), default="float")
     group.add_argument("--batch-size", type=int, metavar="N", help="calibration batch size")
     group.add_argument("--mean", metavar="M[,M...]", help="image preprocessing: subtract")
@@ -83,7 +88,7 @@ _QUANTIZE_ONLY = {
     "outlier_percentile": None, "batch_size": None, "mean": None, "scale": None,
     "reverse_channels": False, "layer_config": None, "write_layer_config": None, "data": None,
     "json": None, "activation_strategy": "auto", "weight_strategy": "extrema",
-    "cost_target": None,
+    "cost_target": None, "bias_correction": False,
 }  # fmt: skip
 
 
@@ -186,6 +191,7 @@ def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
         activation_strategy=args.activation_strategy,
         weight_strategy=args.weight_strategy,
         overrides=overrides,
+        bias_correction=args.bias_correction,
     )
     searching = args.target_cosine is not None or args.max_top1_drop is not None
     needs_data = args.compare or searching

@@ -379,11 +379,7 @@ class Emitter:
         data = constant_data(value)
         if data is None:
             return self.as_bits(value, layer.bits)
-        ts = self.plan.weight_scheme(layer)
-        lo, hi = self.plan.weight_ranges(
-            data, layer.setting.weight_strategy, axis=axis, bits=ts.bits, symmetric=ts.symmetric
-        )
-        q = ts.qtype(lo, hi, axis)
+        q = self.plan.weight_type(layer, data, axis)
         if (value, q) not in self.conversions:
             name = layer_name_of(value.owner)  # type: ignore[arg-type]
             stored = quantize_array(data, q, axis)

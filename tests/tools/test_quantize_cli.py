@@ -172,3 +172,19 @@ def test_cost_target_needs_a_search_and_a_real_target(workspace: Path):
     unknown = quantize(workspace, "--target-cosine", "0.99", "--cost-target", "no-such-npu")
     assert unknown.returncode == 1 and "no-such-npu" in unknown.stderr
     assert "Traceback" not in unknown.stderr
+
+
+def test_bias_correction_runs_after_calibration_and_is_refused_with_a_statistics_file(
+    workspace: Path,
+):
+    stats = workspace / "bc_stats.json"
+    corrected = quantize(workspace, "--bias-correction", "--save-stats", stats, "--compare")
+    assert corrected.returncode == 0, corrected.stderr
+    assert "logits" in corrected.stdout
+    refused = run_tool(
+        "npu-run", workspace / "digits.onnx", "--quantize", "int8-per-channel",
+        "--stats", stats, "--bias-correction", "--compare", "--data", workspace / "test",
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert "bias_correction needs calibration samples" in refused.stderr
+    assert "Traceback" not in refused.stderr
