@@ -96,6 +96,10 @@ class StrategyProbe:
     def choose(self, bits: int, symmetric: bool) -> None:
         """Record the choice for grid (bits, symmetric) in every probed tensor's `auto`."""
         key = grid_key(bits, symmetric)
+        if self.winner not in (None, "local"):  # one strategy won for the whole model
+            for stats in self.stats.values():
+                stats.auto[key] = self.winner
+            return
         candidates: dict[str, list[Range]] = {}
         for name in self.keys.values():
             stats = self.stats.get(name)
@@ -112,8 +116,6 @@ class StrategyProbe:
             choice = CANDIDATES[int(np.argmin(weighted))]
             if all(r == ranges[0] for r in ranges):  # nothing to choose between
                 choice = CANDIDATES[0]
-            if self.winner not in (None, "local"):
-                choice = self.winner
             self.stats[name].auto[key] = choice
         for stats in self.stats.values():  # tensors never probed (no float consumer)
             stats.auto.setdefault(key, AUTO_FALLBACK)
