@@ -26,7 +26,7 @@ from npuc.graph_io import entry_function, input_names, output_names
 from npuc.progress import Progress
 from npuc.runtime.nn_interpreter import FunctionRunner
 
-from .auto_strategy import HOLDOUT_BATCHES, PROBE_CALLS, Selection, StrategyProbe
+from .auto_strategy import CANDIDATES, HOLDOUT_BATCHES, PROBE_CALLS, Selection, StrategyProbe
 from .datasets import InputSpec, model_inputs
 from .state import StateCarrier
 
@@ -398,8 +398,6 @@ class _Checker:
         return pairs
 
     def auto(self, value: Any) -> dict[str, str]:
-        from .auto_strategy import CANDIDATES
-
         if not isinstance(value, dict):
             self.fail("auto", "must be an object mapping grids ('a8', 's16') to strategies")
         for grid, strategy in value.items():
