@@ -15,6 +15,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.parser import Parser
 
+from npuc.backend.npubin_format import MAX_SECTIONS
 from npuc.dialects.npu_isa import (
     Instruction,
     IODesc,
@@ -188,10 +189,16 @@ def qnn_conv(
 
 def fix_crcs(data: bytearray) -> None:
     """Recompute an encoded program's section and header CRC32s after an edit (the loader
-    then reaches the check the edit is meant for)."""
-    count = struct.unpack_from("<I", data, 12)[0]
+    then reaches the check the edit is meant for). A table an edit broke is left as far as
+    it cannot be read: too short, too many sections, or a section past the end."""
+    if len(data) < 32:
+        return
+    (count,) = struct.unpack_from("<I", data, 12)
+    if count > MAX_SECTIONS or 32 + 32 * count > len(data):
+        return
     for i in range(count):
         at = 32 + 32 * i
         offset, size = struct.unpack_from("<QQ", data, at + 8)
-        struct.pack_into("<I", data, at + 24, zlib.crc32(data[offset : offset + size]))
+        if offset + size <= len(data):
+            struct.pack_into("<I", data, at + 24, zlib.crc32(data[offset : offset + size]))
     struct.pack_into("<I", data, 28, zlib.crc32(data[:28] + data[32 : 32 + 32 * count]))

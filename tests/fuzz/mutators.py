@@ -20,10 +20,11 @@ import math
 import random
 import re
 import struct
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from npu_programs import fix_crcs
 
 #: Integers that tend to find off-by-one and overflow bugs (and their negatives).
 INTERESTING_INTS = (
@@ -752,22 +753,6 @@ _ZP_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (0, 0)}
 
 
 # --------------------------------------------------------------------------- .npubin
-
-
-def fix_crcs(data: bytearray) -> None:
-    """Recompute every section CRC and the header CRC where the table allows it (as
-    tests/npu_programs.fix_crcs, tolerant of a table the mutation broke)."""
-    if len(data) < 32:
-        return
-    (count,) = struct.unpack_from("<I", data, 12)
-    if count > 16 or 32 + 32 * count > len(data):
-        return
-    for i in range(count):
-        at = 32 + 32 * i
-        offset, size = struct.unpack_from("<QQ", data, at + 8)
-        if offset + size <= len(data):
-            struct.pack_into("<I", data, at + 24, zlib.crc32(data[offset : offset + size]))
-    struct.pack_into("<I", data, 28, zlib.crc32(data[:28] + data[32 : 32 + 32 * count]))
 
 
 def mutate_npubin(data: bytes, rng: random.Random) -> Mutant:

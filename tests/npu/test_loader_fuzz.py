@@ -12,10 +12,10 @@ from __future__ import annotations
 import random
 import re
 import struct
-import zlib
 from collections import Counter
 
 import pytest
+from npu_programs import fix_crcs
 from xdsl.utils.exceptions import VerifyException
 
 from npuc.backend.npubin import encode_program
@@ -78,21 +78,6 @@ def descriptor(data: bytes, at: int, out: list[tuple[int, int]]) -> int:
     out += [(at, 1), (at + 1, 1), (at + 2, 1), (at + 3, 1), (at + 8, 8)]
     out += [(at + 16 + 4 * k, 4) for k in range(2 * rank)]
     return at + 16 + 8 * rank
-
-
-def fix_crcs(data: bytearray) -> None:
-    """Recompute every section CRC and the header CRC, where the table allows it."""
-    if len(data) < 32:
-        return
-    (count,) = struct.unpack_from("<I", data, 12)
-    if count > 16 or 32 + 32 * count > len(data):
-        return
-    for i in range(count):
-        at = 32 + 32 * i
-        offset, size = struct.unpack_from("<QQ", data, at + 8)
-        if offset + size <= len(data):
-            struct.pack_into("<I", data, at + 24, zlib.crc32(data[offset : offset + size]))
-    struct.pack_into("<I", data, 28, zlib.crc32(data[:28] + data[32 : 32 + 32 * count]))
 
 
 def mutate(data: bytes, layout: list[tuple[int, int]], rng: random.Random) -> tuple[str, bytes]:
