@@ -755,6 +755,19 @@ _ZP_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (0, 0)}
 # --------------------------------------------------------------------------- .npubin
 
 
+def edited_int(
+    data: bytes | bytearray, at: int, width: int, rng: random.Random,
+    interesting: Sequence[int] = INTERESTING_INTS,
+) -> int:  # fmt: skip
+    """A new value for the little-endian `width`-byte integer at `at`: an interesting one,
+    one off, one bit flipped, or random (modulo the width)."""
+    old = int.from_bytes(data[at : at + width], "little")
+    return rng.choice(
+        (*interesting, old + 1, old - 1, old ^ (1 << rng.randrange(8 * width)),
+         rng.getrandbits(8 * width))
+    ) % (1 << (8 * width))  # fmt: skip
+
+
 def mutate_npubin(data: bytes, rng: random.Random) -> Mutant:
     """Truncations and raw flips (definitely bad: sizes, CRCs and zero padding catch them),
     and integer edits with the CRCs recomputed, which reach the checks behind them."""
@@ -777,16 +790,7 @@ def mutate_npubin(data: bytes, rng: random.Random) -> Mutant:
     for _ in range(1 if kind == "field" else rng.choice((2, 3, 5))):
         width = rng.choice((1, 2, 4, 4, 8))
         at = rng.randrange(0, len(buf) - width, width if rng.random() < 0.8 else 1)
-        old = int.from_bytes(buf[at : at + width], "little")
-        value = rng.choice(
-            (
-                *INTERESTING_INTS,
-                old + 1,
-                old - 1,
-                old ^ (1 << rng.randrange(8 * width)),
-                rng.getrandbits(8 * width),
-            )
-        ) % (1 << (8 * width))
+        value = edited_int(buf, at, width, rng)
         buf[at : at + width] = value.to_bytes(width, "little")
         edits.append(f"u{8 * width}@{at}={value}")
     fix_crcs(buf)

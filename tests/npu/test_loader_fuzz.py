@@ -15,6 +15,7 @@ import struct
 from collections import Counter
 
 import pytest
+from fuzz.mutators import edited_int
 from npu_programs import fix_crcs
 from xdsl.utils.exceptions import VerifyException
 
@@ -93,16 +94,7 @@ def mutate(data: bytes, layout: list[tuple[int, int]], rng: random.Random) -> tu
     elif kind.startswith("field"):
         for _ in range(kind.count("field")):
             offset, width = rng.choice(layout)
-            old = int.from_bytes(buf[offset : offset + width], "little")
-            value = rng.choice(
-                (
-                    *INTERESTING,
-                    old + 1,
-                    old - 1,
-                    old ^ (1 << rng.randrange(8 * width)),
-                    rng.getrandbits(8 * width),
-                )
-            ) % (1 << (8 * width))
+            value = edited_int(buf, offset, width, rng, INTERESTING)
             buf[offset : offset + width] = value.to_bytes(width, "little")
     else:  # splice: duplicate or drop a chunk, then fix the total size
         at, n = rng.randrange(32, len(buf)), rng.choice((1, 4, 8, 16, 64))
