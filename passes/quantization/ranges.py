@@ -14,19 +14,19 @@ restricted range +-(2^(b-1) - 1) steps of t / (2^(b-1) - 1); asymmetric ones use
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from npuc.diagnostics import NpucError
 
+from .entropy import kl_threshold
+
 if TYPE_CHECKING:
     from .statistics import Histogram, TensorStatistics
 
 MIN_SPAN = 1e-8
 # The kl strategy works on at most this many bins of |x| (TensorRT's histogram size).
-KL_BINS = 2048
 
 
 # Each strategy's options and their defaults.
@@ -175,7 +175,7 @@ def _activation_range(
         elif strategy == "kl":
             if symmetric:
                 abs_counts, width = hist.abs_counts()
-                t = _kl_threshold(abs_counts, width, 2 ** (bits - 1), opts["stride"])
+                t = kl_threshold(abs_counts, width, 2 ** (bits - 1), opts["stride"])
                 lo, hi = -min(t, amax), min(t, amax)
             else:
                 lo, hi = _kl_asymmetric(hist, vmin, vmax, bits, opts["stride"])
@@ -208,15 +208,6 @@ def _hist_percentile(counts: np.ndarray, edges: np.ndarray, p: float) -> float:
     return float(edges[j - 1] + fraction * (edges[j] - edges[j - 1]))
 
 
-def _smooth(p: np.ndarray, mask: np.ndarray, eps: float = 1e-4) -> np.ndarray:
-    """Move `eps` of mass into each empty bin of each row, taken evenly from non-empty ones."""
-    zeros = (p == 0) & mask
-    nonzero = (p > 0) & mask
-    n_zero = zeros.sum(axis=1, keepdims=True)
-    n_nonzero = np.maximum(nonzero.sum(axis=1, keepdims=True), 1)
-    return p + eps * zeros - (eps * n_zero / n_nonzero) * nonzero
-
-
 def _kl_asymmetric(
     hist: Histogram, vmin: float, vmax: float, bits: int, stride: int
 ) -> tuple[float, float]:
@@ -231,70 +222,8 @@ def _kl_asymmetric(
         return 0.0, 0.0
     levels = max(2, round(2**bits * long / (long + short)))
     counts, width = hist.side_counts(positive)
-    t = min(_kl_threshold(counts, width, levels, stride), long)
+    t = min(kl_threshold(counts, width, levels, stride), long)
     return (vmin, t) if positive else (-t, vmax)
-
-
-def _kl_threshold(counts: np.ndarray, width: float, levels: int, stride: int) -> float:
-    """TensorRT's entropy calibration on the |x| histogram `counts` (bins of `width`).
-
-    A histogram of more than KL_BINS bins (data far from zero) first merges groups
-    of consecutive bins down to at most KL_BINS. The zero bin is clamped to the
-    count of the next (as NVIDIA's pytorch-quantization does): the spike of exact
-    zeros after a ReLU would otherwise dominate P and pull the threshold to the
-    first candidate. Candidates i run from f + levels (f: the first non-empty bin,
-    so data far from zero is never clipped below its minimum) to the last bin,
-    every `stride`-th, and the last. For each, P is counts[:i] with every count
-    beyond folded into its last bin; Q quantizes counts[:i] into `levels` groups of
-    consecutive bins (bin j in group floor(j * levels / i)) and spreads each group's
-    total evenly over its non-empty bins. Both are smoothed (empty bins get 1e-4
-    counts) and normalised; the threshold is i * width for the i minimising
-    KL(P || Q).
-    """
-    if counts.size > KL_BINS:  # data far from zero: merge bins, as TensorRT has 2048
-        factor = -(-counts.size // KL_BINS)
-        counts = np.bincount(np.arange(counts.size) // factor, weights=counts).astype(np.int64)
-        width *= factor
-    size = counts.size
-    if size == 0:
-        return 0.0
-    counts = counts.copy()
-    if size > 1:
-        counts[0] = min(counts[0], counts[1])
-    first = int(np.flatnonzero(counts)[0]) if counts.any() else 0
-    if size <= first + levels:
-        return size * width
-    candidates = np.arange(first + levels, size + 1, stride)
-    if candidates[-1] != size:
-        candidates = np.append(candidates, size)
-    c = counts.astype(np.float64)
-    beyond = c.sum() - np.cumsum(c)  # beyond[i - 1]: counts in bins >= i
-    best, best_kl = size, math.inf
-    for block in np.array_split(candidates, max(1, candidates.size * size // 2**20)):
-        i = block[:, None]
-        j = np.arange(int(block[-1]))  # the bins any candidate of the block keeps
-        mask = j[None, :] < i
-        group = np.where(mask, (j[None, :] * levels) // i, 0)
-        flat = group + levels * np.arange(block.size)[:, None]
-        kept = np.where(mask, c[None, : j.size], 0.0)
-        totals = np.bincount(flat.ravel(), kept.ravel(), minlength=block.size * levels)
-        filled = np.bincount(
-            flat.ravel(), (kept > 0).ravel().astype(np.float64), minlength=block.size * levels
-        )
-        q = np.where(kept > 0, totals[flat] / np.maximum(filled[flat], 1), 0.0)
-        p = kept.copy()
-        p[np.arange(block.size), block - 1] += beyond[block - 1]
-        p, q = _smooth(p, mask), _smooth(q, mask)
-        p /= p.sum(axis=1, keepdims=True)
-        q /= q.sum(axis=1, keepdims=True)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(mask & (p > 0), p * np.log(p / q), 0.0)
-        # Q is empty when every value lies beyond the threshold: no candidate at all.
-        kl = np.where((kept > 0).any(axis=1), terms.sum(axis=1), np.inf)
-        k = int(np.argmin(kl))
-        if kl[k] < best_kl:
-            best, best_kl = int(block[k]), float(kl[k])
-    return best * width
 
 
 def _tails(

@@ -171,6 +171,65 @@ def test_kl_matches_a_loop_implementation_of_tensorrts_algorithm(symmetric):
     assert lo == (-hi if symmetric else 0.0)
 
 
+@pytest.mark.parametrize("case", range(24))
+def test_kl_prefix_sum_search_picks_the_loop_references_threshold(case):
+    """entropy.kl_threshold sums the divergences from prefix sums (a series for the
+    smoothing); on histograms with gaps, spikes, sparse tails and empty last bins it must
+    pick the bin the plain loops pick."""
+    from npuc.passes.quantization.entropy import kl_threshold
+
+    rng = np.random.default_rng(100 + case)
+    size, levels = int(rng.integers(200, 420)), int(rng.choice([32, 64, 128]))
+    if case % 3 == 0:  # a heavy tail with gaps between its bins
+        x = np.abs(rng.standard_normal(20000) * np.where(rng.random(20000) < 0.01, 8, 1))
+    elif case % 3 == 1:  # few samples: many empty bins, the last kept bin often empty
+        x = rng.exponential(1.0, int(rng.integers(50, 400)))
+    else:  # a spike of zeros and a uniform body
+        x = np.concatenate([np.zeros(3000), rng.uniform(0, 1, 500)])
+    bins = np.histogram(x, size, (0, x.max()))[0].astype(np.int64)
+    assert np.count_nonzero(bins[1:]) > 1 and size > levels + 50
+    expected = trt_entropy_reference(bins, levels)
+    assert kl_threshold(bins, 1.0, levels, 1) == expected
+
+
+def loop_divergence(bins: np.ndarray, levels: int, i: int) -> float:
+    """KL(P || Q) of candidate i, as trt_entropy_reference computes it (bin 0 as given)."""
+    ref = bins[:i].astype(np.float64).copy()
+    ref[i - 1] += bins[i:].sum()
+    group = np.arange(i) * levels // i
+    total = np.bincount(group, bins[:i], minlength=levels)
+    filled = np.bincount(group, bins[:i] > 0, minlength=levels)
+    cand = np.where(bins[:i] > 0, total[group] / np.maximum(filled[group], 1), 0.0)
+
+    def smooth(d):
+        zeros = d == 0
+        return d + 1e-4 * zeros - 1e-4 * zeros.sum() / (~zeros).sum() * (~zeros)
+
+    p, q = smooth(ref), smooth(cand)
+    p, q = p / p.sum(), q / q.sum()
+    return float(sum(pj * np.log(pj / qj) for pj, qj in zip(p, q, strict=True) if pj > 0))
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_kl_prefix_sum_divergences_equal_the_direct_sums(case):
+    """Every candidate's divergence, not only the winner: the smoothing terms (a series
+    in the prefix-sum form) move values by less than they move the argmin."""
+    from npuc.passes.quantization.entropy import kl_divergences
+
+    rng = np.random.default_rng(200 + case)
+    size, levels = 300, int(rng.choice([32, 64, 128]))
+    x = [
+        np.abs(rng.standard_normal(20000) * np.where(rng.random(20000) < 0.01, 8, 1)),
+        rng.exponential(1.0, 120),
+        np.concatenate([np.zeros(3000), rng.uniform(0, 1, 200)]),
+    ][case % 3]
+    bins = np.histogram(x, size, (0, x.max() * 1.2))[0].astype(np.int64)  # empty last bins
+    candidates = np.arange(levels + 1, size + 1)
+    got = kl_divergences(bins.astype(np.float64), candidates, levels)
+    want = [loop_divergence(bins, levels, int(i)) for i in candidates]
+    np.testing.assert_allclose(got, want, rtol=1e-11)
+
+
 def test_kl_on_gaussian_with_outliers_clips_the_tail():
     x = gaussian_with_outliers(1)
     stats = gather(np.array_split(x, 4))

@@ -1,0 +1,112 @@
+"""Entropy (kl) calibration: TensorRT's threshold search on a histogram of |x|."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+KL_BINS = 2048
+EPS = 1e-4  # the mass smoothing moves into each empty bin
+SERIES = 24  # terms of the smoothing series: (d / c)^k / (k (k - 1)) < 1e-18 for d / c <= 0.21
+TIE = 1e-12  # kl values this close (absolute, plus 1e-9 relative) are equal: the first wins
+
+
+def kl_threshold(counts: np.ndarray, width: float, levels: int, stride: int) -> float:
+    """TensorRT's entropy calibration on the |x| histogram `counts` (bins of `width`).
+
+    A histogram of more than KL_BINS bins (data far from zero) first merges groups
+    of consecutive bins down to at most KL_BINS. The zero bin is clamped to the
+    count of the next (as NVIDIA's pytorch-quantization does): the spike of exact
+    zeros after a ReLU would otherwise dominate P and pull the threshold to the
+    first candidate. Candidates i run from f + levels (f: the first non-empty bin,
+    so data far from zero is never clipped below its minimum) to the last bin,
+    every `stride`-th, and the last. For each, P is counts[:i] with every count
+    beyond folded into its last bin; Q quantizes counts[:i] into `levels` groups of
+    consecutive bins (bin j in group floor(j * levels / i)) and spreads each group's
+    total evenly over its non-empty bins. Both are smoothed (empty bins get 1e-4
+    counts) and normalised; the threshold is i * width for the i minimising
+    KL(P || Q).
+    """
+    if counts.size > KL_BINS:  # data far from zero: merge bins, as TensorRT has 2048
+        factor = -(-counts.size // KL_BINS)
+        counts = np.bincount(np.arange(counts.size) // factor, weights=counts).astype(np.int64)
+        width *= factor
+    size = counts.size
+    if size == 0:
+        return 0.0
+    counts = counts.copy()
+    if size > 1:
+        counts[0] = min(counts[0], counts[1])
+    first = int(np.flatnonzero(counts)[0]) if counts.any() else 0
+    if size <= first + levels:
+        return size * width
+    candidates = np.arange(first + levels, size + 1, stride)
+    if candidates[-1] != size:
+        candidates = np.append(candidates, size)
+    kl = kl_divergences(counts.astype(np.float64), candidates, levels)
+    finite = kl[np.isfinite(kl)]
+    if finite.size == 0:
+        return size * width
+    least = finite.min()
+    best = int(np.flatnonzero(kl <= least + TIE + 1e-9 * abs(least))[0])
+    return int(candidates[best]) * width
+
+
+def kl_divergences(c: np.ndarray, candidates: np.ndarray, levels: int) -> np.ndarray:
+    """KL(P || Q) of each candidate i of `kl_threshold` (inf where Q is empty), from prefix
+    sums in O(len(candidates) * levels) instead of O(len(candidates) * len(c)).
+
+    Q is constant over the non-empty bins of a group, so a group's log terms collapse
+    into one. Smoothing lowers every non-empty P bin by the same d = EPS * empty /
+    non-empty (d <= 0.21, counts >= 1), and the sum of (c - d) log(c - d) over them is
+    sum(c log c) - d sum(log c) - d n + sum_k d^k sum(c^(1-k)) / (k (k - 1)). Empty bins
+    get EPS in both P and Q and add nothing. Counts must be integers.
+    """
+    nonzero = c > 0
+    safe = np.where(nonzero, c, 1.0)
+    logc = np.where(nonzero, np.log(safe), 0.0)
+
+    def prefix(values: np.ndarray) -> np.ndarray:
+        return np.concatenate(([0.0], np.cumsum(values)))
+
+    kept_prefix, filled_prefix = prefix(c), prefix(nonzero.astype(np.float64))
+    clogc, sum_logc = prefix(c * logc), prefix(logc)
+    powers = [prefix(np.where(nonzero, safe ** (1 - k), 0.0)) for k in range(2, SERIES + 1)]
+    total = kept_prefix[-1]
+    i = candidates.astype(np.int64)
+    kept, filled = kept_prefix[i], filled_prefix[i]
+    beyond = total - kept  # folded into P's last bin
+    empty = i - filled
+    dq = EPS * empty / np.maximum(filled, 1.0)
+    last = c[i - 1]
+    spike = (last == 0) & (beyond > 0)  # the last bin of P holds only what lies beyond
+    zp = empty - spike
+    dp = EPS * zp / np.maximum(i - zp, 1.0)
+
+    plogp = clogc[i] - dp * sum_logc[i] - dp * filled
+    power = dp * dp
+    for k, sums in zip(range(2, SERIES + 1), powers, strict=True):
+        plogp += power * sums[i] / (k * (k - 1))
+        power = power * dp
+
+    def xlogx(x: np.ndarray) -> np.ndarray:
+        return x * np.log(np.where(x > 0, x, 1.0))
+
+    has_last = last > 0
+    plogp += np.where(has_last, xlogx(last + beyond - dp) - xlogx(last - dp), 0.0)
+    plogp += np.where(spike, xlogx(beyond - dp), 0.0)
+
+    g = np.arange(levels + 1)
+    bounds = (g[None, :] * i[:, None] + levels - 1) // levels  # group g: [bounds_g, bounds_g+1)
+    group_total = np.diff(kept_prefix[bounds], axis=1)
+    group_filled = np.diff(filled_prefix[bounds], axis=1)
+    used = group_filled > 0
+    q = np.where(used, group_total / np.where(used, group_filled, 1.0), 1.0) - dq[:, None]
+    logq = np.log(np.where(used, q, 1.0))
+    plogq = (logq * (group_total - dp[:, None] * group_filled)).sum(axis=1)
+    plogq += np.where(has_last, beyond * logq[:, -1], 0.0)
+    plogq += np.where(spike, (beyond - dp) * math.log(EPS), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kl = (plogp - plogq) / total + np.log(kept / total)
+    return np.where(filled > 0, kl, np.inf)
