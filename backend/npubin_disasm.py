@@ -56,7 +56,11 @@ def string_literals_closed(text: str) -> bool:
     return True
 
 
-def _host(inst: isa.Instruction, ctx: Context, index: int, location: str) -> HostOp:
+def _host(
+    inst: isa.Instruction, ctx: Context, index: int, location: str, parsed: dict[str, Region]
+) -> HostOp:
+    """The npu.host of `inst`; `parsed` keeps the bodies read so far (the tiles of one host
+    op share their text, so each distinct body is parsed and checked once, then cloned)."""
     n = inst.params["inputs"]
     props = {
         "ins": ArrayAttr([TensorAttr.from_ref(t) for t in inst.operands[:n]]),
@@ -65,6 +69,9 @@ def _host(inst: isa.Instruction, ctx: Context, index: int, location: str) -> Hos
     if inst.layer is not None:
         props["layer"] = IntegerAttr(inst.layer, i64)
     text = inst.params["body"]
+    if text in parsed:
+        body = parsed[text].clone()
+        return HostOp.create(result_types=[TokenType()], properties=props, regions=[body])
     if not string_literals_closed(text):
         raise NpucError(
             f"instruction {index} (host): its body has an unterminated string", location
@@ -80,6 +87,7 @@ def _host(inst: isa.Instruction, ctx: Context, index: int, location: str) -> Hos
         raise NpucError(
             f"instruction {index} (host): its body is not in the encoder's generic form", location
         )
+    parsed[text] = body.clone()
     return HostOp.create(result_types=[TokenType()], properties=props, regions=[body])
 
 
@@ -89,9 +97,10 @@ def disassemble(
     """An `npu.program` module stating `program` (host bodies are parsed with `ctx`)."""
     ctx = ctx or _default_context()
     ops: list[NPUInstruction] = []
+    bodies: dict[str, Region] = {}
     for index, inst in enumerate(program.instructions):
         if inst.op == "host":
-            op = _host(inst, ctx, index, location)
+            op = _host(inst, ctx, index, location, bodies)
         else:
             cls = INSTRUCTIONS[inst.op]
             op = cls.create(result_types=[TokenType()], properties=cls.properties_of(inst))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 
 import numpy as np
 from xdsl.context import Context
@@ -51,13 +52,25 @@ def _check_body(body: Region) -> None:
         raise NpucError(f"the host body does not verify: {e}") from None
 
 
+@lru_cache(maxsize=512)
+def _checked_body(text: str) -> Region:
+    """The parsed and checked body, shared read-only by every step with this text (the
+    tiles of one host op carry the same body)."""
+    body = parse_body(text, _shared_context())
+    _check_body(body)
+    return body
+
+
+@lru_cache(maxsize=1)
+def _shared_context() -> Context:
+    return _context()
+
+
 def host_step(inst: isa.Instruction, views: list[np.ndarray]) -> Callable[[], None]:
     """A step running the host body on the input views and writing the output views."""
     from .qnn_kernels import evaluate
 
-    body = parse_body(inst.params["body"])
-    _check_body(body)
-    block = body.blocks[0]
+    block = _checked_body(inst.params["body"]).blocks[0]
     n = inst.params["inputs"]
     ins, outs = views[:n], views[n:]
     if len(block.args) != n:
