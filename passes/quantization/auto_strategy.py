@@ -180,12 +180,13 @@ class StrategyProbe:
         """The relative output error of `op` with `value` quantized to each of `ranges`."""
         errors = np.zeros(len(ranges))
         done: dict[Range, float] = {}
+        exact = [_Exact(y) for y in outputs]
         for i, (lo, hi) in enumerate(ranges):
             if (lo, hi) not in done:
                 q = self._quantized(source, lo, hi, bits, symmetric)
                 args = [q if v is value else env[v] for v in op.operands]
                 results = self.runner.evaluate(op, args)
-                done[lo, hi] = sum(_error(r, y) for r, y in zip(results, outputs, strict=True))
+                done[lo, hi] = sum(e.error(r) for r, e in zip(results, exact, strict=True))
             errors[i] = done[lo, hi]
         return errors
 
@@ -260,17 +261,28 @@ class _Source:
     chain: tuple[tuple[Operation, list[np.ndarray]], ...]
 
 
-def _error(got: np.ndarray, exact: np.ndarray) -> float:
-    """The squared error of `got` relative to the energy of `exact`, over the elements where
-    `exact` is finite (any other value there makes it infinite)."""
-    exact = np.asarray(exact, np.float64)
-    finite = np.isfinite(exact)
-    diff = np.asarray(got, np.float64)[finite] - exact[finite]
-    if not np.isfinite(diff).all():
-        return math.inf
-    return _energy(diff) / _energy(exact[finite])
+class _Exact:
+    """An op's float output, ready to measure candidates against (once per op, not per
+    candidate): as float64, restricted to its finite elements when some are not."""
+
+    def __init__(self, exact: np.ndarray):
+        exact = np.asarray(exact, np.float64)
+        finite = np.isfinite(exact)
+        self.finite = None if finite.all() else finite
+        self.values = exact.ravel() if self.finite is None else exact[finite]
+        self.energy = _energy(self.values)
+
+    def error(self, got: np.ndarray) -> float:
+        """The squared error of `got` relative to the energy of the exact output, over the
+        elements where that is finite (any other value there makes it infinite)."""
+        got = np.asarray(got, np.float64)
+        diff = (got.ravel() if self.finite is None else got[self.finite]) - self.values
+        error = _energy(diff)
+        return error / self.energy if math.isfinite(error) else math.inf
 
 
 def _energy(x: np.ndarray) -> float:
-    """The sum of squares of `x` (at least 1e-30, so that it can divide)."""
-    return max(float(np.square(x, dtype=np.float64).sum()), 1e-30)
+    """The sum of squares of `x` (at least 1e-30, so that it can divide; inf or nan when
+    `x` holds such values)."""
+    flat = np.asarray(x, np.float64).ravel()
+    return max(float(np.einsum("i,i->", flat, flat)), 1e-30)
