@@ -11,6 +11,12 @@ import numpy as np
 
 from ..diagnostics import NpucError, input_files, located, reported_errors, working_on
 from ..limits import MAX_COUNT
+from .benchmark import (
+    add_benchmark_options,
+    benchmark_binary,
+    benchmark_model,
+    check_benchmark_options,
+)
 from .cli_options import add_debug_option, add_import_options, import_options
 from .quantize_options import add_quantize_options, check_options, quantize_and_report
 from .run_binary import add_binary_options, apply_config, run_binary
@@ -70,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_import_options(parser)
     add_quantize_options(parser)
     add_binary_options(parser)
+    add_benchmark_options(parser)
     add_debug_option(parser)
     return parser
 
@@ -112,7 +119,7 @@ def _first_line(e: Exception) -> str:
 #: The options that apply to a compiled .npubin program (the others are refused).
 BINARY_OPTIONS = frozenset(
     {"help", "input", "output", "seed", "sequence", "json", "profile", "target",
-     "dump_tensors", "config", "debug", "max_tensor_bytes"}
+     "dump_tensors", "config", "debug", "max_tensor_bytes", "benchmark", "warmup"}
 )  # fmt: skip
 
 
@@ -133,7 +140,9 @@ def save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 
 
 def run(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_benchmark_options(parser, args)
     apply_config(args)
     if not 0 <= args.seed < 2**64:
         raise NpucError(f"--seed must be an integer in [0, 2**64), got {args.seed}")
@@ -155,21 +164,54 @@ def run(argv: list[str] | None = None) -> int:
                 raise NpucError(f"{action.option_strings[-1]} applies to a model, not to a "
                                 "compiled .npubin program")  # fmt: skip
         with input_files(_input_paths(args.input)):
-            return run_binary(args, dict(load_input(spec) for spec in args.input))
+            inputs = dict(load_input(spec) for spec in args.input)
+            return (run_binary if args.benchmark is None else benchmark_binary)(args, inputs)
     for option in ("profile", "dump_tensors", "target"):
         if getattr(args, option) not in (None, False):
             raise NpucError(f"--{option.replace('_', '-')} needs a compiled .npubin program")
-    check_options(args)
+    # With --benchmark, --json holds the timings, not the --quantize comparison.
+    check_options(args if args.benchmark is None else argparse.Namespace(**(vars(args) | {
+        "json": None})))  # fmt: skip
     with input_files(_input_paths(args.input)):
-        return _run_model(args, dict(load_input(spec) for spec in args.input))
+        feeds = dict(load_input(spec) for spec in args.input)
+        return (_run_model if args.benchmark is None else benchmark_model)(args, feeds)
 
 
 def _run_model(args: argparse.Namespace, feeds: dict[str, np.ndarray]) -> int:
-    from ..api import apply_pipeline, export_qdq, load_model
     from ..graph_io import entry_function, state_names
+    from ..runtime.qnn_kernels import dequantized_outputs, random_inputs, run_module
+
+    module = prepare_module(args, feeds)
+    if module is None:
+        return 0
+    with located(args.model):  # a module without an entry function
+        stateful = bool(state_names(entry_function(module)))
+    if args.sequence is not None or stateful:
+        return run_steps(module, feeds, args)
+    with located(args.model):
+        generated = random_inputs(module, skip=feeds.keys(), seed=args.seed)
+    for name, array in generated.items():
+        print(
+            f"note: no --input for '{name}': using seeded random data "
+            f"{tuple(array.shape)} {array.dtype}"
+        )
+    with working_on("step", "run"), located(args.model):
+        outputs = dequantized_outputs(module, run_module(module, {**feeds, **generated}))
+    for name, array in outputs.items():
+        print(summarise(name, array))
+    if args.output:
+        save_npz(args.output, outputs)
+        print(f"saved {len(outputs)} output(s) to {args.output}")
+    return 0
+
+
+def prepare_module(args: argparse.Namespace, feeds: dict[str, np.ndarray]) -> ModuleOp | None:
+    """The module to run: imported, passed through -p, quantized, checked against --level
+    (None when --quantize --compare was all there was to do)."""
+    from ..api import apply_pipeline, export_qdq, load_model
     from ..printing import print_module
     from ..registry import DEFAULT_PIPELINE
-    from ..runtime.qnn_kernels import check_level, dequantized_outputs, random_inputs, run_module
+    from ..runtime.qnn_kernels import check_level
 
     if args.output and not Path(args.output).resolve().parent.is_dir():
         raise NpucError("cannot write: its directory does not exist", args.output)
@@ -201,31 +243,13 @@ def _run_model(args: argparse.Namespace, feeds: dict[str, np.ndarray]) -> int:
             export_qdq(module, args.export_qdq)
         print(f"wrote the ONNX QDQ model to {args.export_qdq}")
     if args.quantize and args.compare:
-        return 0
+        return None
     if args.level:
         with located(args.model):
             check_level(module, args.level)
     if args.print_ir:
         print(print_module(module))
-    with located(args.model):  # a module without an entry function
-        stateful = bool(state_names(entry_function(module)))
-    if args.sequence is not None or stateful:
-        return run_steps(module, feeds, args)
-    with located(args.model):
-        generated = random_inputs(module, skip=feeds.keys(), seed=args.seed)
-    for name, array in generated.items():
-        print(
-            f"note: no --input for '{name}': using seeded random data "
-            f"{tuple(array.shape)} {array.dtype}"
-        )
-    with working_on("step", "run"), located(args.model):
-        outputs = dequantized_outputs(module, run_module(module, {**feeds, **generated}))
-    for name, array in outputs.items():
-        print(summarise(name, array))
-    if args.output:
-        save_npz(args.output, outputs)
-        print(f"saved {len(outputs)} output(s) to {args.output}")
-    return 0
+    return module
 
 
 def run_steps(module: ModuleOp, feeds: dict[str, np.ndarray], args: argparse.Namespace) -> int:

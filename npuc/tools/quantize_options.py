@@ -57,7 +57,12 @@ def add_quantize_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--compare", action="store_true", help="report accuracy against float")
     group.add_argument("--data", metavar="DIR", help="comparison data (default: calibration)")
-    group.add_argument("--json", metavar="FILE", help="write the comparison as JSON")
+    group.add_argument(
+        "--json",
+        metavar="FILE",
+        help="write the comparison as JSON (with a .npubin and --profile: the profile; with "
+        "--benchmark: the timings)",
+    )
     group.add_argument("--target-cosine", type=float, help="promote layers until reached")
     group.add_argument("--max-top1-drop", type=float, metavar="PERCENT")
     group.add_argument("--promote-to", choices=("int16", "float"), default="int16")

@@ -51,6 +51,8 @@ def apply_config(args: argparse.Namespace) -> None:
     if not args.input and "input" in run:
         args.input = [f"{k}={v}" for k, v in run["input"].items()]
     args.output = args.output or run.get("output")
+    if getattr(args, "benchmark", None) is not None:
+        return  # [run]'s json, profile and dump_tensors describe a run, not a benchmark
     args.json = args.json or run.get("json")
     args.profile = args.profile or run.get("profile", False)
     args.dump_tensors = args.dump_tensors or run.get("dump_tensors")
@@ -65,8 +67,6 @@ def run_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
     their own type, different at each step (seed + step).
     """
     from ..compile_flow import TARGET_KEY
-    from ..runtime.executor import Executor
-    from ..runtime.loader import load_file
     from .npu_run import save_npz, summarise
 
     steps = args.sequence
@@ -79,16 +79,7 @@ def run_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
     for path in (args.output, args.json):
         if path and not Path(path).resolve().parent.is_dir():
             raise NpucError("cannot write: its directory does not exist", path)
-    with working_on("step", "load"), located(args.model):
-        limit = getattr(args, "max_tensor_bytes", None)
-        program = load_file(args.model) if limit is None else load_file(
-            args.model, max_region_bytes=limit)  # fmt: skip
-        executor = Executor(program)
-    state = {program.inputs[p.input].name: p for p in program.state}
-    given = sorted(set(inputs) & set(state))
-    if given:
-        raise NpucError(f"input '{given[0]}' is state: it starts from the binary's initial value "
-                        "and carries over from call to call (--sequence N)")  # fmt: skip
+    program, executor, state = load_program(args, inputs)
     layers = None
     if args.dump_tensors:
         layers = None if args.dump_tensors == "all" else set(args.dump_tensors.split(","))
@@ -132,6 +123,25 @@ def run_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
     if args.profile:
         _profile(args, program, dict(program.debug).get(TARGET_KEY))
     return 0
+
+
+def load_program(args: argparse.Namespace, inputs: Collection[str]):
+    """The loaded and validated program, its Executor, and its state pairs by input name
+    (refusing an --input that names a state input)."""
+    from ..runtime.executor import Executor
+    from ..runtime.loader import load_file
+
+    with working_on("step", "load"), located(args.model):
+        limit = getattr(args, "max_tensor_bytes", None)
+        program = load_file(args.model) if limit is None else load_file(
+            args.model, max_region_bytes=limit)  # fmt: skip
+        executor = Executor(program)
+    state = {program.inputs[p.input].name: p for p in program.state}
+    given = sorted(set(inputs) & set(state))
+    if given:
+        raise NpucError(f"input '{given[0]}' is state: it starts from the binary's initial value "
+                        "and carries over from call to call (--sequence N)")  # fmt: skip
+    return program, executor, state
 
 
 def _call(executor, feeds: dict[str, np.ndarray], args: argparse.Namespace, layers):
