@@ -722,7 +722,7 @@ class Planner:
                 if not allowed or cost[a][0] >= NEVER:
                     continue
                 e = fastest(allowed)
-                total = (cost[a][0] + e.cycles, cost[a][1] + e.tiles)
+                total = (cost[a][0] + e.cycles + TILE_CHARGE * e.tiles, cost[a][1] + e.tiles)
                 if total < cost[b + 1]:
                     cost[b + 1] = total
                     choice[b + 1] = (a, e, manual)
