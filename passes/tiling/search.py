@@ -254,7 +254,9 @@ class Planner:
         self._spans: dict[tuple[int, int, int], list[list[Span]]] = {}
         self._rolls: dict[tuple[int, int], list[list[Roll]]] = {}
         self._classes: dict[tuple[int, int, int, bool], list[list[tuple]]] = {}
-        self._models: dict[tuple[int, bool, int, int], tuple[list[Term], int, int]] = {}
+        self._models: dict[tuple[int, bool, int, int], tuple[tuple[Term, ...], int, int]] = {}
+        self._distinct: dict[tuple[tuple[Term, ...], int, int], tuple] = {}
+        self._shared: dict[tuple, tuple[int, int, float, float, int, int]] = {}
         self._channels: dict[tuple[int, int], list[Channels]] = {}
         self._resident: dict[tuple[int, int], int] = {}
         self._values: dict[tuple, tuple[int, int, float, float, int, int]] = {}
@@ -327,7 +329,9 @@ class Planner:
             terms = tile_terms(layer, channels, linked, self.memories)
             if layer.op in self.residency.merged:  # its operands are its own bytes
                 terms = [t for t in terms if t.role != ROLES["views"]]
-            self._models[key] = (terms, *mac_factor(self.target, layer, channels))
+            model = (tuple(terms), *mac_factor(self.target, layer, channels))
+            # one object per distinct model: tile_values shares results between equal ones
+            self._models[key] = self._distinct.setdefault(model, model)
         return self._models[key]
 
     def rolling_bytes(self, first: int, last: int, h: int, w: int) -> RollingBytes:
@@ -353,8 +357,13 @@ class Planner:
         times."""
         full = (key, oh, ih, ow, iw, streamed)
         found = self._values.get(full)
+        if found is not None:
+            return found
+        model = self.model(*key)
+        same = (id(model), key[2] > 1, oh, ih, ow, iw, streamed)  # equal layers, equal tiles
+        found = self._shared.get(same)
         if found is None:
-            terms, factor, batch = self.model(*key)
+            terms, factor, batch = model
             m = self.memories
             weights_dma = m.constants != m.arena
             io = self.target.memory(m.io)
@@ -375,7 +384,8 @@ class Planner:
                 tb.weights,
                 tb.output,
             )
-            self._values[full] = found
+            self._shared[same] = found
+        self._values[full] = found
         return found
 
     def channels(self, k: int, c: int) -> list[Channels]:
