@@ -34,6 +34,7 @@ from npuc.dialects.nn_base import ActivationFusable, shape_of
 from npuc.limits import check_tensor
 from npuc.tensors import element_bytes, from_dense, numpy_dtype
 
+from .in_place import in_place_ops
 from .kernels import conv, linear, logic, movement, norm, pool, reduce, resize
 from .kernels import elementwise as ew
 
@@ -77,11 +78,22 @@ def evaluate_op(op: Operation, args: list[np.ndarray]) -> list[np.ndarray]:
             y = results[0]
             if not y.flags.writeable or any(np.may_share_memory(y, a) for a in args):
                 y = y.copy()
-            results[0] = ew.apply_activation(
-                y, op.activation.data, _float(op.activation_min), _float(op.activation_max),
-                _float(op.activation_alpha),
-            )  # fmt: skip
+            results[0] = _activate(op, y)
     return results
+
+
+def evaluate_into_first(op: Operation, ufunc: np.ufunc, args: list[np.ndarray]) -> np.ndarray:
+    """`evaluate_op` of an elementwise op (in_place.py) written into its first operand."""
+    with np.errstate(all="ignore"):
+        y = ufunc(args[0], args[1], out=args[0])
+        return _activate(op, y) if op.activation is not None else y  # type: ignore[attr-defined]
+
+
+def _activate(op: Any, y: np.ndarray) -> np.ndarray:
+    return ew.apply_activation(
+        y, op.activation.data, _float(op.activation_min), _float(op.activation_max),
+        _float(op.activation_alpha),
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- property helpers
@@ -358,6 +370,7 @@ class FunctionRunner:
             if arg in last_use and arg not in returned:
                 self.dead_after[last_use[arg]].append(arg)
         self.keys = self._op_keys()
+        self.in_place = in_place_ops(self.ops, returned)
         self._constants: dict[Operation, list[np.ndarray]] = {}
         self._check_sizes()
 
@@ -460,7 +473,11 @@ class FunctionRunner:
         env: dict[SSAValue, np.ndarray] = dict(zip(self.func.body.block.args, arrays, strict=True))
         intermediates: dict[str, np.ndarray] = {}
         for op, dead in zip(self.ops, self.dead_after, strict=True):
-            self._step(op, env, kept, intermediates)
+            ufunc = self.in_place.get(op)
+            if ufunc is not None and op.operands[0] not in kept:
+                env[op.results[0]] = evaluate_into_first(op, ufunc, [env[v] for v in op.operands])
+            else:
+                self._step(op, env, kept, intermediates)
             for v in dead:
                 env.pop(v, None)
         return [_owned(env[v], arrays) for v in self.results], intermediates
