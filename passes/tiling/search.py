@@ -236,6 +236,9 @@ class Planner:
         self.sram_limit = sram_limit
         self.overlap_limit = overlap_limit
         self.memories = Memories.of_target(target, func)
+        self._io_memory = target.memory(self.memories.io)
+        self._constants_memory = target.memory(self.memories.constants)
+        self._port = target.arena_memory.bytes_per_cycle
         self.residency = Residency(func, layers, self.memories)
         self.graph = Graph.of(self.layers)
         # float tensors between quantized layers are the host's (no NPU instruction moves them)
@@ -366,8 +369,7 @@ class Planner:
             terms, factor, batch = model
             m = self.memories
             weights_dma = m.constants != m.arena
-            io = self.target.memory(m.io)
-            port = self.target.arena_memory.bytes_per_cycle
+            io, port = self._io_memory, self._port
             tb = terms_bytes(terms, (oh, ih), (ow, iw), m.alignment)
             c = key[2]
             pixels = self.target.mac_array.pixels
@@ -448,7 +450,7 @@ class Planner:
         h, w, c = parts
         seg = self.layers[first : last + 1]
         tiles = h * w * c
-        port = self.target.arena_memory.bytes_per_cycle
+        port = self._port
         if rolling is None or not self.rolling(first, last, parts):
             rolling = self.rolling(first, last, parts)
         many = len(seg) > 1
@@ -529,7 +531,7 @@ class Planner:
         layer = self.layers[index]
         m = self.memories
         weights_dma = m.constants != m.arena
-        constants = self.target.memory(m.constants)
+        constants = self._constants_memory
         one = [(1, 1, 1)]
         k = index - first
         spatial = self.layers[last].spatial
