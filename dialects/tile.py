@@ -61,9 +61,9 @@ def region_element_type(element: Attribute, offsets: Sequence[int], sizes: Seque
         return element
     axis = element.axis.data
     lo, hi = offsets[axis], offsets[axis] + sizes[axis]
-    scales, zps = element.scale_values()[lo:hi], element.zero_point_values()[lo:hi]
     if (lo, hi) == (0, len(element.scales)):
         return element
+    scales, zps = element.scale_values()[lo:hi], element.zero_point_values()[lo:hi]
     return UniformQuantizedType(
         element.storage,
         scales,
