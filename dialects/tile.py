@@ -63,8 +63,12 @@ def region_element_type(element: Attribute, offsets: Sequence[int], sizes: Seque
     lo, hi = offsets[axis], offsets[axis] + sizes[axis]
     if (lo, hi) == (0, len(element.scales)):
         return element
+    key = (id(element), lo, hi)
+    known = _SLICED.get(key)
+    if known is not None and known[0] is element:
+        return known[1]
     scales, zps = element.scale_values()[lo:hi], element.zero_point_values()[lo:hi]
-    return UniformQuantizedType(
+    sliced = UniformQuantizedType(
         element.storage,
         scales,
         zps,
@@ -73,6 +77,13 @@ def region_element_type(element: Attribute, offsets: Sequence[int], sizes: Seque
         storage_max=element.qmax,
         expressed_type=element.expressed_type,
     )
+    if len(_SLICED) >= 4096:
+        _SLICED.clear()
+    _SLICED[key] = (element, sliced)  # the tile verifiers and materialise ask again and again
+    return sliced
+
+
+_SLICED: dict[tuple[int, int, int], tuple[UniformQuantizedType, UniformQuantizedType]] = {}
 
 
 def region_type(ty: TensorType, offsets: Sequence[int], sizes: Sequence[int]) -> TensorType:
