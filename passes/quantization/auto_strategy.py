@@ -23,10 +23,13 @@ local choice and once per candidate strategy for all tensors, with the
 quantization's own scheme and settings, each run by the qnn interpreter on the
 held-out calls. Held out, because the extrema never clip the samples they were
 computed from. The model whose outputs have the least relative squared error
-wins, ties going to the local choices (a confident classifier's saturated
-outputs often tie); if it is a single strategy, every tensor takes it. (Comparing
-the logits before a softmax instead picked worse models on the PP-OCR
-recognizer, whose 6625-class logits are mostly noise the softmax discards.)
+wins, ties going to the local choices; if it is a single strategy, every tensor
+takes it. An output made by a softmax or a sigmoid is compared through that float
+op applied to the quantized model's dequantized operand: on confident samples the
+output's own 8-bit grid (probabilities in steps of 1/256) rounds every candidate to
+the same values, and the choice would fall to the tie. (Comparing the logits
+themselves picked worse models on the PP-OCR recognizer, whose 6625-class logits
+are mostly noise the softmax discards.)
 
 Choices are made per grid on first use and recorded in each tensor's statistics
 (`auto`, saved in the statistics file).
@@ -44,6 +47,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from npuc import graph_io
+from npuc.dialects.nn import SigmoidOp, SoftmaxOp
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.runtime.kernels.integer import dequantize
 from npuc.runtime.nn_interpreter import FunctionRunner
@@ -213,8 +217,8 @@ def select_for_model(
     if probe is None or probe.selection is None or probe.winner is not None:
         return
     selection, runner = probe.selection, probe.runner
-    compared = _compared_tensors(runner)
-    reference = [runner.run(call, keep=compared)[1] for call in selection.calls]
+    compared = _compared_outputs(runner)
+    reference = [runner.run(call, keep=[c.key for c in compared])[1] for call in selection.calls]
     for candidate in ("local", *CANDIDATES):
         strategy = "auto" if candidate == "local" else candidate
         quantized = probe.module.clone()
@@ -224,10 +228,12 @@ def select_for_model(
         types = {key: value.type for value, key in run.keys.items()}
         error = energy = 0.0
         for call, ref in zip(selection.calls, reference, strict=True):
-            got = run.run(call, keep=[k for k in ref if k in types])[1]
-            for key, r in ref.items():
-                y = _real(got[key], types[key]) if key in got else None
-                if y is not None and y.shape == r.shape:
+            keep = [k for c in compared for k in (c.key, c.inner_key) if k in types]
+            got = run.run(call, keep=keep)[1]
+            for c in compared:
+                r = ref.get(c.key)
+                y = c.real(got, types, runner)
+                if r is not None and y is not None and y.shape == r.shape:
                     error += _energy(y - r)
                     energy += _energy(r)
         probe.errors[candidate] = error / max(energy, 1e-30)
@@ -238,9 +244,49 @@ def select_for_model(
                 tensor.auto[key] = probe.winner
 
 
-def _compared_tensors(runner: FunctionRunner) -> list[str]:
-    """The keys of the tensors whole models are compared on: the returned op results."""
-    return list(dict.fromkeys(runner.keys[v] for v in runner.results if v in runner.keys))
+# Outputs made by these ops are compared through the float op applied to the quantized
+# model's operand: the output's own 8-bit grid (probabilities in steps of 1/256) would
+# otherwise hide every other difference on confident samples.
+OUTPUT_ACTIVATIONS = (SoftmaxOp, SigmoidOp)
+
+
+@dataclass(frozen=True)
+class _Compared:
+    """A returned tensor whole models are compared on (by key), and for one made by an
+    OUTPUT_ACTIVATIONS op, that op and the key of its operand."""
+
+    key: str
+    op: Operation | None = None
+    inner_key: str | None = None
+
+    def real(self, got: Mapping[str, np.ndarray], types: Mapping[str, Attribute],
+             runner: FunctionRunner) -> np.ndarray | None:  # fmt: skip
+        """The quantized run's value of the tensor, as float64 reals."""
+        if self.inner_key is not None and self.inner_key in got:
+            inner = _real(got[self.inner_key], types[self.inner_key])
+            if inner is not None:
+                assert self.op is not None
+                return np.asarray(runner.evaluate(self.op, [inner.astype(np.float32)])[0],
+                                  np.float64)  # fmt: skip
+        if self.key in got:
+            return _real(got[self.key], types[self.key])
+        return None
+
+
+def _compared_outputs(runner: FunctionRunner) -> list[_Compared]:
+    """The returned op results whole models are compared on."""
+    compared: dict[str, _Compared] = {}
+    for value in runner.results:
+        key = runner.keys.get(value)
+        if key is None or key in compared:
+            continue
+        op = value.owner
+        inner = op.operands[0] if isinstance(op, OUTPUT_ACTIVATIONS) else None
+        if inner is not None and inner in runner.keys:
+            compared[key] = _Compared(key, op, runner.keys[inner])
+        else:
+            compared[key] = _Compared(key)
+    return list(compared.values())
 
 
 def _real(array: np.ndarray, ty: Attribute) -> np.ndarray | None:

