@@ -33,6 +33,7 @@ from npuc.dialects.qnn import UniformQuantizedType
 from npuc.runtime.kernels.integer import ROUNDING_MODES
 from npuc.runtime.nn_interpreter import FunctionRunner
 
+from .quantization.adaround import learn_roundings
 from .quantization.auto_strategy import select_for_model
 from .quantization.bias_correction import correct_biases, working_copy
 from .quantization.layer_config import (
@@ -82,6 +83,8 @@ class QuantizeConfig:
     weight_strategy: str = "extrema"
     overrides: LayerOverrides = field(default_factory=LayerOverrides)
     bias_correction: bool = False  # quantization/bias_correction.py
+    adaround: bool = False  # quantization/adaround.py
+    adaround_iterations: int = 1000
 
     def check(self) -> None:
         scheme_named(self.scheme)
@@ -93,6 +96,10 @@ class QuantizeConfig:
             raise NpucError(f"rounding must be one of {', '.join(ROUNDING_MODES)}")
         if self.weight_bits not in (4, 8, 16):
             raise NpucError(f"weight_bits must be 4, 8 or 16, got {self.weight_bits}")
+        if not 1 <= self.adaround_iterations <= 100_000:
+            raise NpucError(
+                f"adaround_iterations must be in [1, 100000], got {self.adaround_iterations}"
+            )
 
 
 @dataclass(eq=False)
@@ -117,6 +124,8 @@ class Plan:
     forced: dict[SSAValue, UniformQuantizedType] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     chosen: dict[SSAValue, str] = field(default_factory=dict)  # what `auto` stood for
+    # Learned weight roundings (adaround.py): (weight value, its type) -> stored integers.
+    learned: dict[tuple[SSAValue, UniformQuantizedType], np.ndarray] = field(default_factory=dict)
     _types: dict[tuple[SSAValue, int], UniformQuantizedType] = field(default_factory=dict)
 
     def strategy_of(self, value: SSAValue) -> str:
@@ -319,11 +328,13 @@ def quantize_module(
     from .quantization.state import quantize_state, shared_state_ranges
 
     probe = ranges.probe if isinstance(ranges, StatisticsRanges) else None
-    if config.bias_correction and probe is None:
-        raise NpucError(
-            "bias_correction needs calibration samples: quantize right after calibrating on "
-            "data (not from fixed ranges or a statistics file; a statistics file carries none)"
-        )
+    for option in ("bias_correction", "adaround"):
+        if getattr(config, option) and probe is None:
+            raise NpucError(
+                f"{option} needs calibration samples: quantize right after calibrating on "
+                "data (not from fixed ranges or a statistics file; a statistics file carries "
+                "none)"
+            )
     ranges = shared_state_ranges(module, ranges)  # a state pair keeps one type across calls
     if isinstance(ranges, Mapping):
         source, default_strategy = ranges_from_mapping(ranges), GIVEN
@@ -371,6 +382,8 @@ def quantize_module(
         kind, reason = classify(op, setting)
         plan.layers[op] = Layer(op, name, kind, setting, reason)
     _check_overrides(func, {layer.name for layer in plan.layers.values()}, config.overrides)
+    if probe is not None and config.adaround:
+        learn_roundings(plan, probe, config.adaround_iterations)
     if probe is not None and config.bias_correction:
         correct_biases(plan, block, probe)
     plan.fold_clamps()
@@ -483,6 +496,8 @@ class QuantizePass(ModulePass):
     rounding: the requantization rounding rule of every rescaling op.
     bias_correction: subtract each weighted layer's mean output shift due to weight
       quantization from its bias (needs calibration samples: samples=N, not stats=PATH).
+    adaround, adaround_iterations: learn each weight's rounding (up or down) so the layer's
+      outputs on the calibration samples move least (needs samples=N, like bias_correction).
     layers: per-layer overrides, "NAME:SPEC,..." (SPEC 8, 16, int, float; NAME may be nn.OP).
     config / write_config: read / write the per-layer configuration file (JSON).
     """
@@ -501,6 +516,8 @@ class QuantizePass(ModulePass):
     bias_bits: int = 32
     rounding: str = "half_away_from_zero"
     bias_correction: bool = False
+    adaround: bool = False
+    adaround_iterations: int = 1000
     layers: str | None = None
     config: str | None = None
     write_config: str | None = None
@@ -525,6 +542,8 @@ class QuantizePass(ModulePass):
             weight_strategy=self.weight_strategy,
             overrides=overrides,
             bias_correction=self.bias_correction,
+            adaround=self.adaround,
+            adaround_iterations=self.adaround_iterations,
         )
         ranges: Mapping[str, Range] | RangeSource
         if self.ranges is not None:

@@ -46,6 +46,15 @@ def add_quantize_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="subtract each weighted layer's mean output shift from weight quantization",
     )
+    group.add_argument(
+        "--adaround",
+        nargs="?",
+        type=int,
+        const=1000,
+        metavar="ITERATIONS",
+        help="learn each weight's rounding on the calibration samples (AdaRound; default 1000 "
+        "iterations a layer)",
+    )
     group.add_argument("--io", choices=("float", "quantized"), default="float")
     group.add_argument("--batch-size", type=int, metavar="N", help="calibration batch size")
     group.add_argument("--mean", metavar="M[,M...]", help="image preprocessing: subtract")
@@ -93,7 +102,7 @@ _QUANTIZE_ONLY = {
     "outlier_percentile": None, "batch_size": None, "mean": None, "scale": None,
     "reverse_channels": False, "layer_config": None, "write_layer_config": None, "data": None,
     "json": None, "activation_strategy": "auto", "weight_strategy": "extrema",
-    "cost_target": None, "bias_correction": False,
+    "cost_target": None, "bias_correction": False, "adaround": None,
 }  # fmt: skip
 
 
@@ -197,6 +206,8 @@ def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
         weight_strategy=args.weight_strategy,
         overrides=overrides,
         bias_correction=args.bias_correction,
+        adaround=args.adaround is not None,
+        adaround_iterations=1000 if args.adaround is None else args.adaround,
     )
     searching = args.target_cosine is not None or args.max_top1_drop is not None
     needs_data = args.compare or searching

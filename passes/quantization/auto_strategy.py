@@ -223,7 +223,8 @@ def select_for_model(
         strategy = "auto" if candidate == "local" else candidate
         quantized = probe.module.clone()
         quantize(quantized, selection.train,
-                 replace(config, activation_strategy=strategy, io="float"))  # fmt: skip
+                 replace(config, activation_strategy=strategy, io="float",
+                         adaround=False))  # fmt: skip
         run = QuantizedFunctionRunner(graph_io.entry_function(quantized))
         types = {key: value.type for value, key in run.keys.items()}
         error = energy = 0.0

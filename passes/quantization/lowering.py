@@ -382,7 +382,9 @@ class Emitter:
         q = self.plan.weight_type(layer, data, axis)
         if (value, q) not in self.conversions:
             name = layer_name_of(value.owner)  # type: ignore[arg-type]
-            stored = quantize_array(data, q, axis)
+            stored = self.plan.learned.get((value, q))
+            if stored is None:
+                stored = quantize_array(data, q, axis)
             self.conversions[value, q] = self.constant(stored, tensor_of(value, q), name)
         return self.conversions[value, q]
 

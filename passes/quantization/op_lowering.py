@@ -147,6 +147,8 @@ def lower_weighted(em: Emitter, layer: Layer) -> None:
         "symmetric": all(z == 0 for z in qw.zero_point_values()),
         "narrow": qw.qmin == -qw.qmax,
     }
+    if (op.operands[1], qw) in plan.learned:
+        report.weight["rounding"] = "adaround"
     stored_bias: np.ndarray | int = 0
     if len(op.operands) > 2:
         bias = np.asarray(constant_data(op.operands[2]), np.float64)

@@ -188,3 +188,16 @@ def test_bias_correction_runs_after_calibration_and_is_refused_with_a_statistics
     assert refused.returncode == 1
     assert "bias_correction needs calibration samples" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_adaround_learns_the_rounding_of_every_weighted_layer(workspace: Path):
+    config = workspace / "adaround_layers.json"
+    learned = quantize(workspace, "--adaround", "200", "--write-layer-config", config)
+    assert learned.returncode == 0, learned.stderr
+    layers = json.loads(config.read_text())["layers"]
+    weighted = {name: e for name, e in layers.items() if "weights" in e}
+    assert len(weighted) >= 3  # the digits model's convolutions and dense layers
+    assert all(e["weights"]["rounding"] == "adaround" for e in weighted.values())
+    zero = quantize(workspace, "--adaround", "0")
+    assert zero.returncode == 1
+    assert "adaround_iterations must be in [1, 100000], got 0" in zero.stderr
