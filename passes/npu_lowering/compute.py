@@ -232,10 +232,16 @@ def div(b: Builder, op: Operation) -> None:
     )  # fmt: skip
 
 
+@supports("qnn.reduce_sum")
+def native_sum(op: Operation) -> bool:
+    """LiteRT's int8 SUM reads the bytes as uint8 (storage_view): no instruction does that."""
+    view = op.properties.get("storage_view")
+    return view is None or view.data == "native"
+
+
 @rule("qnn.reduce_sum")
 def reduce_sum(b: Builder, op: Operation) -> None:
-    view = op.properties.get("storage_view")
-    if view is not None and view.data != "native":
+    if not native_sum(op):
         raise LoweringError("the uint8 storage view of int8 sums has no NPU instruction")
     src, dst = _reduction_window(b, op)
     b.emit("pool", (src, dst), (op.operands[0],), mode="sum", kernel=src.shape[2:],
