@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from compile_helpers import compile_and_run
-from tflite_builder import TFLiteModel, run_litert
+from tflite_builder import TFLiteModel, layer_weights, run_litert
 from tflite_int16_cases import CASES, SAME, VALID
 from tool_runner import run_tool
 
@@ -57,12 +57,7 @@ def int16_net() -> bytes:
         return m.tensor(name, shape, np.int16, scale=scale, zero_point=0)
 
     def weights(name, shape, axis, x_scale, fan_in):
-        w = rng.integers(-127, 128, shape).astype(np.int8)
-        ws = rng.uniform(0.5, 1.5, shape[axis]) * (1.2 / (127 * np.sqrt(fan_in)))
-        bias = rng.integers(-3000, 3000, shape[axis]).astype(np.int64)
-        wt = m.tensor(f"{name}_w", shape, np.int8, data=w, scale=ws, axis=axis)
-        bt = m.tensor(f"{name}_b", [shape[axis]], np.int64, data=bias, scale=ws * x_scale)
-        return wt, bt
+        return layer_weights(m, rng, name, shape, axis, x_scale, fan_in, np.int64, 3000)
 
     x = act("x", [1, 16, 16, 3], 0.0003)
     w, b = weights("conv1", [8, 3, 3, 3], 0, 0.0003, 27)
