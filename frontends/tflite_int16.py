@@ -12,9 +12,11 @@ arithmetic reproduced, kernel by kernel (reference kernels):
   (`tflite64_multiplier`).
 - FULLY_CONNECTED (int64 bias or none, per tensor or per channel): LiteRT's reference
   16x8 kernel rounds once on the *unreduced* Q31 multiplier,
-  `(x * m + 2^(total - 1)) >> total` with `total = 31 - shift_tflite`: `half_up` with the
-  int8 path's (m0, shift). Measured against LiteRT: the reduced form differs at ~10% of
-  outputs, the int32 double rounding at ~0.1%; this one at none.
+  `(x * m + 2^(total - 1)) >> total` with `total = 31 - shift_tflite`: `half_up` with
+  conv's (m0, shift), the scales multiplied in double even per tensor (the int8 kernel
+  multiplies them in float32). Measured against LiteRT: the reduced form differs at ~10%
+  of outputs, the int32 double rounding at ~0.1%, the float32 product at ~0.02%; this one
+  at none.
 - An int64 bias is imported as i32 when every entry fits (exactly), otherwise the op is
   unsupported; int32 biases in 16x8 layers are refused (LiteRT's reference kernels do not
   give them the int64 arithmetic). The accumulator bound `sum |w| * 2^15 + |bias|` must
@@ -170,7 +172,10 @@ def _fully_connected(ctx: OpContext) -> SSAValue:
     w = ctx.need_const(1, "the weights")
     weight = _weight(ctx, w, 0)
     bias, wide = _bias(ctx, 2, required=False)
-    pairs = qops.fc_multipliers(ctx, w.shape[0])
+    # LiteRT's 16x8 kernel multiplies the scales in double, per tensor too (conv's rule),
+    # not in float32 as the int8 kernel's GetQuantizedConvolutionMultipler does.
+    per_tensor = len(ctx.tensor(1).quant.scales) == 1
+    pairs = qops.conv_multipliers(ctx, 1 if per_tensor else w.shape[0])
     k = w.shape[1]
     x = ctx.reshape(ctx.value(0), [int(np.prod(ctx.shape(0))) // k, k])
     rows = shape_of(x)[0]

@@ -306,6 +306,27 @@ class TFLiteModel:
         return tflite.OperatorEnd(b)
 
 
+def layer_weights(
+    m: TFLiteModel,
+    rng: np.random.Generator,
+    name: str,
+    shape: Sequence[int],
+    axis: int,
+    x_scale: float,
+    fan_in: int,
+    bias_dtype: Any = np.int32,
+    bias_bound: int = 300,
+) -> tuple[int, int]:
+    """Random int8 weights quantized per channel on `axis`, scaled so that `fan_in` inputs of
+    unit range sum to about one, and their bias (scale weight scale * `x_scale`)."""
+    w = rng.integers(-127, 128, shape).astype(np.int8)
+    ws = rng.uniform(0.5, 1.5, shape[axis]) * (1.2 / (127 * np.sqrt(fan_in)))
+    bias = rng.integers(-bias_bound, bias_bound, shape[axis]).astype(bias_dtype)
+    wt = m.tensor(f"{name}_w", shape, np.int8, data=w, scale=ws, axis=axis)
+    bt = m.tensor(f"{name}_b", [shape[axis]], bias_dtype, data=bias, scale=ws * x_scale)
+    return wt, bt
+
+
 def run_litert(data: bytes, feeds: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Outputs of LiteRT's reference kernels for the model bytes and positional inputs."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType

@@ -8,6 +8,7 @@ region (docs/binary-format.md, conv2d).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 from xdsl.dialects.builtin import IntegerAttr
@@ -20,7 +21,7 @@ from npuc.dialects.npu_isa import TensorRef
 from npuc.tensors import from_dense
 
 from .builder import Builder, LoweringError
-from .views import ViewError, broadcast, reshaped, with_rank
+from .views import ViewError, broadcast, reshaped, sliced, with_rank
 
 Rule = Callable[[Builder, Operation], None]
 RULES: dict[str, Rule] = {}
@@ -151,13 +152,33 @@ def matmul(b: Builder, op: qnn.MatMulOp) -> None:
     m, n = out.shape[-2:]
     lhs, rhs = b.ref(op.lhs), b.ref(op.rhs)
     k = lhs.shape[-1]
-    lhs = with_rank(broadcast(lhs, (*batch, m, k)), 3)
-    rhs = with_rank(broadcast(rhs, (*batch, k, n)), 3)
+    lhs, rhs = broadcast(lhs, (*batch, m, k)), broadcast(rhs, (*batch, k, n))
     table = _table(b, op, n, None, (_zp(op.rhs),) * n)
-    b.emit(
-        "matmul", (lhs, rhs, table, with_rank(out, 3)), (op.lhs, op.rhs),
-        lhs_zero_point=_zp(op.lhs), **_output_stage(op),
-    )  # fmt: skip
+    for lhs_i, rhs_i, out_i in _batches(lhs, rhs, out):
+        b.emit("matmul", (lhs_i, rhs_i, table, out_i), (op.lhs, op.rhs),
+               lhs_zero_point=_zp(op.lhs), **_output_stage(op))  # fmt: skip
+
+
+def _batches(
+    lhs: TensorRef, rhs: TensorRef, out: TensorRef
+) -> list[tuple[TensorRef, TensorRef, TensorRef]]:
+    """The operands as rank-3 views, one matmul each: a leading batch axis that does not
+    merge with the next (a broadcast along one of them) is split, one piece per index."""
+    try:
+        return [(with_rank(lhs, 3), with_rank(rhs, 3), with_rank(out, 3))]
+    except ViewError:
+        if len(out.shape) <= 3:
+            raise
+    pieces = []
+    for i in range(out.shape[0]):
+        pieces += _batches(*(_index(r, i) for r in (lhs, rhs, out)))
+    return pieces
+
+
+def _index(ref: TensorRef, i: int) -> TensorRef:
+    """ref[i]: the view without its first axis."""
+    row = sliced(ref, (i,) + (0,) * (len(ref.shape) - 1), (1, *ref.shape[1:]))
+    return replace(row, shape=row.shape[1:], strides=row.strides[1:])
 
 
 def _binary(b: Builder, op: Operation, kind: str, **params) -> None:
@@ -211,10 +232,16 @@ def div(b: Builder, op: Operation) -> None:
     )  # fmt: skip
 
 
+@supports("qnn.reduce_sum")
+def native_sum(op: Operation) -> bool:
+    """LiteRT's int8 SUM reads the bytes as uint8 (storage_view): no instruction does that."""
+    view = op.properties.get("storage_view")
+    return view is None or view.data == "native"
+
+
 @rule("qnn.reduce_sum")
 def reduce_sum(b: Builder, op: Operation) -> None:
-    view = op.properties.get("storage_view")
-    if view is not None and view.data != "native":
+    if not native_sum(op):
         raise LoweringError("the uint8 storage view of int8 sums has no NPU instruction")
     src, dst = _reduction_window(b, op)
     b.emit("pool", (src, dst), (op.operands[0],), mode="sum", kernel=src.shape[2:],

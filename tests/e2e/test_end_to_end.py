@@ -37,7 +37,7 @@ from compile_helpers import (
 )
 from onnx import helper
 from onnx_models import LIGHT_DIR, float_graph, random_init, with_random_weights
-from tflite_builder import TFLiteModel, run_litert
+from tflite_builder import TFLiteModel, layer_weights, run_litert
 from tool_runner import run_tool
 from xdsl.dialects.builtin import ModuleOp
 
@@ -205,12 +205,7 @@ def tflite_net() -> bytes:
         return m.tensor(name, shape, np.int8, scale=scale, zero_point=zp)
 
     def weights(name, shape, axis, x_scale, fan_in):
-        w = rng.integers(-127, 128, shape).astype(np.int8)
-        ws = rng.uniform(0.5, 1.5, shape[axis]) * (1.2 / (127 * np.sqrt(fan_in)))
-        bias = rng.integers(-300, 300, shape[axis]).astype(np.int32)
-        wt = m.tensor(f"{name}_w", shape, np.int8, data=w, scale=ws, axis=axis)
-        bt = m.tensor(f"{name}_b", [shape[axis]], np.int32, data=bias, scale=ws * x_scale)
-        return wt, bt
+        return layer_weights(m, rng, name, shape, axis, x_scale, fan_in)
 
     x = act("x", [1, 16, 16, 3], 0.03, -5)
     w, b = weights("conv1", [8, 3, 3, 3], 0, 0.03, 27)
