@@ -123,7 +123,7 @@ class Rounding:
 
 
 def learn_rounding(
-    weight: np.ndarray, q: UniformQuantizedType, gram: np.ndarray, iterations: int, seed: int = 0
+    weight: np.ndarray, q: UniformQuantizedType, gram: np.ndarray, iterations: int
 ) -> Rounding:
     """The stored integers of `weight` (output channels on axis 0, [O, ...]) in type `q`
     (per-tensor or per axis 0) chosen by AdaRound against the Gram matrices `gram`
@@ -136,36 +136,48 @@ def learn_rounding(
     s = scales.reshape(groups, o // groups, 1)
     zp = zps.reshape(groups, o // groups, 1)
     lo, hi = q.qmin - zp, q.qmax - zp  # the grid, in steps from zero
-    floor = np.floor(w / s)
+    floor = np.clip(np.floor(w / s), lo, hi)
     nearest = np.clip(_round_half_away(w / s), lo, hi)
+    near_err = _channel_errors(nearest, s, w, gram)
+    # The optimisation runs in float32 (it only has to find a good rounding; the errors
+    # that decide between it and nearest are float64). A weight whose floor is the top of
+    # the grid cannot round up.
+    f32 = np.float32
+    c = f32(ZETA - GAMMA)
+    up = (floor + 1 <= hi).astype(f32)
+    base = (s * floor - w).astype(f32)  # the output-side error is base + s * h
+    # The output error relative to nearest rounding's, so that REG weighs the same whatever
+    # the scale of the layer's outputs.
+    norm = max(float(near_err.sum()), 1e-30)
+    coef = (2.0 * s / norm * up).astype(f32)
+    s32, gram32 = s.astype(f32), gram.astype(f32)
     frac = np.clip(w / s - floor, 0.0, 1.0)
     p = np.clip((frac - GAMMA) / (ZETA - GAMMA), 1e-6, 1 - 1e-6)
-    v = np.log(p / (1 - p))
+    v = np.log(p / (1 - p)).astype(f32)
     m, u = np.zeros_like(v), np.zeros_like(v)
     b1, b2, eps = 0.9, 0.999, 1e-8
     warm = int(WARM_START * iterations)
-    # The output error relative to nearest rounding's, so that REG weighs the same whatever
-    # the scale of the layer's outputs.
-    norm = max(float(_channel_errors(nearest, s, w, gram).sum()), 1e-30)
     for t in range(iterations):
-        sig = 1.0 / (1.0 + np.exp(-v))
-        soft = sig * (ZETA - GAMMA) + GAMMA
-        h = np.clip(soft, 0.0, 1.0)
-        grid = floor + h
-        inside = (grid >= lo) & (grid <= hi)
-        d = s * np.clip(grid, lo, hi) - w
-        grad_h = 2.0 * np.matmul(d, gram) / norm * s * inside
+        sig = np.exp(-v)
+        sig += 1
+        np.reciprocal(sig, out=sig)
+        soft = sig * c + f32(GAMMA)
+        h = np.clip(soft, 0, 1) * up
+        grad = np.matmul(base + s32 * h, gram32)
+        grad *= coef
         if t >= warm:
-            progress = (t - warm) / max(1, iterations - warm)
-            beta = BETA[1] + (BETA[0] - BETA[1]) * (1 - progress)
+            beta = BETA[1] + (BETA[0] - BETA[1]) * (1 - (t - warm) / max(1, iterations - warm))
             centred = 2 * h - 1
-            grad_h -= REG * 2 * beta * np.abs(centred) ** (beta - 1) * np.sign(centred)
-        grad_v = grad_h * (ZETA - GAMMA) * sig * (1 - sig) * ((soft > 0) & (soft < 1))
-        m = b1 * m + (1 - b1) * grad_v
-        u = b2 * u + (1 - b2) * grad_v**2
-        v -= LEARNING_RATE * (m / (1 - b1 ** (t + 1))) / (np.sqrt(u / (1 - b2 ** (t + 1))) + eps)
-    learned = np.clip(floor + (v >= _half_logit()), lo, hi)
-    near_err = _channel_errors(nearest, s, w, gram)
+            grad -= f32(REG * 2 * beta) * np.abs(centred) ** f32(beta - 1) * np.sign(centred)
+        grad *= c * sig * (1 - sig) * ((soft > 0) & (soft < 1))
+        m *= b1
+        m += (1 - b1) * grad
+        u *= b2
+        u += (1 - b2) * grad * grad
+        v -= f32(LEARNING_RATE / (1 - b1 ** (t + 1))) * m / (
+            np.sqrt(u * f32(1 / (1 - b2 ** (t + 1)))) + f32(eps)
+        )
+    learned = floor + (v >= _half_logit()) * up
     learned_err = _channel_errors(learned, s, w, gram)
     best = np.where((learned_err < near_err)[..., None], learned, nearest)
     stored = (best + zp).reshape(weight.shape).astype(q.storage_dtype())
