@@ -4,7 +4,7 @@ Element types are `!qnn.uniform<...>` (dialects/quant_types.py); accumulators
 are i32 and biases are i32 tensors at scale `scale_in * scale_w`. Every
 rescaling is explicit (multiplier, shift, rounding), so the integer program is
 fully determined by the IR. The arithmetic is specified in docs/quantization.md
-and implemented once in `npuc.runtime.kernels.integer`.
+and implemented once in `npuc.integer`.
 """
 
 from xdsl.ir import Dialect

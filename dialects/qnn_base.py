@@ -10,7 +10,7 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import opt_prop_def, prop_def
 from xdsl.utils.exceptions import VerifyException
 
-from npuc.runtime.kernels.integer import ROUNDING_MODES
+from npuc.integer import ROUNDING_MODES
 
 from .nn_base import I64Array, NNOperation, shape_of
 from .nn_shapes import Shape

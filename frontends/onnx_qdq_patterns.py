@@ -24,7 +24,7 @@ from npuc.dialects import qnn
 from npuc.dialects.nn_base import NNOperation, ints, shape_of
 from npuc.dialects.nn_shapes import ShapeError
 from npuc.dialects.quant_types import UniformQuantizedType
-from npuc.runtime.kernels.integer import dequantize, quantize_multipliers
+from npuc.integer import dequantize, quantize_multipliers
 from npuc.tensors import to_dense
 
 from .onnx_graph import NodeContext, Unsupported

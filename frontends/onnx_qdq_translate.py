@@ -18,7 +18,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from npuc.dialects import nn, nn_elementwise, qnn
 from npuc.dialects.nn_base import NNOperation, shape_of
 from npuc.dialects.quant_types import UniformQuantizedType, storage_range
-from npuc.runtime.kernels.integer import dequantize, quantize
+from npuc.integer import dequantize, quantize
 from npuc.runtime.nn_interpreter import evaluate_op
 from npuc.tensors import to_dense
 

@@ -47,7 +47,7 @@ def dequantized_values(
     are not quantized (indices, argmax) are left out of comparisons.
     """
     from npuc.dialects.quant_types import UniformQuantizedType
-    from npuc.runtime.kernels.integer import dequantize
+    from npuc.integer import dequantize
     from npuc.runtime.nn_interpreter import FunctionRunner
 
     func = entry_function(module)

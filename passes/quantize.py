@@ -30,7 +30,7 @@ from npuc import graph_io
 from npuc.diagnostics import NpucError, working_on
 from npuc.dialects.nn import NN
 from npuc.dialects.qnn import UniformQuantizedType
-from npuc.runtime.kernels.integer import ROUNDING_MODES
+from npuc.integer import ROUNDING_MODES
 from npuc.runtime.nn_interpreter import FunctionRunner
 
 from .quantization.auto_strategy import select_for_model

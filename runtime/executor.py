@@ -22,6 +22,7 @@ from functools import partial
 
 import numpy as np
 
+from npuc import integer
 from npuc.diagnostics import InputError, NpucError, note_context
 from npuc.dialects import npu_isa as isa
 
@@ -29,7 +30,6 @@ from . import fusion
 from . import npu_conv as nc
 from . import npu_kernels as nk
 from . import npu_requant as nr
-from .kernels import integer
 
 Step = Callable[[], None]
 #: Called after each instruction with its index, the instruction and the views it wrote

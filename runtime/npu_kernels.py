@@ -1,7 +1,7 @@
 """Array kernels of the NPU instructions other than conv2d and matmul (runtime/npu_conv.py,
 runtime/npu_requant.py), on numpy views of the arenas.
 
-The arithmetic is the `qnn` dialect's, from the shared functions (kernels/integer.py,
+The arithmetic is the `qnn` dialect's, from the shared functions (npuc/integer.py,
 kernels/qnn_arith.py: requantize, rounding, pooling sums, LUTs).
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from npuc import integer
 from npuc.diagnostics import KernelError, NpucError
 
-from .kernels import integer
 from .kernels import qnn_arith as qa
 from .kernels.qnn_more import tflite_divide
 from .npu_requant import tflite_multiply

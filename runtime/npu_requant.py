@@ -18,9 +18,8 @@ from functools import partial
 
 import numpy as np
 
+from npuc import integer
 from npuc.diagnostics import NpucError
-
-from .kernels import integer
 
 try:  # the clip ufunc itself: np.clip's Python wrapper costs more than a small clip
     from numpy._core.umath import clip as clip_ufunc

@@ -1,7 +1,7 @@
 """Reference interpreter for the `qnn` level, and for functions mixing `nn` and `qnn` ops.
 
 `QNN_KERNELS` maps each `qnn` op class to an integer-exact kernel `(op, args) ->
-results` (arithmetic: docs/quantization.md, `kernels/integer.py`,
+results` (arithmetic: docs/quantization.md, `npuc/integer.py`,
 `kernels/qnn_arith.py`). It is separate from the float `KERNELS` registry so
 that `nn`-level passes such as fold-constants never evaluate integer ops.
 `evaluate` runs any op of either level; `QuantizedFunctionRunner` (a
@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from npuc import graph_io
+from npuc import graph_io, integer
 from npuc.diagnostics import InputError, KernelError, NpucError
 from npuc.dialects import qnn
 from npuc.dialects.nn_base import shape_of
@@ -31,7 +31,7 @@ from npuc.limits import check_tensor
 from npuc.tensors import from_dense, numpy_dtype
 
 from . import nn_interpreter
-from .kernels import integer, movement, pool, reduce, resize
+from .kernels import movement, pool, reduce, resize
 from .kernels import qnn_arith as qa
 from .nn_interpreter import (
     _CONSTANTS,

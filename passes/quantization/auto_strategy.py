@@ -45,7 +45,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from npuc import graph_io
 from npuc.dialects.quant_types import UniformQuantizedType
-from npuc.runtime.kernels.integer import dequantize
+from npuc.integer import dequantize
 from npuc.runtime.nn_interpreter import FunctionRunner
 from npuc.runtime.qnn_kernels import QuantizedFunctionRunner
 

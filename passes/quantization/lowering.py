@@ -32,7 +32,7 @@ from xdsl.traits import ConstantLike
 from npuc.dialects import nn, qnn
 from npuc.dialects.nn_base import ints, shape_of
 from npuc.dialects.qnn import UniformQuantizedType, qtype
-from npuc.runtime.kernels.integer import dequantize, quantize, quantize_multipliers
+from npuc.integer import dequantize, quantize, quantize_multipliers
 from npuc.tensors import from_dense, to_dense
 
 from .layer_config import LayerSetting, TensorParams

@@ -23,7 +23,7 @@ from npuc.dialects import qnn
 from npuc.dialects.nn_base import ints
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.graph_io import STATE_INIT_ATTR, entry_function, initial_state, state_names
-from npuc.runtime.kernels.integer import quantize_multiplier
+from npuc.integer import quantize_multiplier
 from npuc.tensors import from_dense, to_dense
 
 from .lowering import storage_element

@@ -1,7 +1,7 @@
 """Integer-exact numpy kernels of the `qnn` ops (docs/quantization.md), free of IR.
 
 Operands are stored integers of any integer dtype; accumulators are int64.
-Rounding and requantization come from `integer.py` (`wide_requantize` only
+Rounding and requantization come from `npuc/integer.py` (`wide_requantize` only
 narrows products too long for int64 before rounding them there). Dot products
 use a float32 GEMM when every partial sum provably stays below 2^24, a float64
 one below 2^53 (so BLAS computes them exactly, in any order), and an int64 GEMM
@@ -15,9 +15,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from npuc.diagnostics import KernelError
+from npuc.integer import requantize, rounding_divide, rounding_shift
 
 from . import conv, pool
-from .integer import requantize, rounding_divide, rounding_shift
 from .window import pad_hw, tap
 
 I64 = np.int64

@@ -11,7 +11,7 @@ import numpy as np
 
 from npuc.diagnostics import KernelError
 from npuc.dialects import qnn_int16 as q16
-from npuc.runtime.kernels.integer import requantize
+from npuc.integer import requantize
 from npuc.runtime.kernels.qnn_arith import _bit_length
 from npuc.runtime.nn_interpreter import _v
 from npuc.runtime.qnn_kernels import _dtype, register_qnn_kernel

@@ -7,9 +7,9 @@ import numpy as np
 from npuc.diagnostics import KernelError
 from npuc.dialects import qnn_more as qm
 from npuc.dialects.nn_base import shape_of
+from npuc.integer import requantize
 from npuc.runtime.kernels import qnn_arith as qa
 from npuc.runtime.kernels import resize
-from npuc.runtime.kernels.integer import requantize
 from npuc.runtime.nn_interpreter import _ints, _v
 from npuc.runtime.qnn_kernels import _centred, _dtype, _finish, _zp, register_qnn_kernel
 

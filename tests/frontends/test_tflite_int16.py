@@ -13,7 +13,7 @@ from tflite_builder import TFLiteModel, check_exact, run_litert
 from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
 from npuc.frontends.tflite_int16 import tflite64_multiplier
-from npuc.runtime.kernels.integer import requantize, rounding_divide
+from npuc.integer import requantize, rounding_divide
 from npuc.runtime.qnn_kernels import run_module
 
 RNG = np.random.default_rng(1616)

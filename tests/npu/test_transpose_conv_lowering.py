@@ -17,10 +17,10 @@ import npuc
 from npuc.backend.npubin import encode_program
 from npuc.diagnostics import NpucError
 from npuc.dialects.nn_shapes import conv_transpose2d as output_shape
+from npuc.integer import quantize_multiplier
 from npuc.passes.lower_to_npu import program_of
 from npuc.passes.npu_lowering.transpose_conv import Phase, axis_phases
 from npuc.runtime.executor import Executor
-from npuc.runtime.kernels.integer import quantize_multiplier
 from npuc.runtime.kernels.qnn_transpose import conv_transpose2d_acc
 from npuc.runtime.loader import load
 from npuc.runtime.qnn_kernels import random_inputs, run_module

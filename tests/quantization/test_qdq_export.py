@@ -27,9 +27,9 @@ from npuc.dialects import qnn
 from npuc.dialects.nn_base import ints
 from npuc.frontends.onnx import import_onnx
 from npuc.graph_io import entry_function
+from npuc.integer import quantize_multiplier
 from npuc.passes.quantization.statistics import collect_statistics
 from npuc.passes.quantize import QuantizeConfig, quantize_module, ranges_from_statistics
-from npuc.runtime.kernels.integer import quantize_multiplier
 from npuc.runtime.nn_interpreter import FunctionRunner
 from npuc.runtime.qnn_kernels import run_module
 

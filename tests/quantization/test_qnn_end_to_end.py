@@ -32,8 +32,8 @@ from npuc.api import parse_mlir
 from npuc.dialects import nn, qnn
 from npuc.dialects.nn_base import ints
 from npuc.dialects.quant_types import UniformQuantizedType
+from npuc.integer import quantize_multiplier, quantize_multipliers
 from npuc.printing import print_module
-from npuc.runtime.kernels.integer import quantize_multiplier, quantize_multipliers
 from npuc.runtime.nn_interpreter import run_module as run_float
 from npuc.runtime.qnn_kernels import run_module
 from npuc.tensors import to_dense

@@ -37,8 +37,8 @@ from npuc.diagnostics import KernelError
 from npuc.dialects import nn_shapes, qnn
 from npuc.dialects.nn_base import ints
 from npuc.dialects.quant_types import UniformQuantizedType
+from npuc.integer import quantize_multiplier
 from npuc.runtime.kernels import conv, qnn_arith
-from npuc.runtime.kernels.integer import quantize_multiplier
 from npuc.runtime.kernels.qnn_arith import pooled_output
 from npuc.runtime.qnn_kernels import run_function
 from npuc.tensors import to_dense

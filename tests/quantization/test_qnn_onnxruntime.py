@@ -20,7 +20,7 @@ from xdsl.ir import Attribute, Block, Region
 from npuc.dialects import qnn
 from npuc.dialects.nn_base import ints
 from npuc.dialects.quant_types import UniformQuantizedType
-from npuc.runtime.kernels.integer import quantize_multipliers
+from npuc.integer import quantize_multipliers
 from npuc.runtime.qnn_kernels import run_function
 
 

@@ -29,8 +29,8 @@ from npu_programs import (
 )
 
 from npuc.diagnostics import NpucError
+from npuc.integer import requantize
 from npuc.runtime import npu_requant as nr
-from npuc.runtime.kernels.integer import requantize
 
 # --------------------------------------------------------------------------- conv2d
 
