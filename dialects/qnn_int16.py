@@ -3,7 +3,7 @@
 TFLite computes int16 LOGISTIC, TANH and SOFTMAX with small tables and linear
 interpolation instead of one entry per input value; these ops carry the tables and the
 index arithmetic explicitly (docs/quantization.md, "16-bit LOGISTIC, TANH and SOFTMAX").
-Kernels: runtime/kernels/qnn_int16_lut.py. They join the dialect through INT16_OPS.
+Kernels: runtime/kernels/qnn_int16_lut.py.
 """
 
 from __future__ import annotations
@@ -146,6 +146,3 @@ class SoftmaxLutOp(Int16LutOperation):
         for what, attr in (("exp_table", self.exp_table),
                            ("reciprocal_table", self.reciprocal_table)):  # fmt: skip
             _table(self.name, attr, what, 513, -32768, 32767)
-
-
-INT16_OPS = [SigmoidLutOp, SoftmaxLutOp]

@@ -318,3 +318,40 @@ class ArgMinOp(ArgReduceOperation):
 
     name = "qnn.argmin"
     SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.ArgMinOp
+
+
+@irdl_op_definition
+class ResizeBilinearOp(QNNOperation):
+    """Bilinear resampling of stored integers, NCHW (TFLite's ResizeBilinearInteger).
+
+    Per spatial axis of input size I and output size O: scale = (1024 I + O / 2) / O,
+    or with `align_corners` and O > 1, (1024 (I - 1) + (O - 1) / 2) / (O - 1) (integer
+    divisions); output index o samples v = o * scale (+ scale / 2 - 512 with
+    `half_pixel_centers`), lo = max(trunc(v / 1024), 0), hi = min(trunc((v + 1023) / 1024),
+    I - 1), weights 1024 - (v - 1024 lo) on lo and v - 1024 lo on hi. The four products
+    q * w_y * w_x are summed exactly and divided by 2^20, rounded half away from zero
+    (`rounding = "half_away_from_zero"`) or half up (`"half_up"`). The result keeps the
+    input's quantization.
+    """
+
+    name = "qnn.resize_bilinear"
+    input = operand_def(QTensor)
+    output = result_def(QTensor)
+    align_corners = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
+    half_pixel_centers = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
+    rounding = opt_prop_def(StringAttr, StringAttr("half_away_from_zero"))
+
+    def verify_(self) -> None:
+        super().verify_()
+        x, y = shape_of(self.input), shape_of(self.output)
+        if len(x) != 4 or len(y) != 4 or tuple(x[:2]) != tuple(y[:2]):
+            raise VerifyException(f"'{self.name}': needs NCHW input and result of one N, C")
+        if min(*x[2:], *y[2:]) < 1:
+            raise VerifyException(f"'{self.name}': spatial sizes must be positive")
+        if self.align_corners.value.data and self.half_pixel_centers.value.data:
+            raise VerifyException(
+                f"'{self.name}': align_corners and half_pixel_centers exclude each other"
+            )
+        if self.rounding.data not in ("half_away_from_zero", "half_up"):
+            raise VerifyException(f"'{self.name}': rounding must be half_away_from_zero or half_up")
+        self.same_type_as_input(self.output)

@@ -359,3 +359,47 @@ def run_litert_sequence(
         interp.invoke()
         results.append([interp.get_tensor(d["index"]).copy() for d in interp.get_output_details()])
     return results
+
+
+class Q:
+    """An int8 activation spec: shape, scale and zero point (`data` makes it a constant)."""
+
+    def __init__(
+        self, shape: Sequence[int], scale: float, zp: int = 0, data: np.ndarray | None = None
+    ):
+        self.shape, self.scale, self.zp, self.data = list(shape), scale, zp, data
+
+
+def single_op(
+    op: str,
+    inputs: Sequence[Any],
+    out: Q | tuple[Sequence[int], type],
+    options: str | None = None,
+    *,
+    rng: np.random.Generator,
+    feeds: Sequence[np.ndarray] | None = None,
+    **fields: Any,
+) -> tuple[bytes, list[np.ndarray]]:
+    """A one-operator int8 model and its inputs: Q inputs are int8 activations (random feeds
+    from `rng` unless `feeds` are given) or constants, arrays int32/int64 constants; the
+    output is a Q or a (shape, dtype) pair."""
+    m = TFLiteModel()
+    ids, args, made = [], [], []
+    for i, spec in enumerate(inputs):
+        if isinstance(spec, Q):
+            t = m.tensor(
+                f"x{i}", spec.shape, np.int8, data=spec.data, scale=spec.scale, zero_point=spec.zp
+            )
+            if spec.data is None:
+                args.append(t)
+                made.append(rng.integers(-128, 128, spec.shape).astype(np.int8))
+        else:
+            data = np.asarray(spec)
+            t = m.tensor(f"c{i}", data.shape, data.dtype, data=data)
+        ids.append(t)
+    if isinstance(out, Q):
+        y = m.tensor("y", out.shape, np.int8, scale=out.scale, zero_point=out.zp)
+    else:
+        y = m.tensor("y", out[0], out[1])
+    m.op(op, ids, [y], options, **fields)
+    return m.build(args, [y]), list(feeds) if feeds is not None else made

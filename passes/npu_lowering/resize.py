@@ -25,7 +25,6 @@ import numpy as np
 from xdsl.ir import Operation
 
 from npuc.dialects import qnn
-from npuc.dialects import qnn_more as qm
 from npuc.dialects.npu_isa import DTYPES, MAX_RANK, TensorRef, dtype_range, row_major
 from npuc.runtime.kernels import resize
 
@@ -67,7 +66,7 @@ def nearest_taps(op: qnn.ResizeOp) -> list[Taps]:
     return axes
 
 
-def bilinear_taps(op: qm.ResizeBilinearOp) -> list[Taps]:
+def bilinear_taps(op: qnn.ResizeBilinearOp) -> list[Taps]:
     """Q10 weights of the H and W axes (TFLite's ResizeBilinearInteger)."""
     (h, w), (oh, ow) = shape_of(op.input.type)[2:], shape_of(op.output.type)[2:]
     align, half = op.align_corners.value.data, op.half_pixel_centers.value.data
@@ -153,7 +152,7 @@ def nearest_supported(op: Operation) -> bool:
 
 @supports("qnn.resize_bilinear")
 def bilinear_supported(op: Operation) -> bool:
-    assert isinstance(op, qm.ResizeBilinearOp)
+    assert isinstance(op, qnn.ResizeBilinearOp)
     return pieces(bilinear_taps(op), shape_of(op.input.type)[2:]) is not None
 
 
@@ -201,7 +200,7 @@ def nearest(b: Builder, op: qnn.ResizeOp) -> None:
 
 
 @rule("qnn.resize_bilinear")
-def bilinear(b: Builder, op: qm.ResizeBilinearOp) -> None:
+def bilinear(b: Builder, op: qnn.ResizeBilinearOp) -> None:
     ifm, ofm = b.ref(op.input), b.out(op.output)
     plan = pieces(bilinear_taps(op), ifm.shape[2:])
     if plan is None:

@@ -29,7 +29,7 @@ import numpy as np
 from xdsl.ir import Operation
 
 from npuc.dialects.npu_isa import TensorRef
-from npuc.dialects.qnn_transpose import ConvTranspose2dOp
+from npuc.dialects.qnn import ConvTranspose2dOp
 
 from .builder import Builder, LoweringError
 from .compute import _ints, _output_stage, _table, _weight_zps, _zp, constant_values, rule, supports

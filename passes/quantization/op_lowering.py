@@ -21,7 +21,6 @@ from xdsl.dialects.builtin import i64 as I64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from npuc.dialects import nn, qnn
-from npuc.dialects import qnn_more as qm
 from npuc.dialects.nn_base import shape_of
 from npuc.dialects.qnn import UniformQuantizedType, qtype
 from npuc.frontends.tflite import Unsupported
@@ -228,12 +227,12 @@ def lower_prelu(em: Emitter, layer: Layer) -> None:
     slope = em.weight(op.rhs, layer, None)
     sx, ss = qtype(x).scale, qtype(slope).scale
     q_out = output_type_for(em, layer)
-    props = copied_props(op, qm.PReluOp)
+    props = copied_props(op, qnn.PReluOp)
     props |= em.requant_props([sx / q_out.scale], q_out, activation_bounds(layer))
     multiplier, shift = _pair(em, sx * ss / q_out.scale)
     props |= {"alpha_multiplier": IntegerAttr(multiplier, I64),
               "alpha_shift": IntegerAttr(shift, I64)}  # fmt: skip
-    emit_requantizing(em, layer, qm.PReluOp, [x, slope], props, q_out)
+    emit_requantizing(em, layer, qnn.PReluOp, [x, slope], props, q_out)
 
 
 def lower_divide(em: Emitter, layer: Layer) -> None:
@@ -243,9 +242,9 @@ def lower_divide(em: Emitter, layer: Layer) -> None:
     a, b = em.as_bits(op.lhs, bits), em.as_bits(op.rhs, bits)
     q_out = output_type_for(em, layer)
     real = qtype(a).scale / (qtype(b).scale * q_out.scale)
-    props = copied_props(op, qm.DivOp) | em.requant_props([real], q_out, activation_bounds(layer))
+    props = copied_props(op, qnn.DivOp) | em.requant_props([real], q_out, activation_bounds(layer))
     props["rounding"] = StringAttr("tflite")
-    emit_requantizing(em, layer, qm.DivOp, [a, b], props, q_out)
+    emit_requantizing(em, layer, qnn.DivOp, [a, b], props, q_out)
 
 
 def _pair(em: Emitter, real: float) -> tuple[int, int]:
@@ -269,7 +268,7 @@ def lower_movement(em: Emitter, layer: Layer) -> None:
     x = em.as_bits(op.operands[0], layer.bits)
     q = qtype(x)
     if isinstance(op, nn.ResizeOp) and op.mode.data == "linear":
-        target: type[Operation] = qm.ResizeBilinearOp
+        target: type[Operation] = qnn.ResizeBilinearOp
         align, half = BILINEAR_COORDINATES[op.coordinate_mode.data]
         props = copied_props(op, target) | {
             "align_corners": BoolAttr.from_bool(align),
@@ -303,9 +302,9 @@ def lower_reduce(em: Emitter, layer: Layer) -> None:
     real = qtype(x).scale / q_out.scale
     if isinstance(op, nn.ReduceMeanOp):
         real /= reduced_count(op)
-    props = copied_props(op, qm.ReduceSumOp)
+    props = copied_props(op, qnn.ReduceSumOp)
     props |= em.requant_props([real], q_out, activation_bounds(layer))
-    emit_requantizing(em, layer, qm.ReduceSumOp, [x], props, q_out)
+    emit_requantizing(em, layer, qnn.ReduceSumOp, [x], props, q_out)
 
 
 def lower_softmax(em: Emitter, layer: Layer) -> None:

@@ -1,11 +1,11 @@
-"""Integer kernels of the ops in dialects/qnn_more.py, registered into QNN_KERNELS on import."""
+"""Integer kernels of the ops in dialects/qnn_elementwise.py, qnn_layers.py, qnn_movement.py, registered into QNN_KERNELS on import."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from npuc.diagnostics import KernelError
-from npuc.dialects import qnn_more as qm
+from npuc.dialects import qnn as qm
 from npuc.dialects.nn_base import shape_of
 from npuc.integer import requantize
 from npuc.runtime.kernels import qnn_arith as qa

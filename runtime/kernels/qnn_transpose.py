@@ -1,4 +1,4 @@
-"""Integer kernel of `qnn.conv_transpose2d` (dialects/qnn_transpose.py), registered on import."""
+"""Integer kernel of `qnn.conv_transpose2d` (dialects/qnn_layers.py), registered on import."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from npuc.diagnostics import KernelError
-from npuc.dialects.qnn_transpose import ConvTranspose2dOp
+from npuc.dialects.qnn import ConvTranspose2dOp
 from npuc.runtime.kernels.qnn_arith import FLOAT32_EXACT, FLOAT_EXACT, dot_bound
 from npuc.runtime.kernels.window import window_extent
 from npuc.runtime.nn_interpreter import _ints

@@ -12,7 +12,7 @@ from tflite_builder import TFLiteModel, check_exact, run_litert
 
 from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
-from npuc.frontends.tflite_int16 import tflite64_multiplier
+from npuc.frontends.tflite_quant import tflite64_multiplier
 from npuc.integer import requantize, rounding_divide
 from npuc.runtime.qnn_kernels import run_module
 

@@ -1,4 +1,4 @@
-"""16-bit TFLite operators beyond conv/add/pools (frontends/tflite_int16_more.py): npuc's
+"""16-bit TFLite operators beyond conv/add/pools (frontends/tflite_int16.py): npuc's
 qnn import and interpreter equal LiteRT's reference kernels bit for bit, and the 16-bit
 forms LiteRT rejects (checked in a subprocess) or mis-computes are refused."""
 
@@ -16,8 +16,7 @@ from tflite_builder import TFLiteModel, check_exact, run_litert
 
 from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
-from npuc.dialects import qnn_more as qm
-from npuc.dialects.qnn_transpose import ConvTranspose2dOp
+from npuc.dialects.qnn import ConvTranspose2dOp
 from npuc.frontends.tflite import import_tflite
 from npuc.runtime.qnn_kernels import run_module
 
@@ -256,7 +255,7 @@ def test_weighted_ops_rescale_like_tflite_64bit() -> None:
 def test_table_and_slope_forms() -> None:
     (lut,) = ops_of(CASES["gelu"]()[0], qnn.LutOp)
     assert tuple(lut.table.get_shape()) == (65536,)
-    (prelu,) = ops_of(CASES["leaky_relu"]()[0], qm.PReluOp)
+    (prelu,) = ops_of(CASES["leaky_relu"]()[0], qnn.PReluOp)
     assert prelu.alpha_multiplier.value.data > 0
 
 

@@ -10,7 +10,7 @@ from tflite_builder import TFLiteModel, check_exact, run_litert
 
 from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
-from npuc.frontends.tflite_qops import tflite_multiplier
+from npuc.frontends.tflite_quant import tflite_multiplier
 from npuc.integer import quantize_multiplier
 from npuc.runtime.qnn_kernels import run_module
 

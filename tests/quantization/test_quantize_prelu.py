@@ -8,8 +8,7 @@ from compile_helpers import assert_same, compile_and_run, quantize_float
 from onnx import helper, numpy_helper
 from onnx_models import float_graph, random_init
 
-from npuc.dialects import nn
-from npuc.dialects import qnn_more as qm
+from npuc.dialects import nn, qnn
 from npuc.frontends.onnx import import_onnx
 from npuc.runtime.qnn_kernels import dequantized_outputs, random_inputs, run_module
 
@@ -31,7 +30,7 @@ def test_constant_slope_prelu_quantizes_and_tracks_float():
     float_module = import_onnx(prelu_model())
     quantized = quantize_float(float_module.clone())
     ops = [op.name for op in quantized.walk()]
-    assert qm.PReluOp.name in ops and nn.PReluOp.name not in ops
+    assert qnn.PReluOp.name in ops and nn.PReluOp.name not in ops
     for seed in range(3):
         inputs = random_inputs(float_module, seed=seed)
         want = run_module(float_module, inputs)["y"]

@@ -21,7 +21,7 @@ from xdsl.ir import Attribute, SSAValue
 from npuc.dialects import nn, qnn
 from npuc.dialects.nn_base import ints, shape_of
 
-from .tflite import OpContext, Unsupported, is_qvalue, tensor_type
+from .tflite_context import Converter, OpContext, Unsupported, is_qvalue, tensor_type
 
 SAME, VALID = 0, 1
 # FusedActivationFunction: NONE, RELU, RELU_N1_TO_1, RELU6, TANH, SIGN_BIT
@@ -217,13 +217,13 @@ def _transpose_conv_bias(ctx: OpContext) -> SSAValue:
 def _batch_matmul(ctx: OpContext) -> SSAValue:
     a, b = ctx.value(0), ctx.value(1)
     if ctx.opt("AdjX", False):
-        a = _swap_last(ctx, a)
+        a = swap_last(ctx, a)
     if ctx.opt("AdjY", False):
-        b = _swap_last(ctx, b)
+        b = swap_last(ctx, b)
     return ctx.emit(nn.MatMulOp, [a, b])
 
 
-def _swap_last(ctx: OpContext, value: SSAValue) -> SSAValue:
+def swap_last(ctx: OpContext, value: SSAValue) -> SSAValue:
     rank = len(shape_of(value))
     return ctx.transpose(value, [*range(rank - 2), rank - 1, rank - 2])
 
@@ -257,7 +257,7 @@ def _resize(mode: str) -> object:
             nearest = "floor"
         scales = [1.0, 1.0, out[1] / x[1], out[2] / x[2]]
         props = {
-            "scales": _f32_array(scales),
+            "scales": f32_array(scales),
             "mode": StringAttr(mode),
             "coordinate_mode": StringAttr(coord),
             "nearest_mode": StringAttr(nearest),
@@ -270,7 +270,7 @@ def _resize(mode: str) -> object:
     return convert
 
 
-def _f32_array(values: Sequence[float]) -> Attribute:
+def f32_array(values: Sequence[float]) -> Attribute:
     from xdsl.dialects.builtin import DenseArrayBase
 
     return DenseArrayBase.from_list(f32, [float(v) for v in values])
@@ -463,7 +463,7 @@ def _depth_to_space(ctx: OpContext) -> SSAValue:
     return ctx.nhwc(ctx.emit(op_type, [x], props, element_type=ty.element_type))
 
 
-CONVERTERS = {
+FLOAT: dict[str, Converter] = {
     "CONV_2D": lambda ctx: _conv(ctx, depthwise=False),
     "DEPTHWISE_CONV_2D": lambda ctx: _conv(ctx, depthwise=True),
     "TRANSPOSE_CONV": _transpose_conv,
