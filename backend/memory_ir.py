@@ -93,7 +93,7 @@ def constant_bytes(op: Operation) -> bytes:
 
         array = np.asarray(from_dense(value))
     else:
-        from npuc.runtime.nn_interpreter import constant_array
+        from npuc.runtime.nn_kernels import constant_array
 
         array = np.asarray(constant_array(value))
     shape = tuple(ty.get_shape()) if isinstance(ty, TensorType) else ()

@@ -35,7 +35,6 @@ from xdsl.utils.exceptions import VerifyException
 from .nn_shapes import Shape, ShapeError
 
 F32Tensor = TensorType.constr(f32)
-I64Array = DenseArrayBase.constr(i64)
 I64Tensor = TensorType.constr(i64)
 
 # Element types of `nn` tensors. Signless integers are signed (ONNX intN); uiN are unsigned.
@@ -64,10 +63,6 @@ def is_float(value: SSAValue | Attribute) -> bool:
 
 F32Attr = FloatAttr.constr(type=f32)
 FUNCTIONAL_FORMAT = "operands attr-dict `:` functional-type(operands, results)"
-
-
-def ints(values: Sequence[int]) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, list(values))
 
 
 def shape_of(value: SSAValue | Attribute) -> Shape:

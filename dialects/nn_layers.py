@@ -24,13 +24,13 @@ from xdsl.irdl import (
 )
 
 from . import nn_shapes as shapes
+from .arrays import I64Array
 from .nn_base import (
     ANY_ELEMENT,
     NUMERIC_ELEMENT,
     ActivationFusable,
     F32Attr,
     F32Tensor,
-    I64Array,
     I64Tensor,
     NNOperation,
     prop_bool,

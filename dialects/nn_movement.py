@@ -25,11 +25,11 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 
 from . import nn_shapes as shapes
+from .arrays import I64Array
 from .nn_base import (
     ANY_ELEMENT,
     F32Attr,
     F32Tensor,
-    I64Array,
     IndexTensor,
     NNOperation,
     prop_int,

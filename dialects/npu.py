@@ -55,11 +55,10 @@ from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from . import npu_isa as isa
+from .arrays import I64Array
 from .npu_attrs import IOAttr, RegionAttr, StateAttr, TensorAttr, TokenType
 from .npu_rules import check_hazards, check_instruction, check_program
 from .quant_types import UniformQuantizedType
-
-I64Array = DenseArrayBase.constr(i64)
 
 
 def _error(op: IRDLOperation, e: Exception) -> VerifyException:

@@ -12,7 +12,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from npuc.integer import ROUNDING_MODES
 
-from .nn_base import I64Array, NNOperation, shape_of
+from .arrays import I64Array
+from .nn_base import NNOperation, shape_of
 from .nn_shapes import Shape
 from .quant_types import UniformQuantizedType
 

@@ -20,7 +20,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from . import nn
 from . import nn_shapes as shapes
-from .nn_base import I64Array, NNOperation, shape_of
+from .arrays import I64Array
+from .nn_base import NNOperation, shape_of
 from .qnn_base import I32Tensor, PerTensorRequantizing, QTensor, Requantizing, qtype
 
 

@@ -32,7 +32,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from . import nn
 from . import nn_shapes as shapes
-from .nn_base import I64Array, NNOperation, shape_of
+from .arrays import I64Array
+from .nn_base import NNOperation, shape_of
 from .nn_movement import COORDINATE_MODES, NEAREST_MODES
 from .nn_shapes import ShapeError
 from .qnn_base import QNNOperation, QTensor, qtype

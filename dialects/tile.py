@@ -23,10 +23,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    DenseArrayBase,
     StringAttr,
     TensorType,
-    i64,
 )
 from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import (
@@ -44,9 +42,9 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from .arrays import I64Array
 from .quant_types import UniformQuantizedType
 
-I64Array = DenseArrayBase.constr(i64)
 LAYER_ATTR = "tile.layer"
 PART_ATTR = "tile.part"
 

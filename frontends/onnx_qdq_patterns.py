@@ -21,7 +21,8 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from npuc.dialects import qnn
-from npuc.dialects.nn_base import NNOperation, ints, shape_of
+from npuc.dialects.arrays import ints
+from npuc.dialects.nn_base import NNOperation, shape_of
 from npuc.dialects.nn_shapes import ShapeError
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.integer import dequantize, quantize_multipliers

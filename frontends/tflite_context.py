@@ -16,7 +16,8 @@ from xdsl.dialects.builtin import TensorType, f32, i32, i64
 from xdsl.ir import Attribute, Block, SSAValue
 
 from npuc.dialects import nn, qnn
-from npuc.dialects.nn_base import NNOperation, build, ints, shape_of
+from npuc.dialects.arrays import ints
+from npuc.dialects.nn_base import NNOperation, build, shape_of
 from npuc.dialects.quant_types import UniformQuantizedType
 
 from .tflite_model import Graph, Operator, Tensor

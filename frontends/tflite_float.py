@@ -19,7 +19,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, SSAValue
 
 from npuc.dialects import nn, qnn
-from npuc.dialects.nn_base import ints, shape_of
+from npuc.dialects.arrays import ints
+from npuc.dialects.nn_base import shape_of
 
 from .tflite_context import Converter, OpContext, Unsupported, is_qvalue, tensor_type
 

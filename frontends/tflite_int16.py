@@ -75,7 +75,8 @@ from xdsl.dialects.builtin import BoolAttr, IntegerAttr, StringAttr, TensorType,
 from xdsl.ir import SSAValue
 
 from npuc.dialects import qnn
-from npuc.dialects.nn_base import ints, shape_of
+from npuc.dialects.arrays import ints
+from npuc.dialects.nn_base import shape_of
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.runtime.kernels.qnn_int16_lut import lut_lookup_513
 from npuc.tensors import to_dense

@@ -63,7 +63,8 @@ from xdsl.dialects.builtin import BoolAttr, IntegerAttr, StringAttr, TensorType,
 from xdsl.ir import Attribute, SSAValue
 
 from npuc.dialects import qnn
-from npuc.dialects.nn_base import ints, shape_of
+from npuc.dialects.arrays import ints
+from npuc.dialects.nn_base import shape_of
 from npuc.tensors import to_dense
 
 from . import tflite_float as fops

@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import BoolAttr, IntegerAttr, StringAttr, TensorType,
 from xdsl.ir import Attribute, SSAValue
 
 from npuc.dialects import qnn
-from npuc.dialects.nn_base import ints
+from npuc.dialects.arrays import ints
 from npuc.tensors import to_dense
 
 from . import tflite_float as fops

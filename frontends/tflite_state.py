@@ -181,7 +181,7 @@ def evaluate_init(
     """The variables an initialisation subgraph assigns, computed with the interpreter; the
     subgraph is imported by an importer of the same kind as `parent`."""
     from npuc.graph_io import initial_state
-    from npuc.runtime.qnn_kernels import run_module
+    from npuc.runtime.qnn_interpreter import run_module
 
     graph = graphs[index]
     if graph.inputs:
@@ -215,7 +215,7 @@ def run_sequence(
     state results. `run` defaults to the qnn reference interpreter's `run_module`.
     """
     from npuc.graph_io import entry_function, initial_state, state_names
-    from npuc.runtime.qnn_kernels import run_module
+    from npuc.runtime.qnn_interpreter import run_module
 
     run = run or run_module
     func = entry_function(module)
@@ -238,7 +238,7 @@ def sequence_feeds(
     random data, different at each step. State arguments are left to `run_sequence`.
     """
     from npuc.graph_io import entry_function, state_names
-    from npuc.runtime.qnn_kernels import random_inputs
+    from npuc.runtime.qnn_interpreter import random_inputs
 
     if steps < 1:
         raise NpucError(f"--sequence must be at least 1, not {steps}")

@@ -120,7 +120,7 @@ def run(
     A model file's dynamic input dimensions take their sizes from the `inputs` arrays.
     """
     from .input_shapes import shapes_from_data
-    from .runtime.qnn_kernels import run_module
+    from .runtime.qnn_interpreter import run_module
 
     if inputs and not isinstance(model, ModuleOp):
         shapes = {name: np.shape(array) for name, array in inputs.items()}
@@ -146,6 +146,6 @@ def random_inputs(module: ModuleOp, skip=(), seed: int = 0) -> dict[str, np.ndar
     A quantized input gets reals too (quantized on entry), drawn from the same
     stream, so a float model and its quantized version see the same data.
     """
-    from .runtime.qnn_kernels import random_inputs as generate
+    from .runtime.qnn_interpreter import random_inputs as generate
 
     return generate(module, skip, seed)

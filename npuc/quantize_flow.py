@@ -74,7 +74,7 @@ def compare(float_module: ModuleOp, quantized: ModuleOp, batches: Iterable[Batch
     """
     from npuc.passes.quantization.state import StateCarrier
     from npuc.runtime.accuracy import Comparison
-    from npuc.runtime.qnn_kernels import run_module
+    from npuc.runtime.qnn_interpreter import run_module
 
     outputs = output_names(entry_function(float_module))
     comparison = Comparison(outputs=outputs)

@@ -40,7 +40,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from npuc.diagnostics import NpucError
-from npuc.dialects.nn_base import ints
+from npuc.dialects.arrays import ints
 from npuc.graph_io import entry_function, input_names
 from npuc.target import Target, available_targets, load_target
 

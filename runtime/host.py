@@ -1,4 +1,5 @@
-"""Host instructions: the body's `nn`/`qnn` ops run with the reference kernels (qnn_kernels)."""
+"""Host instructions: the body's `nn`/`qnn` ops run on the reference interpreter
+(qnn_interpreter.py)."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ def _shared_context() -> Context:
 
 def host_step(inst: isa.Instruction, views: list[np.ndarray]) -> Callable[[], None]:
     """A step running the host body on the input views and writing the output views."""
-    from .qnn_kernels import evaluate
+    from .qnn_interpreter import evaluate
 
     block = _checked_body(inst.params["body"]).blocks[0]
     n = inst.params["inputs"]

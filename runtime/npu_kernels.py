@@ -13,7 +13,7 @@ from npuc import integer
 from npuc.diagnostics import KernelError, NpucError
 
 from .kernels import qnn_arith as qa
-from .kernels.qnn_more import tflite_divide
+from .kernels.qnn_arith import tflite_divide
 from .npu_requant import tflite_multiply
 
 I64 = np.int64
@@ -61,7 +61,7 @@ def eltwise(lhs: np.ndarray, rhs: np.ndarray, p: dict, out: np.ndarray) -> None:
     a = lhs.astype(I64) - p["lhs_zero_point"]
     b = rhs.astype(I64) - p["rhs_zero_point"]
     zp = p["ofm_zero_point"]
-    if kind == "prelu":  # as qnn.prelu (kernels/qnn_more.py)
+    if kind == "prelu":  # as qnn.prelu (qnn_kernels.py)
         positive = integer.requantize(a, p["multiplier"], p["shift"], rounding)
         negative = integer.requantize(a * b, p["rhs_multiplier"], p["rhs_shift"], rounding)
         r = np.where(a >= 0, positive, negative)

@@ -2,7 +2,7 @@
 
 `Builder` places inputs, outputs and constants in byte regions and runs a list of
 instructions through the encoder, the loader and the executor; `qnn` evaluates one
-`qnn` op parsed from text with the reference kernels (runtime/qnn_kernels.py).
+`qnn` op parsed from text with the reference kernels (runtime/qnn_interpreter.py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from npuc.dialects.npu_isa import (
 from npuc.dialects.npu_rules import check_instruction, check_program
 from npuc.registry import DIALECTS
 from npuc.runtime.executor import Executor
-from npuc.runtime.qnn_kernels import evaluate
+from npuc.runtime.qnn_interpreter import evaluate
 
 TINY = Path(__file__).parent / "npu" / "tiny.mlir"
 NP = {"i8": np.int8, "u8": np.uint8, "i16": np.int16, "i32": np.int32}

@@ -330,7 +330,7 @@ def check_exact(data: bytes, feeds: list[np.ndarray]) -> None:
     """
     from npuc.frontends.tflite import import_tflite
     from npuc.graph_io import entry_function, input_names
-    from npuc.runtime.qnn_kernels import run_module
+    from npuc.runtime.qnn_interpreter import run_module
 
     module = import_tflite(data)
     names = input_names(entry_function(module))

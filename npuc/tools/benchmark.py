@@ -129,7 +129,11 @@ def benchmark_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) ->
 def benchmark_model(args: argparse.Namespace, feeds: dict[str, np.ndarray]) -> int:
     """Time the reference interpreter's runner on an imported (and quantized) model."""
     from ..graph_io import entry_function, initial_state, input_names, output_names, state_names
-    from ..runtime.qnn_kernels import QuantizedFunctionRunner, dequantized_outputs, random_inputs
+    from ..runtime.qnn_interpreter import (
+        QuantizedFunctionRunner,
+        dequantized_outputs,
+        random_inputs,
+    )
     from .npu_run import prepare_module
 
     _check_outputs(args)

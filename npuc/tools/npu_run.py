@@ -179,7 +179,7 @@ def run(argv: list[str] | None = None) -> int:
 
 def _run_model(args: argparse.Namespace, feeds: dict[str, np.ndarray]) -> int:
     from ..graph_io import entry_function, state_names
-    from ..runtime.qnn_kernels import dequantized_outputs, random_inputs, run_module
+    from ..runtime.qnn_interpreter import dequantized_outputs, random_inputs, run_module
 
     module = prepare_module(args, feeds)
     if module is None:
@@ -211,7 +211,7 @@ def prepare_module(args: argparse.Namespace, feeds: dict[str, np.ndarray]) -> Mo
     from ..api import apply_pipeline, export_qdq, load_model
     from ..printing import print_module
     from ..registry import DEFAULT_PIPELINE
-    from ..runtime.qnn_kernels import check_level
+    from ..runtime.qnn_interpreter import check_level
 
     if args.output and not Path(args.output).resolve().parent.is_dir():
         raise NpucError("cannot write: its directory does not exist", args.output)
@@ -255,7 +255,7 @@ def prepare_module(args: argparse.Namespace, feeds: dict[str, np.ndarray]) -> Mo
 def run_steps(module: ModuleOp, feeds: dict[str, np.ndarray], args: argparse.Namespace) -> int:
     """A stateful model (one call unless --sequence), starting from its initial state."""
     from ..frontends.tflite_state import run_sequence, sequence_feeds
-    from ..runtime.qnn_kernels import dequantized_outputs
+    from ..runtime.qnn_interpreter import dequantized_outputs
 
     steps = args.sequence
     if steps is None:  # one call: inputs have no sequence axis

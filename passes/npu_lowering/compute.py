@@ -16,6 +16,7 @@ from xdsl.ir import Operation, SSAValue
 from npuc.backend.memory_ir import constant_bytes, element_dtype, is_constant
 from npuc.dialects import npu_isa as isa
 from npuc.dialects import qnn, tile
+from npuc.dialects.arrays import int_values
 from npuc.dialects.npu_isa import TensorRef
 from npuc.tensors import from_dense
 
@@ -53,10 +54,6 @@ def lowerable(op: Operation) -> bool:
     return op.name in RULES and SUPPORTS.get(op.name, lambda _: True)(op)
 
 
-def _ints(attr) -> tuple[int, ...]:
-    return tuple(int(v) for v in attr.get_values())
-
-
 def _v(attr: IntegerAttr | None, default: int = 0) -> int:
     return default if attr is None else attr.value.data
 
@@ -75,7 +72,7 @@ def _output_stage(op: qnn.Requantizing) -> dict:
 
 
 def _scalar(op: qnn.Requantizing) -> dict:
-    (m,), (s,) = _ints(op.multiplier), _ints(op.shift)
+    (m,), (s,) = int_values(op.multiplier), int_values(op.shift)
     return {"multiplier": m, "shift": s}
 
 
@@ -94,7 +91,9 @@ def constant_values(value: SSAValue, cache: dict) -> np.ndarray | None:
         if source is None:
             return None
         shape = owner.result.type.get_shape()  # type: ignore[attr-defined]
-        index = tuple(slice(o, o + n) for o, n in zip(_ints(owner.offsets), shape, strict=True))
+        index = tuple(
+            slice(o, o + n) for o, n in zip(int_values(owner.offsets), shape, strict=True)
+        )
         return source[index]
     return None
 
@@ -107,8 +106,8 @@ def _table(b: Builder, op: qnn.Requantizing, channels: int, bias: SSAValue | Non
         if values is None:
             raise LoweringError("its bias is not a constant (the NPU reads it from a table)")
         rows[:, 0] = values.reshape(-1)
-    rows[:, 1] = _ints(op.multiplier)
-    rows[:, 2] = _ints(op.shift)
+    rows[:, 1] = int_values(op.multiplier)
+    rows[:, 2] = int_values(op.shift)
     rows[:, 3] = wzp
     offset = b.constants.add(rows)
     return TensorRef("constants", offset, (channels, 4), (4, 1), "i32")
@@ -125,8 +124,8 @@ def conv2d(b: Builder, op: qnn.Conv2dOp) -> None:
     table = _table(b, op, channels, op.bias, _weight_zps(op.weight, channels))
     b.emit(
         "conv2d", (b.ref(op.input), b.ref(op.weight), table, b.out(op.output)),
-        (op.input, op.weight), strides=_ints(op.strides), pads=_ints(op.pads),
-        dilations=_ints(op.dilations), groups=_v(op.groups), ifm_zero_point=_zp(op.input),
+        (op.input, op.weight), strides=int_values(op.strides), pads=int_values(op.pads),
+        dilations=int_values(op.dilations), groups=_v(op.groups), ifm_zero_point=_zp(op.input),
         **_output_stage(op),
     )  # fmt: skip
 
@@ -231,7 +230,7 @@ def _reduction_window(b: Builder, op: Operation) -> tuple[TensorRef, TensorRef]:
     """The input viewed as [outer..., window...] (2 + 2 dims) and the result as [outer, 1, 1]:
     a pooling window over the reduced axes."""
     ifm = b.ref(op.operands[0])
-    reduced = sorted(_ints(op.properties["axes"])) or list(range(len(ifm.shape)))
+    reduced = sorted(int_values(op.properties["axes"])) or list(range(len(ifm.shape)))
     kept = [d for d in range(len(ifm.shape)) if d not in reduced]
     outer = _merged([(ifm.shape[d], ifm.strides[d]) for d in kept])
     window = _merged([(ifm.shape[d], ifm.strides[d]) for d in reduced])
@@ -280,8 +279,16 @@ def _pool(b: Builder, op: Operation, mode: str, kernel=None, **params) -> None:
 
 @rule("qnn.max_pool2d")
 def max_pool(b: Builder, op: qnn.MaxPool2dOp) -> None:
-    _pool(b, op, "max", _ints(op.kernel), strides=_ints(op.strides), pads=_ints(op.pads),
-          dilations=_ints(op.dilations), ceil_mode=op.ceil_mode.value.data != 0)  # fmt: skip
+    _pool(
+        b,
+        op,
+        "max",
+        int_values(op.kernel),
+        strides=int_values(op.strides),
+        pads=int_values(op.pads),
+        dilations=int_values(op.dilations),
+        ceil_mode=op.ceil_mode.value.data != 0,
+    )
 
 
 @rule("qnn.global_max_pool")
@@ -292,11 +299,18 @@ def global_max_pool(b: Builder, op: Operation) -> None:
 @rule("qnn.avg_pool2d")
 def avg_pool(b: Builder, op: qnn.AvgPool2dOp) -> None:
     _pool(
-        b, op, "avg", _ints(op.kernel), strides=_ints(op.strides), pads=_ints(op.pads),
+        b,
+        op,
+        "avg",
+        int_values(op.kernel),
+        strides=int_values(op.strides),
+        pads=int_values(op.pads),
         ceil_mode=op.ceil_mode.value.data != 0,
         count_include_pad=op.count_include_pad.value.data != 0,
-        ifm_zero_point=_zp(op.input), **_scalar(op), **_output_stage(op),
-    )  # fmt: skip
+        ifm_zero_point=_zp(op.input),
+        **_scalar(op),
+        **_output_stage(op),
+    )
 
 
 @rule("qnn.global_avg_pool")
@@ -306,7 +320,7 @@ def global_avg_pool(b: Builder, op: qnn.GlobalAvgPoolOp) -> None:
 
 @rule("qnn.requantize")
 def requantize(b: Builder, op: qnn.RequantizeOp) -> None:
-    if len(_ints(op.multiplier)) != 1:
+    if len(int_values(op.multiplier)) != 1:
         raise LoweringError("per-channel requantization has no NPU instruction")
     ifm, ofm = with_rank(b.ref(op.input), 4), with_rank(b.out(op.output), 4)
     b.emit("pool", (ifm, ofm), (op.input,), mode="sum", ifm_zero_point=_zp(op.input),
@@ -341,7 +355,7 @@ def pad(b: Builder, op: qnn.PadOp) -> None:
     if op.mode.data != "constant":
         raise LoweringError(f"{op.mode.data} padding has no NPU instruction")
     value = _v(op.value) if op.value is not None else _zp(op.input)
-    b.emit("move", (b.ref(op.input), b.out(op.output)), (op.input,), pads=_ints(op.pads),
+    b.emit("move", (b.ref(op.input), b.out(op.output)), (op.input,), pads=int_values(op.pads),
            pad_value=value)  # fmt: skip
 
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 from xdsl.ir import Operation, SSAValue
 
 from npuc.dialects import tile
+from npuc.dialects.arrays import int_values
 from npuc.dialects.npu_isa import TensorRef
 
 from .builder import Builder, LoweringError, Virtual
-from .compute import _ints, rule
+from .compute import rule
 from .views import permuted, reshaped, same_place, shape_of, sliced
 
 
@@ -37,7 +38,7 @@ def bind_view(b: Builder, op: Operation, result: SSAValue, source: SSAValue,
 
 @rule("tile.slice")
 def tile_slice(b: Builder, op: tile.SliceOp) -> None:
-    view = sliced(b.ref(op.source), _ints(op.offsets), shape_of(op.result.type))
+    view = sliced(b.ref(op.source), int_values(op.offsets), shape_of(op.result.type))
     bind_view(b, op, op.result, op.source, view)
 
 
@@ -50,7 +51,7 @@ def reshape(b: Builder, op: Operation) -> None:
 
 @rule("qnn.transpose")
 def transpose(b: Builder, op: Operation) -> None:
-    perm = _ints(op.properties["perm"])
+    perm = int_values(op.properties["perm"])
     if op in b.copies:
         b.emit("move", (b.ref(op.operands[0]), b.out(op.results[0])), (op.operands[0],),
                perm=perm)  # fmt: skip
@@ -60,7 +61,7 @@ def transpose(b: Builder, op: Operation) -> None:
 
 @rule("qnn.slice")
 def slice_(b: Builder, op: Operation) -> None:
-    starts, steps = _ints(op.properties["starts"]), _ints(op.properties["steps"])
+    starts, steps = int_values(op.properties["starts"]), int_values(op.properties["steps"])
     if any(s < 1 for s in steps):
         raise LoweringError("slices with negative steps have no NPU instruction")
     source = b.ref(op.operands[0])
@@ -104,7 +105,7 @@ def empty(b: Builder, op: tile.EmptyOp) -> None:
 
 @rule("tile.load")
 def load(b: Builder, op: tile.LoadOp) -> None:
-    src = sliced(b.ref(op.source), _ints(op.offsets), shape_of(op.result.type))
+    src = sliced(b.ref(op.source), int_values(op.offsets), shape_of(op.result.type))
     b.emit("dma", (src, b.out(op.result)), (op.source,))
 
 
@@ -115,7 +116,7 @@ def assemble(b: Builder, op: tile.InsertOp) -> None:
     dest = b.ref(op.dest)
     if not same_place(dest, out) and not isinstance(op.dest.owner, tile.EmptyOp):
         b.copy(dest, out, (op.dest,), dma)
-    target = sliced(out, _ints(op.offsets), shape_of(op.source.type))
+    target = sliced(out, int_values(op.offsets), shape_of(op.source.type))
     for v in b.pending.pop(op.source, ()):
         v.end = len(b.instructions)
     if not same_place(b.ref(op.source), target):

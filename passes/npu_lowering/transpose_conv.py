@@ -28,11 +28,12 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.ir import Operation
 
+from npuc.dialects.arrays import int_values
 from npuc.dialects.npu_isa import TensorRef
 from npuc.dialects.qnn import ConvTranspose2dOp
 
 from .builder import Builder, LoweringError
-from .compute import _ints, _output_stage, _table, _weight_zps, _zp, constant_values, rule, supports
+from .compute import _output_stage, _table, _weight_zps, _zp, constant_values, rule, supports
 from .resize import _constant
 from .views import dtype_of, permuted, shape_of, sliced
 
@@ -86,7 +87,7 @@ def plan(op: ConvTranspose2dOp) -> list[tuple[Phase, Phase]]:
     """The (row phase, column phase) of every conv2d, in output order."""
     (h, w), (oh, ow) = shape_of(op.input.type)[2:], shape_of(op.output.type)[2:]
     kh, kw = shape_of(op.weight.type)[2:]
-    (sh, sw), (dh, dw), pads = _ints(op.strides), _ints(op.dilations), _ints(op.pads)
+    (sh, sw), (dh, dw), pads = int_values(op.strides), int_values(op.dilations), int_values(op.pads)
     rows = axis_phases(h, oh, kh, sh, dh, pads[0])
     cols = axis_phases(w, ow, kw, sw, dw, pads[1])
     return [(py, px) for py in rows for px in cols]
@@ -101,9 +102,12 @@ def _unsupported(op: ConvTranspose2dOp, cache: dict) -> str | None:
     """Why the rule cannot lower this instance (None: it can); `cache` holds constant values."""
     if len(shape_of(op.input.type)) != 4 or len(shape_of(op.output.type)) != 4:
         return "it needs NCHW tensors"
-    if any(p < 0 for p in _ints(op.pads)) or min(*_ints(op.strides), *_ints(op.dilations)) < 1:
+    if (
+        any(p < 0 for p in int_values(op.pads))
+        or min(*int_values(op.strides), *int_values(op.dilations)) < 1
+    ):
         return "negative pads or non-positive strides or dilations"
-    if math.prod(_ints(op.strides)) > MAX_PIECES:
+    if math.prod(int_values(op.strides)) > MAX_PIECES:
         return f"its strides need more than {MAX_PIECES} conv2d instructions"
     if op.bias is not None and constant_values(op.bias, cache) is None:
         return "its bias is not a constant (the NPU reads it from a table)"
@@ -126,7 +130,7 @@ def conv_transpose2d(b: Builder, op: ConvTranspose2dOp) -> None:
     pieces = plan(op)
     ifm, ofm, weight = b.ref(op.input), b.out(op.output), b.ref(op.weight)
     n, channels = ofm.shape[:2]
-    (sh, sw), wdtype = _ints(op.strides), dtype_of(op.weight.type)
+    (sh, sw), wdtype = int_values(op.strides), dtype_of(op.weight.type)
     wzps = _weight_zps(op.weight, channels)
     table = _table(b, op, channels, op.bias, wzps)
     copies = any(_copied(*piece) for piece in pieces)

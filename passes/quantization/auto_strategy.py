@@ -47,7 +47,7 @@ from npuc import graph_io
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.integer import dequantize
 from npuc.runtime.nn_interpreter import FunctionRunner
-from npuc.runtime.qnn_kernels import QuantizedFunctionRunner
+from npuc.runtime.qnn_interpreter import QuantizedFunctionRunner
 
 from .lowering import MOVEMENT
 from .ranges import AUTO_FALLBACK, activation_range, fake_quantize_grid, grid_key

@@ -30,7 +30,8 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.traits import ConstantLike
 
 from npuc.dialects import nn, qnn
-from npuc.dialects.nn_base import ints, shape_of
+from npuc.dialects.arrays import ints
+from npuc.dialects.nn_base import shape_of
 from npuc.dialects.qnn import UniformQuantizedType, qtype
 from npuc.integer import dequantize, quantize, quantize_multipliers
 from npuc.tensors import from_dense, to_dense

@@ -20,7 +20,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
-from npuc.dialects.nn_base import ints
+from npuc.dialects.arrays import ints
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.graph_io import STATE_INIT_ATTR, entry_function, initial_state, state_names
 from npuc.integer import quantize_multiplier

@@ -32,6 +32,7 @@ from xdsl.ir import Operation, SSAValue
 
 from npuc.diagnostics import NpucError
 from npuc.dialects import nn, qnn
+from npuc.dialects.arrays import int_values
 from npuc.dialects.nn_elementwise import (
     AxisOperation,
     BinaryOperation,
@@ -188,19 +189,15 @@ def is_constant(value: SSAValue) -> bool:
     return isinstance(value.owner, CONSTANT_OPS)
 
 
-def _ints(attr) -> tuple[int, ...]:
-    return tuple(int(v) for v in attr.get_values())
-
-
 def _window(op: Operation) -> Window | None:
     """The geometry of a convolution or pool whose every window touches the input."""
-    kernel = shape(op.operands[1])[2:] if isinstance(op, CONV_OPS) else _ints(op.kernel)
+    kernel = shape(op.operands[1])[2:] if isinstance(op, CONV_OPS) else int_values(op.kernel)
     dilations = getattr(op, "dilations", None)
     window = Window(
         (kernel[0], kernel[1]),
-        _ints(op.strides),
-        _ints(dilations) if dilations is not None else (1, 1),
-        _ints(op.pads),
+        int_values(op.strides),
+        int_values(dilations) if dilations is not None else (1, 1),
+        int_values(op.pads),
     )
     # A window lying wholly in the padding would need an empty slice: such layers stay whole.
     for axis in range(2):

@@ -21,7 +21,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from npuc.dialects import tile
-from npuc.dialects.nn_base import ints
+from npuc.dialects.arrays import ints
 from npuc.dialects.quant_types import UniformQuantizedType
 
 from .layers import Kind, Layer, shape

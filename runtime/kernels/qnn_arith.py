@@ -18,7 +18,7 @@ from npuc.diagnostics import KernelError
 from npuc.integer import requantize, rounding_divide, rounding_shift
 
 from . import conv, pool
-from .window import pad_hw, tap
+from .window import pad_hw, tap, window_extent
 
 I64 = np.int64
 F64 = np.float64
@@ -408,7 +408,7 @@ def softmax_int8(
     # Accumulated in Q12.19 (Rescale<12>), int32 wrap-around as in C++.
     sum_of_exps = _wrap32(np.where(used, fx_rounding_divide_by_pot(exps, 12), 0).sum(axis=-1))
     # GetReciprocal(sum, 12): count leading zeros of the (positive) uint32 sum.
-    headroom_plus_one = 32 - _bit_length(sum_of_exps)
+    headroom_plus_one = 32 - bit_length(sum_of_exps)
     num_bits_over_unit = 12 - headroom_plus_one
     if num_bits_over_unit.max() + 31 - 8 > 31:
         # TFLite's RoundingDivideByPOT takes exponents up to 31 (gemmlowp asserts beyond).
@@ -422,11 +422,11 @@ def softmax_int8(
     return np.where(used, out, -128).astype(np.int8)
 
 
-def _bit_length(x: np.ndarray) -> np.ndarray:
-    """Bits needed for each non-negative int64 below 2^32 (0 for 0)."""
+def bit_length(x: np.ndarray) -> np.ndarray:
+    """Bits needed for each non-negative int64 below 2^63 (0 for 0)."""
     x = np.asarray(x, I64)
     n = np.zeros(x.shape, I64)
-    for step in (16, 8, 4, 2, 1):
+    for step in (32, 16, 8, 4, 2, 1):
         big = x >= (I64(1) << step)
         n += big * step
         x = np.where(big, x >> step, x)
@@ -444,3 +444,72 @@ def reduce_max(x: np.ndarray, axes: Sequence[int], keepdims: bool) -> np.ndarray
 def arg_max(x: np.ndarray, axis: int, keepdims: bool) -> np.ndarray:
     """int64 index of the largest stored integer along `axis`; ties pick the first."""
     return np.asarray(np.argmax(x, axis=axis % x.ndim, keepdims=keepdims), dtype=I64)
+
+
+def _leading_sign_bits(x: np.ndarray) -> np.ndarray:
+    """CountLeadingSignBits of int32 values (31 for 0)."""
+    v = np.where(x >= 0, x, ~x)
+    return 31 - bit_length(v)
+
+
+def tflite_divide(
+    num: np.ndarray, den: np.ndarray, multiplier: int, shift: int, overshift: str
+) -> np.ndarray:
+    """qnn.div's integer quotient before the zero point, for centred int64 operands.
+
+    Shared by the qnn interpreter and the NPU runtime's eltwise div.
+    """
+    zero = den == 0  # TFLite leaves it undefined: saturate toward the numerator's sign
+    num = np.where(den < 0, -num, num)
+    den = np.where(zero, 1, np.abs(den))
+    k = bit_length(den) - 1
+    inv = fx_one_over_one_plus_x_for_x_in_0_1(np.left_shift(den, 31 - k) - (1 << 31))
+    headroom = _leading_sign_bits(num)
+    unscaled = fx_mul(np.left_shift(num, headroom), inv)
+    total = shift + k + headroom
+    r = requantize(unscaled, multiplier, total, "tflite")
+    exponent = total - 31  # RoundingDivideByPOT's exponent in TFLite
+    if overshift == "x86" and np.any(exponent >= 32):
+        if np.any(exponent >= 64):
+            raise KernelError("a rounding shift of 64 or more")
+        # (1ll << e) - 1 truncated to int32 is -1; the 32-bit arithmetic shift uses e mod 32.
+        high = fx_mul(unscaled, multiplier)
+        wrapped = np.right_shift(high, exponent & 31) + (high >= 0)
+        r = np.where(exponent >= 32, wrapped, r)
+    return np.where(zero, np.sign(num) * (2**31 - 1), r)
+
+
+def conv_transpose2d_acc(
+    xc: np.ndarray,
+    wc: np.ndarray,
+    *,
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    output_padding: Sequence[int],
+) -> np.ndarray:
+    """The scattered sums of (x - zp_x)(w - zp_w), exactly, as int64 [N, O, OH, OW].
+
+    xc: centred input [N, C, H, W]; wc: centred weight [C, O, kH, kW]. The GEMM runs in
+    float32 or float64 when every partial sum provably stays exact there, else in int64.
+    """
+    n, c, h, w = xc.shape
+    _, o, kh, kw = wc.shape
+    (sh, sw), (dh, dw) = strides, dilations
+    bound = dot_bound(c * kh * kw, xc, wc)
+    if bound >= 1 << 63:
+        raise KernelError(f"accumulator bound {bound} exceeds the int64 range")
+    dtype = np.float32 if bound < FLOAT32_EXACT else np.float64 if bound < FLOAT_EXACT else I64
+    wmat = wc.reshape(c, o * kh * kw).T.astype(dtype)
+    cols = np.matmul(wmat, xc.reshape(n, c, h * w).astype(dtype)).reshape(n, o, kh, kw, h, w)
+    full_h = sh * (h - 1) + window_extent(kh, dh) + output_padding[0]
+    full_w = sw * (w - 1) + window_extent(kw, dw) + output_padding[1]
+    full = np.zeros((n, o, full_h, full_w), dtype)
+    for i in range(kh):
+        for j in range(kw):
+            r0, c0 = i * dh, j * dw
+            full[:, :, r0 : r0 + sh * (h - 1) + 1 : sh, c0 : c0 + sw * (w - 1) + 1 : sw] += cols[
+                :, :, i, j
+            ]
+    top, left, bottom, right = pads
+    return full[:, :, top : full_h - bottom, left : full_w - right].astype(I64)

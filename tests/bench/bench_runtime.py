@@ -22,7 +22,7 @@ from npuc.passes.lower_to_npu import program_of
 from npuc.runtime.cycle_model import estimate
 from npuc.runtime.executor import Executor
 from npuc.runtime.loader import load
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 from npuc.target import load_target
 
 MODEL = MBV2

@@ -27,7 +27,7 @@ from shared_models import MBV2
 
 from npuc.frontends.tflite import import_tflite
 from npuc.graph_io import entry_function, input_names
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(TESTS), str(TESTS / "frontends")]

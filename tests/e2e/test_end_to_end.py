@@ -46,7 +46,7 @@ from npuc.api import load_model
 from npuc.frontends.onnx import import_onnx
 from npuc.frontends.tflite import import_tflite
 from npuc.registry import DEFAULT_PIPELINE
-from npuc.runtime.qnn_kernels import random_inputs, run_module
+from npuc.runtime.qnn_interpreter import random_inputs, run_module
 
 MCU, ETHOS = "mcu-64", "ethos-u55-256-hee"
 PERF, SIZE = "performance", "size"

@@ -197,7 +197,7 @@ def npuc_float(spec: Spec, batch: int):
 
 def run_npuc(module, inputs: np.ndarray, batch: int) -> np.ndarray:
     """The model's single output over `inputs`, `batch` samples per call, dequantized."""
-    from npuc.runtime.qnn_kernels import dequantized_outputs, run_module
+    from npuc.runtime.qnn_interpreter import dequantized_outputs, run_module
 
     outs = []
     for start in range(0, len(inputs), batch):

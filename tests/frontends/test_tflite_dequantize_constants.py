@@ -17,7 +17,7 @@ from npuc.frontends.tflite import import_tflite
 from npuc.frontends.tflite_constants import dequantized
 from npuc.frontends.tflite_model import decode_all
 from npuc.graph_io import entry_function, input_names
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 RNG = np.random.default_rng(2026)
 SAME = 0

@@ -10,7 +10,7 @@ from tflite_builder import TFLiteModel, run_litert
 
 from npuc.dialects import nn
 from npuc.frontends.tflite import import_tflite
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 RNG = np.random.default_rng(1234)
 SAME, VALID = 0, 1

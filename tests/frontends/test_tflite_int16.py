@@ -14,7 +14,7 @@ from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
 from npuc.frontends.tflite_quant import tflite64_multiplier
 from npuc.integer import requantize, rounding_divide
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 RNG = np.random.default_rng(1616)
 SAME, VALID = 0, 1

@@ -18,7 +18,7 @@ from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
 from npuc.dialects.qnn import ConvTranspose2dOp
 from npuc.frontends.tflite import import_tflite
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 RNG = np.random.default_rng(1608)
 SAME, VALID = 0, 1

@@ -17,7 +17,7 @@ from tflite_builder import TFLiteModel, check_exact, run_litert
 from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 RNG = np.random.default_rng(16)
 

@@ -11,7 +11,7 @@ from tflite_builder import TFLiteModel
 from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 ALL_INT8 = np.arange(-128, 128, dtype=np.int8)
 # (input scale, input zero point): small and large ranges, zero points at both ends;

@@ -14,7 +14,7 @@ from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
 from npuc.graph_io import entry_function, input_names
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 RNG = np.random.default_rng(2024)
 

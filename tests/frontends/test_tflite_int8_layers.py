@@ -14,7 +14,7 @@ from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
 from npuc.frontends.tflite_quant import folded_mean_multiplier, tflite_multiplier
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 RNG = np.random.default_rng(2024)
 INT32, INT64 = 2, 4  # tflite.TensorType.INT32, INT64

@@ -14,7 +14,7 @@ import pytest
 from tflite_builder import TFLiteModel
 
 from npuc.frontends.tflite import import_tflite
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 RNG = np.random.default_rng(5)
 SAME, VALID = 1, 2  # TfLitePadding

@@ -14,7 +14,7 @@ from npuc.frontends.tflite import Unsupported, import_tflite
 from npuc.frontends.tflite_softmax import softmax_params
 from npuc.graph_io import entry_function, input_names
 from npuc.runtime.kernels.qnn_arith import softmax_int8
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 RNG = np.random.default_rng(2026)
 LENGTHS = (2, 4, 10, 1000)

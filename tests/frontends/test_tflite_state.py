@@ -31,7 +31,7 @@ from npuc.graph_io import (
 from npuc.passes.quantization.datasets import model_inputs, random_dataset
 from npuc.passes.quantize import QuantizeConfig, quantize_module
 from npuc.quantize_flow import calibrate, quantize
-from npuc.runtime.qnn_kernels import dequantized_outputs
+from npuc.runtime.qnn_interpreter import dequantized_outputs
 
 FRAME, WINDOW, CLASSES = 8, 4, 3
 

@@ -32,7 +32,7 @@ from test_corpus import (
 
 from npuc.compile_flow import CompileOptions, compile_model
 from npuc.frontends.tflite_state import run_sequence
-from npuc.runtime.qnn_kernels import random_inputs, run_module
+from npuc.runtime.qnn_interpreter import random_inputs, run_module
 from npuc.target import load_target
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "models.md"

@@ -27,7 +27,7 @@ from npuc.passes.lower_to_npu import program_of
 from npuc.registry import DEFAULT_PIPELINE
 from npuc.runtime.executor import Executor
 from npuc.runtime.loader import load
-from npuc.runtime.qnn_kernels import random_inputs, run_module
+from npuc.runtime.qnn_interpreter import random_inputs, run_module
 from npuc.target import available_targets
 
 BY_NAME = {m.name: m for m in MODELS}

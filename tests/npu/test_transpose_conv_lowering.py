@@ -21,9 +21,9 @@ from npuc.integer import quantize_multiplier
 from npuc.passes.lower_to_npu import program_of
 from npuc.passes.npu_lowering.transpose_conv import Phase, axis_phases
 from npuc.runtime.executor import Executor
-from npuc.runtime.kernels.qnn_transpose import conv_transpose2d_acc
+from npuc.runtime.kernels.qnn_arith import conv_transpose2d_acc
 from npuc.runtime.loader import load
-from npuc.runtime.qnn_kernels import random_inputs, run_module
+from npuc.runtime.qnn_interpreter import random_inputs, run_module
 
 REPO = Path(__file__).resolve().parents[2]
 TARGETS = sorted(p.stem for p in (REPO / "targets").glob("*.toml"))

@@ -24,7 +24,7 @@ from npuc.passes.nn_patterns import constant_value
 from npuc.passes.quantize import QuantizeConfig
 from npuc.quantize_flow import calibrate, quantize
 from npuc.registry import DEFAULT_PIPELINE
-from npuc.runtime import qnn_kernels
+from npuc.runtime import qnn_interpreter
 from npuc.runtime.nn_interpreter import run_module
 
 RELU = {"activation": StringAttr("clip"), "activation_min": FloatAttr(0.0, f32)}
@@ -291,7 +291,9 @@ def int8_cosine(module) -> float:
     ref, got = [], []
     for feed in feeds[4:]:
         ref.append(run_module(module, feed)["output_0"].ravel())
-        out = qnn_kernels.dequantized_outputs(quantized, qnn_kernels.run_module(quantized, feed))
+        out = qnn_interpreter.dequantized_outputs(
+            quantized, qnn_interpreter.run_module(quantized, feed)
+        )
         got.append(out["output_0"].ravel())
     a, b = np.concatenate(ref).astype(np.float64), np.concatenate(got).astype(np.float64)
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))

@@ -26,7 +26,7 @@ from npuc.passes.quantization.statistics import (
 )
 from npuc.passes.quantize import QuantizeConfig, quantize_module, ranges_from_statistics
 from npuc.runtime.nn_interpreter import FunctionRunner
-from npuc.runtime.qnn_kernels import dequantized_outputs, run_module
+from npuc.runtime.qnn_interpreter import dequantized_outputs, run_module
 from npuc.tensors import from_dense
 
 SHAPE = (1, 3, 6, 5)

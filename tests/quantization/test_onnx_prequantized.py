@@ -33,7 +33,7 @@ from npuc.frontends.onnx import import_onnx
 from npuc.graph_io import entry_function
 from npuc.runtime.nn_interpreter import FunctionRunner
 from npuc.runtime.nn_interpreter import run_module as run_float
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 SAMPLES = 32
 

@@ -24,14 +24,14 @@ from npuc.api import parse_mlir
 from npuc.backend.onnx_export import export_qdq
 from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
-from npuc.dialects.nn_base import ints
+from npuc.dialects.arrays import ints
 from npuc.frontends.onnx import import_onnx
 from npuc.graph_io import entry_function
 from npuc.integer import quantize_multiplier
 from npuc.passes.quantization.statistics import collect_statistics
 from npuc.passes.quantize import QuantizeConfig, quantize_module, ranges_from_statistics
 from npuc.runtime.nn_interpreter import FunctionRunner
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 SAMPLES = 24
 

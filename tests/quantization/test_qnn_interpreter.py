@@ -35,12 +35,12 @@ from xdsl.utils.exceptions import VerifyException
 
 from npuc.diagnostics import KernelError
 from npuc.dialects import nn_shapes, qnn
-from npuc.dialects.nn_base import ints
+from npuc.dialects.arrays import ints
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.integer import quantize_multiplier
 from npuc.runtime.kernels import conv, qnn_arith
 from npuc.runtime.kernels.qnn_arith import pooled_output
-from npuc.runtime.qnn_kernels import run_function
+from npuc.runtime.qnn_interpreter import run_function
 from npuc.tensors import to_dense
 
 ROUNDINGS = ("half_away_from_zero", "half_to_even", "tflite")

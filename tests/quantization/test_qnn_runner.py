@@ -11,8 +11,8 @@ from npuc.api import random_inputs as float_random_inputs
 from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
 from npuc.runtime import nn_interpreter
-from npuc.runtime.qnn_kernels import (
-    QNN_KERNELS,
+from npuc.runtime.interpreter_kernels import QNN_KERNELS
+from npuc.runtime.qnn_interpreter import (
     check_level,
     dequantized_outputs,
     random_inputs,

@@ -33,7 +33,7 @@ from npuc.api import apply_pipeline
 from npuc.dialects import nn, qnn
 from npuc.frontends.onnx import import_onnx
 from npuc.passes.quantize import QuantizeConfig, quantize_module
-from npuc.runtime import qnn_kernels
+from npuc.runtime import qnn_interpreter
 from npuc.runtime.nn_interpreter import run_module
 from npuc.tensors import to_dense
 
@@ -153,7 +153,9 @@ def compare(
     ref, got = [], []
     for feed in feeds:
         ref += [v.ravel() for v in run_module(module, feed).values()]
-        out = qnn_kernels.dequantized_outputs(quantized, qnn_kernels.run_module(quantized, feed))
+        out = qnn_interpreter.dequantized_outputs(
+            quantized, qnn_interpreter.run_module(quantized, feed)
+        )
         got += [v.ravel() for k, v in out.items() if not k.endswith(".q")]
     return quantized, cosine(np.concatenate(ref), np.concatenate(got)), report
 
@@ -243,8 +245,8 @@ def test_quantized_io_takes_and_returns_stored_integers():
     ref, got = [], []
     for feed in feeds:
         ref.append(run_module(module, feed)["logits"])
-        raw = qnn_kernels.run_module(quantized, feed)
-        got.append(qnn_kernels.dequantized_outputs(quantized, raw)["logits"])
+        raw = qnn_interpreter.run_module(quantized, feed)
+        got.append(qnn_interpreter.dequantized_outputs(quantized, raw)["logits"])
         assert raw["logits"].dtype == np.int8
     assert cosine(np.concatenate(ref), np.concatenate(got)) > 0.99
 
@@ -443,7 +445,7 @@ def test_trained_digits_cnn_keeps_its_accuracy(digits, scheme, threshold):
     quantized = module.clone()
     quantize_module(quantized, ranges, QuantizeConfig(scheme=scheme))
     ref = run_module(module, {"image": data.test_x})["logits"]
-    got = qnn_kernels.run_module(quantized, {"image": data.test_x})["logits"]
+    got = qnn_interpreter.run_module(quantized, {"image": data.test_x})["logits"]
     assert cosine(ref, got) > threshold
     float_acc = (ref.argmax(1) == data.test_y).mean()
     assert (got.argmax(1) == data.test_y).mean() >= float_acc - 0.01

@@ -27,7 +27,7 @@ from npuc.passes.quantization.layer_config import (
 from npuc.passes.quantization.ranges import activation_range
 from npuc.passes.quantization.statistics import collect_statistics, save_statistics
 from npuc.passes.quantize import QuantizeConfig, quantize_module, ranges_from_statistics
-from npuc.runtime import qnn_kernels
+from npuc.runtime import qnn_interpreter
 from npuc.runtime.nn_interpreter import run_module
 
 RNG = np.random.default_rng(5)
@@ -103,7 +103,7 @@ def conversions(module: ModuleOp) -> list[str]:
 def run_float_and_quantized(original: ModuleOp, quantized: ModuleOp) -> float:
     feeds = [{"x": RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)} for _ in range(8)]
     ref = np.concatenate([run_module(original, f)["probs"].ravel() for f in feeds])
-    got = np.concatenate([qnn_kernels.run_module(quantized, f)["probs"].ravel() for f in feeds])
+    got = np.concatenate([qnn_interpreter.run_module(quantized, f)["probs"].ravel() for f in feeds])
     return float(ref @ got / np.linalg.norm(ref) / np.linalg.norm(got))
 
 

@@ -10,7 +10,7 @@ from onnx import helper, numpy_helper
 from onnx_models import float_graph, random_init
 
 from npuc.frontends.onnx import import_onnx
-from npuc.runtime.qnn_kernels import dequantized_outputs, random_inputs, run_module
+from npuc.runtime.qnn_interpreter import dequantized_outputs, random_inputs, run_module
 
 
 def hard_swish_model(divisor: np.ndarray | None = None):
@@ -72,7 +72,7 @@ def test_a_divisor_with_a_zero_stays_float():
 def test_a_zero_divisor_saturates_toward_the_numerators_sign():
     """TFLite leaves it undefined; qnn.div (and the NPU's eltwise div, which shares the
     kernel) gives the clamp bound in the numerator's direction, zp_out for 0 / 0."""
-    from npuc.runtime.kernels.qnn_more import tflite_divide
+    from npuc.runtime.kernels.qnn_arith import tflite_divide
 
     num = np.array([5, -5, 0, 6], np.int64)
     den = np.array([0, 0, 0, 3], np.int64)

@@ -14,7 +14,7 @@ from onnx import helper, numpy_helper
 from onnx_models import float_graph, random_init
 
 from npuc.frontends.onnx import import_onnx
-from npuc.runtime.qnn_kernels import dequantized_outputs, random_inputs, run_module
+from npuc.runtime.qnn_interpreter import dequantized_outputs, random_inputs, run_module
 
 TARGETS = ("mcu-64", "mid-256", "ethos-u55-256-hee")
 

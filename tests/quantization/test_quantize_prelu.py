@@ -10,7 +10,7 @@ from onnx_models import float_graph, random_init
 
 from npuc.dialects import nn, qnn
 from npuc.frontends.onnx import import_onnx
-from npuc.runtime.qnn_kernels import dequantized_outputs, random_inputs, run_module
+from npuc.runtime.qnn_interpreter import dequantized_outputs, random_inputs, run_module
 
 
 def prelu_model():

@@ -2,7 +2,7 @@
 
 Each test builds a small program by hand (tests/npu_programs.py), runs it, and compares
 every output with the result of the corresponding `qnn` op (parsed from text and
-evaluated by runtime/qnn_kernels.py) or with numpy written from docs/binary-format.md.
+evaluated by runtime/qnn_interpreter.py) or with numpy written from docs/binary-format.md.
 conv2d and the output stage: test_executor_conv.py.
 """
 

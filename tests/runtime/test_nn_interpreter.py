@@ -34,6 +34,7 @@ from npuc.dialects import nn
 from npuc.dialects.nn_base import ActivationFusable
 from npuc.graph_io import name_attrs
 from npuc.runtime import nn_interpreter as interp
+from npuc.runtime.nn_kernels import constant_array
 from npuc.tensors import numpy_dtype, to_dense, xdsl_type
 
 R = np.random.default_rng(7)
@@ -409,10 +410,10 @@ def test_evaluate_op_constants_and_unknown_ops():
 def test_constants_are_converted_to_float32():
     wide = to_dense(np.array([1.5, 2.25], dtype=np.float64))
     half = to_dense(np.array([0.5], dtype=np.float16))
-    assert interp.constant_array(wide).dtype == np.float32
-    assert interp.constant_array(half).dtype == np.float32
+    assert constant_array(wide).dtype == np.float32
+    assert constant_array(half).dtype == np.float32
     narrow = to_dense(np.array([7], dtype=np.int32))
-    assert interp.constant_array(narrow).dtype == np.int64
+    assert constant_array(narrow).dtype == np.int64
 
 
 def test_register_kernel_for_a_plugin_op(monkeypatch):

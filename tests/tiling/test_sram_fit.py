@@ -32,7 +32,7 @@ from npuc.passes.lower_to_npu import program_of
 from npuc.passes.tile import TilePass, plan_tiling
 from npuc.runtime.executor import Executor
 from npuc.runtime.loader import load
-from npuc.runtime.qnn_kernels import random_inputs, run_module
+from npuc.runtime.qnn_interpreter import random_inputs, run_module
 
 TARGETS = Path(__file__).resolve().parents[2] / "targets"
 

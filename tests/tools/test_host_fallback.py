@@ -18,7 +18,7 @@ import npuc
 from npuc.runtime.executor import Executor
 from npuc.runtime.host_cost import host_cycles, share
 from npuc.runtime.loader import load_file
-from npuc.runtime.qnn_kernels import random_inputs, run_module
+from npuc.runtime.qnn_interpreter import random_inputs, run_module
 from npuc.target import load_target
 
 Q10 = "tensor<1x10x!qnn.uniform<i8:f32, 0.1:-3>>"

@@ -131,7 +131,7 @@ def test_npu_opt_names_the_pass(relu_mlir: Path, monkeypatch, capsys):
 
 
 def test_npu_run_names_the_step_and_op(monkeypatch, capsys):
-    from npuc.runtime.qnn_kernels import QuantizedFunctionRunner
+    from npuc.runtime.qnn_interpreter import QuantizedFunctionRunner
 
     kernels = QuantizedFunctionRunner.evaluate
 
@@ -214,7 +214,7 @@ def fail_with_value_error(*args, **kwargs):
 def test_a_value_error_in_a_kernel_is_internal_not_the_users(tmp_path: Path, monkeypatch, capsys):
     """Kernels raise KernelError for what the data causes; any other ValueError is a bug."""
     from npuc.runtime import npu_kernels
-    from npuc.runtime.qnn_kernels import QuantizedFunctionRunner
+    from npuc.runtime.qnn_interpreter import QuantizedFunctionRunner
 
     out = tmp_path / "b"
     argv = [str(LENET), "-t", "mcu-64", "--calib-random", "2", "-q", "-o", str(out)]

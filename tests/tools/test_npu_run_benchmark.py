@@ -111,7 +111,7 @@ def test_the_runtime_is_built_once_and_run_warmup_plus_n_times(models, monkeypat
 @pytest.mark.parametrize("kind", [".onnx", ".mlir"])
 def test_the_interpreter_imports_once_and_runs_warmup_plus_n_times(models, kind, monkeypatch):
     from npuc import api
-    from npuc.runtime.qnn_kernels import QuantizedFunctionRunner
+    from npuc.runtime.qnn_interpreter import QuantizedFunctionRunner
 
     calls = {"import": 0, "run": 0}
     load, execute = api.load_model, QuantizedFunctionRunner.run
