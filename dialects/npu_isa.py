@@ -296,6 +296,14 @@ class Instruction:
         written = self.written_roles()
         return tuple(self.operand(r) for r in self.roles() if r not in written)
 
+    def macs(self) -> int:
+        """Multiply-accumulates of a conv2d or matmul (0 for other kinds)."""
+        if self.op == "conv2d":
+            return self.operand("ofm").numel * math.prod(self.operand("weights").shape[1:])
+        if self.op == "matmul":
+            return self.operand("ofm").numel * self.operand("lhs").shape[2]
+        return 0
+
 
 def default_params(op: str, operands: Sequence[TensorRef]) -> dict[str, Any]:
     """Every field's default; the clamp defaults to the ofm's storage range."""

@@ -25,7 +25,7 @@ from xdsl.traits import IsolatedFromAbove
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 from . import xdsl_patches  # noqa: F401  (the lexer's string pattern, made linear)
-from .diagnostics import NpucError, _failing_op
+from .diagnostics import NpucError, failing_op
 from .limits import TensorTooLarge, check_tensor
 from .tensors import element_bytes
 
@@ -104,7 +104,7 @@ def verify_module(module: ModuleOp, location: str | None = None) -> None:
     except VerifyException as e:
         if location is None:
             raise
-        raise NpucError(f"{e}{_failing_op(e)}", location) from None
+        raise NpucError(f"{e}{failing_op(e)}", location) from None
 
 
 def check_dominance(root: Operation) -> None:

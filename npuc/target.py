@@ -40,6 +40,17 @@ class MacArray:
     def macs_per_cycle(self) -> int:
         return self.output_channels * self.pixels * self.input_channels
 
+    def cycles(self, out_channels: int, pixels: int, in_channels: int = 1, taps: int = 1) -> int:
+        """Cycles of a layer's MACs on the array (docs/cycle-model.md): whole blocks of
+        output channels x pixels x input channels, one block per cycle, for each kernel tap.
+        The tiler's estimates and the cycle model both count with this."""
+        blocks = (
+            -(-out_channels // self.output_channels)
+            * -(-pixels // self.pixels)
+            * -(-in_channels // self.input_channels)
+        )
+        return blocks * taps
+
 
 @dataclass(frozen=True)
 class Memory:

@@ -108,7 +108,7 @@ def check_benchmark_options(parser: argparse.ArgumentParser, args: argparse.Name
 
 def benchmark_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
     """Time `Executor.run` on a compiled program."""
-    from .run_binary import _initial, _shown, load_program, random_inputs
+    from .run_binary import initial_value, load_program, random_inputs, shown_outputs
 
     _check_outputs(args)
     _preload("npuc.runtime.executor", "npuc.runtime.loader")
@@ -117,12 +117,12 @@ def benchmark_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) ->
     init = time.perf_counter_ns() - start
     generated = random_inputs(program, skip={*inputs, *state}, seed=args.seed)
     _notes(generated)
-    initial = {name: _initial(program.inputs[p.input], p) for name, p in state.items()}
+    initial = {name: initial_value(program.inputs[p.input], p) for name, p in state.items()}
     feeds = {**inputs, **generated, **initial}
     with working_on("step", "benchmark"), located(args.model):
         timings, outputs = _time(lambda: executor.run(feeds), args.warmup, args.benchmark)
     described = _inputs(inputs, generated, initial)
-    _report(args, "npu-runtime", init, timings, described, _shown(program, outputs))
+    _report(args, "npu-runtime", init, timings, described, shown_outputs(program, outputs))
     return 0
 
 
@@ -134,7 +134,7 @@ def benchmark_model(args: argparse.Namespace, feeds: dict[str, np.ndarray]) -> i
         dequantized_outputs,
         random_inputs,
     )
-    from .npu_run import prepare_module
+    from .run_model import prepare_module
 
     _check_outputs(args)
     frontend = {".onnx": "onnx", ".tflite": "tflite"}.get(Path(args.model).suffix.lower())
@@ -271,7 +271,7 @@ def _report(
     for key, value, note in rows:
         print(f"  {key + ':':8}{value:14}{'  ' + note if note else ''}".rstrip())
     if args.output:
-        from .npu_run import save_npz
+        from .run_model import save_npz
 
         save_npz(args.output, outputs)
         print(f"saved the last run's {len(outputs)} output(s) to {args.output}")

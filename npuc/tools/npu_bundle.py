@@ -11,8 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from ..diagnostics import located, reported_errors, working_on
+from ..diagnostics import located, working_on
 from .cli_options import add_debug_option, add_import_options, import_options
+from .reporting import reported_errors
 
 
 def build_parser() -> argparse.ArgumentParser:

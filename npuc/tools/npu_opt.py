@@ -11,10 +11,11 @@ from typing import IO
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from .. import __version__
-from ..diagnostics import NpucError, reported_errors, user_file, working_on
+from ..diagnostics import NpucError, user_file, working_on
 from ..output_files import write_file
 from ..registry import DIALECTS, PASSES
 from .cli_options import add_debug_option, add_import_options, import_options
+from .reporting import reported_errors
 
 
 class _HeldOutput(io.StringIO):
