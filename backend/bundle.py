@@ -13,10 +13,9 @@ import re
 
 import numpy as np
 
-from npuc import __version__
 from npuc.diagnostics import NpucError
-
-from .memory_ir import ACTIVATIONS, CONSTANTS, MUTABLE, PlannedModule
+from npuc.passes.memory.ir import ACTIVATIONS, CONSTANTS, MUTABLE, PlannedModule
+from npuc.version import __version__
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 C_KEYWORDS = frozenset({

@@ -17,8 +17,8 @@ from xdsl.utils.target import Target
 
 from npuc.diagnostics import NpucError
 from npuc.dialects import npu_isa as isa
-
-from .npubin_format import (
+from npuc.dialects.npu import program_op
+from npuc.dialects.npubin_format import (
     COUNT,
     DEBUG_ENTRY,
     DEFAULT_ALIGNMENT,
@@ -176,20 +176,6 @@ def _assemble(sections: list[tuple[str, bytes]]) -> bytes:
     head = HEADER.pack(MAGIC, VERSION[0], minor, HEADER.size, len(sections), offset, 0, 0)[:-4]
     crc = zlib.crc32(head + table)
     return head + struct.pack("<I", crc) + table + bytes(body)
-
-
-def program_op(module: ModuleOp):
-    """The one npu.program of a module (NpucError otherwise)."""
-    from npuc.dialects.npu import ProgramOp
-
-    programs = [op for op in module.ops if isinstance(op, ProgramOp)]
-    others = [op.name for op in module.ops if not isinstance(op, ProgramOp)]
-    if len(programs) != 1 or others:
-        raise NpucError(
-            "the npubin target needs a module holding exactly one npu.program"
-            + (f" (found {', '.join(sorted(set(others)))})" if others else "")
-        )
-    return programs[0]
 
 
 def encode_module(module: ModuleOp) -> bytes:

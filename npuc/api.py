@@ -12,17 +12,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
 from .diagnostics import NpucError, working_on
-from .registry import DEFAULT_PIPELINE, DIALECTS, PASSES
+from .dialects.context import make_context
+from .registry import DEFAULT_PIPELINE, PASSES
 
 ModelSource = str | os.PathLike[str] | ModuleOp
-
-
-def make_context() -> Context:
-    """A context that knows npuc's dialects (loaded lazily)."""
-    ctx = Context()
-    for name, factory in DIALECTS.items():
-        ctx.register_dialect(name, factory)
-    return ctx
 
 
 def parse_mlir(

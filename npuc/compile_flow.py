@@ -112,10 +112,10 @@ def compile_model(
     """Run every stage; returns the files to write (name -> bytes) and a summary."""
     from .api import apply_pipeline, load_model
     from .backend.bundle import check_name, identifier_from
-    from .backend.memory_ir import read_plan
     from .backend.npubin import encode_program
     from .backend.outputs import memory_files, memory_summary, with_program_constants
     from .passes.lower_to_npu import program_of
+    from .passes.memory.ir import read_plan
     from .printing import print_module
     from .registry import DEFAULT_PIPELINE
     from .runtime.cycle_model import estimate

@@ -147,3 +147,20 @@ def _use_before_def(op: Operation, index: int, operand: SSAValue) -> str:
     text = text if len(text) < 400 else text[:400] + " ..."
     return (f"'{op.name}': operand {index} is used before its definition (by {where}) or "
             f"outside its scope\n  in: {text}")  # fmt: skip
+
+
+def string_literals_closed(text: str) -> bool:
+    """Every string literal ends on its line. xDSL 0.74's lexer backtracks exponentially on
+    an unterminated literal, so a hostile body is refused before it reaches the parser."""
+    for line in text.splitlines():
+        inside, escaped = False, False
+        for char in line:
+            if escaped:
+                escaped = False
+            elif char == "\\" and inside:
+                escaped = True
+            elif char == '"':
+                inside = not inside
+        if inside:
+            return False
+    return True

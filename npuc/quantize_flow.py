@@ -107,8 +107,8 @@ def target_cost(quantized: ModuleOp, target: str) -> TargetCost:
     import json
 
     from .api import apply_pipeline
-    from .backend.memory_ir import ACTIVATIONS, read_plan
     from .passes.lower_to_npu import program_of
+    from .passes.memory.ir import ACTIVATIONS, read_plan
     from .runtime.cycle_model import estimate
     from .target import load_target
 

@@ -22,14 +22,14 @@ from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 
 from npuc import graph_io
-from npuc.backend.memory_ir import constant_bytes, is_constant, is_planned
 from npuc.diagnostics import InternalError, NpucError, note_context
 from npuc.dialects import npu_isa as isa
 from npuc.dialects.mem import BUFFER_ATTR, BufferAttr, RegionOp, buffer_list
-from npuc.dialects.npu import ProgramOp, YieldOp, host_body_text
+from npuc.dialects.npu import ProgramOp, YieldOp, host_body_text, program_op
 from npuc.dialects.npu_rules import check_hazards, check_instruction, check_program
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.dialects.tile import LAYER_ATTR, InsertOp
+from npuc.passes.memory.ir import constant_bytes, is_constant, is_planned
 
 from .npu_lowering import movement, resize, transpose_conv  # noqa: F401  (register their rules)
 from .npu_lowering.builder import Builder, Constants, LoweringError
@@ -55,12 +55,8 @@ class LowerToNpuPass(ModulePass):
     host: str = "all"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        program = lower_module(op, self.host)
-        from npuc.backend.npubin_disasm import disassemble
-
-        lowered = disassemble(program).body.block.first_op
-        assert isinstance(lowered, ProgramOp)
-        lowered.detach()
+        program, host_bodies = lower_program(op, self.host)
+        lowered = ProgramOp.from_program(program, host_bodies)
         for o in list(op.body.block.ops):
             op.body.block.erase_op(o, safe_erase=False)
         op.body.block.add_op(lowered)
@@ -69,8 +65,6 @@ class LowerToNpuPass(ModulePass):
 def program_of(module: ModuleOp) -> isa.Program:
     """The program of a lowered module (the one npu.program), as plain data; a stateful
     model's state pairs and initial values came in with the lowering (`_state`)."""
-    from npuc.backend.npubin import program_op
-
     return program_op(module).program()
 
 
@@ -155,8 +149,9 @@ def host_body(op: Operation) -> Region:
 def _lower_host(b: Builder, op: Operation) -> None:
     ins = [b.ref(v) for v in op.operands]
     outs = [b.out(r) for r in op.results]
-    b.emit("host", (*ins, *outs), op.operands, body=host_body_text(host_body(op)),
-           inputs=len(ins))  # fmt: skip
+    body = host_body(op)
+    index = b.emit("host", (*ins, *outs), op.operands, body=host_body_text(body), inputs=len(ins))
+    b.host_bodies[index] = body
 
 
 def _bias_load(op: Operation) -> bool:
@@ -255,8 +250,9 @@ def _lower_once(func: FuncOp, how, regions, layer_names, copies) -> Builder:
     return b
 
 
-def lower_module(module: ModuleOp, host: str = "all") -> isa.Program:
-    """The program of a module planned by plan-memory (NpucError if it cannot be lowered)."""
+def lower_program(module: ModuleOp, host: str = "all") -> tuple[isa.Program, dict[int, Region]]:
+    """The program of a module planned by plan-memory, and the bodies of its host
+    instructions by index (NpucError if it cannot be lowered)."""
     if host not in HOST_MODES:
         raise NpucError(f"lower-to-npu: host must be one of {', '.join(HOST_MODES)}, got {host!r}")
     if not is_planned(module):
@@ -280,7 +276,7 @@ def lower_module(module: ModuleOp, host: str = "all") -> isa.Program:
         copies |= broken
     else:
         raise InternalError("lower-to-npu: views kept breaking")
-    return _program(func, b, regions)
+    return _program(func, b, regions), b.host_bodies
 
 
 def _state(func: FuncOp, inputs: list[isa.IODesc]) -> tuple[isa.StatePair, ...]:

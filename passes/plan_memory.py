@@ -19,9 +19,9 @@ from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
 
 from npuc import graph_io
-from npuc.backend.memory_assign import FunctionPlan, PlannedBuffer, plan_function
 from npuc.diagnostics import NpucError
 from npuc.dialects.mem import BUFFER_ATTR, BufferAttr, RegionOp
+from npuc.passes.memory.assign import FunctionPlan, PlannedBuffer, plan_function
 from npuc.target import load_target
 
 

@@ -31,7 +31,7 @@ from npuc.diagnostics import NpucError, working_on
 from npuc.dialects.nn import NN
 from npuc.dialects.qnn import UniformQuantizedType
 from npuc.integer import ROUNDING_MODES
-from npuc.runtime.nn_interpreter import FunctionRunner
+from npuc.runtime.nn_interpreter import tensor_names
 
 from .quantization.auto_strategy import select_for_model
 from .quantization.bias_correction import correct_biases, working_copy
@@ -229,13 +229,6 @@ class Plan:
             if layer.kind != "movement" or len(layer.op.results) != 1:
                 return
             value = layer.op.operands[0]
-
-
-def tensor_names(func: FuncOp) -> dict[SSAValue, str]:
-    """Every value's tensor name as the interpreter and calibration key it."""
-    keys = dict(FunctionRunner(func).keys)
-    keys.update(zip(func.body.block.args, graph_io.input_names(func), strict=True))
-    return keys
 
 
 def ranges_from_mapping(ranges: Mapping[str, Range]) -> RangeSource:

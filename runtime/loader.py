@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from npuc.backend.npubin_format import (
+from npuc.diagnostics import NpucError
+from npuc.dialects import npu_isa as isa
+from npuc.dialects import npu_rules as rules
+from npuc.dialects.npubin_format import (
     COUNT,
     DEBUG_ENTRY,
     DIM,
@@ -42,9 +45,6 @@ from npuc.backend.npubin_format import (
     params_size,
     params_struct,
 )
-from npuc.diagnostics import NpucError
-from npuc.dialects import npu_isa as isa
-from npuc.dialects import npu_rules as rules
 
 #: The largest region a binary may declare unless the caller allows more: the runtime
 #: allocates every region, so this bounds what a file can make it allocate.

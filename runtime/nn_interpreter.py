@@ -397,3 +397,10 @@ def run_module(
     outputs, intermediates = runner(func).run([inputs[n] for n in names], keep)
     named = dict(zip(graph_io.output_names(func), outputs, strict=True))
     return named if keep is None else (named, intermediates)
+
+
+def tensor_names(func: FuncOp) -> dict[SSAValue, str]:
+    """Every value's tensor name as the interpreter and calibration key it."""
+    keys = dict(FunctionRunner(func).keys)
+    keys.update(zip(func.body.block.args, graph_io.input_names(func), strict=True))
+    return keys

@@ -12,10 +12,9 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-from xdsl.context import Context
 from xdsl.parser import Parser
 
-from npuc.backend.npubin_format import MAX_SECTIONS
+from npuc.dialects.context import make_context
 from npuc.dialects.npu_isa import (
     Instruction,
     IODesc,
@@ -26,7 +25,7 @@ from npuc.dialects.npu_isa import (
     row_major,
 )
 from npuc.dialects.npu_rules import check_instruction, check_program
-from npuc.registry import DIALECTS
+from npuc.dialects.npubin_format import MAX_SECTIONS
 from npuc.runtime.executor import Executor
 from npuc.runtime.qnn_interpreter import evaluate
 
@@ -34,14 +33,7 @@ TINY = Path(__file__).parent / "npu" / "tiny.mlir"
 NP = {"i8": np.int8, "u8": np.uint8, "i16": np.int16, "i32": np.int32}
 
 
-def _ctx() -> Context:
-    ctx = Context()
-    for name, factory in DIALECTS.items():
-        ctx.register_dialect(name, factory)
-    return ctx
-
-
-CTX = _ctx()
+CTX = make_context()
 
 
 # --------------------------------------------------------------------------- building programs

@@ -2,7 +2,9 @@
 one (docs/architecture.md, "Folders and layers").
 
 The graph is read with `ast` from the source files, so it includes imports made inside
-functions (a lazy import hides a cycle from the interpreter, not from the design).
+functions (a lazy import hides a cycle from the interpreter, not from the design). Imports
+under `if TYPE_CHECKING:` name types for annotations only and never run: they must respect
+the layers, but a cycle through them is not an import cycle.
 """
 
 from __future__ import annotations
@@ -73,10 +75,22 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def imported(module: str, path: Path, known: dict[str, Path]) -> Iterator[tuple[str, int]]:
-    """The npuc modules `module` imports (anywhere in the file), with the line."""
+def type_checking_only(tree: ast.Module) -> set[ast.AST]:
+    """The import statements under `if TYPE_CHECKING:`."""
+    found: set[ast.AST] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            found.update(n for stmt in node.body for n in ast.walk(stmt))
+    return found
+
+
+def imported(module: str, path: Path, known: dict[str, Path]) -> Iterator[tuple[str, int, bool]]:
+    """The npuc modules `module` imports (anywhere in the file), with the line and whether the
+    import is for type checking only."""
     package = module if path.stem == "__init__" else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    typing_only = type_checking_only(tree)
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -93,18 +107,24 @@ def imported(module: str, path: Path, known: dict[str, Path]) -> Iterator[tuple[
             while name and name not in known:
                 name = name.rpartition(".")[0]
             if name and name != module:
-                yield name, node.lineno
+                yield name, node.lineno, node in typing_only
 
 
-@pytest.fixture(scope="module")
-def graph() -> dict[str, dict[str, int]]:
+def build_graph(runtime_only: bool) -> dict[str, dict[str, int]]:
+    """module -> {imported module: line}."""
     known = modules()
     edges: dict[str, dict[str, int]] = {}
     for module, path in known.items():
         edges[module] = {}
-        for target, line in imported(module, path, known):
-            edges[module].setdefault(target, line)
+        for target, line, typing_only in imported(module, path, known):
+            if not (runtime_only and typing_only):
+                edges[module].setdefault(target, line)
     return edges
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, dict[str, int]]:
+    return build_graph(runtime_only=False)
 
 
 def cycles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
@@ -145,8 +165,8 @@ def test_every_module_is_in_a_layer(graph):
         assert layer(module) in (*LAYERS, "driver")
 
 
-def test_no_import_cycles(graph):
-    found = cycles(graph)
+def test_no_import_cycles():
+    found = cycles(build_graph(runtime_only=True))
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 

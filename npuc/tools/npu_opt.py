@@ -10,10 +10,11 @@ from typing import IO
 
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from .. import __version__
 from ..diagnostics import NpucError, user_file, working_on
+from ..dialects.context import register_dialects
 from ..output_files import write_file
-from ..registry import DIALECTS, PASSES
+from ..registry import PASSES
+from ..version import __version__
 from .cli_options import add_debug_option, add_import_options, import_options
 from .reporting import reported_errors
 
@@ -29,8 +30,7 @@ class NpuOptMain(xDSLOptMain):
     version_format = f"npu-opt {__version__} (xDSL {{xdsl_version}})"
 
     def register_all_dialects(self) -> None:
-        for name, factory in DIALECTS.items():
-            self.ctx.register_dialect(name, factory)
+        register_dialects(self.ctx)
 
     def register_all_passes(self) -> None:
         for name, factory in PASSES.items():
@@ -47,7 +47,7 @@ class NpuOptMain(xDSLOptMain):
 
         def memory_target(name: str):
             def load():
-                from ..backend import memory_report
+                from ..passes.memory import report as memory_report
 
                 return getattr(memory_report, name)
 

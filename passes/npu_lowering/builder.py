@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation, Region, SSAValue
 
 from npuc.dialects.mem import BUFFER_ATTR, buffer_list
 from npuc.dialects.npu_isa import Instruction, TensorRef, default_params
@@ -79,6 +79,7 @@ class Builder:
         self.pending: dict[SSAValue, list[Virtual]] = {}
         self.refs: dict[SSAValue, TensorRef] = {}
         self.instructions: list[Instruction] = []
+        self.host_bodies: dict[int, Region] = {}  # host instruction index -> its body
         self.layers: list[str] = []
         self.layer_names = layer_names
         self.virtual: list[Virtual] = []

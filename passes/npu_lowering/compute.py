@@ -13,11 +13,11 @@ import numpy as np
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
-from npuc.backend.memory_ir import constant_bytes, element_dtype, is_constant
 from npuc.dialects import npu_isa as isa
 from npuc.dialects import qnn, tile
 from npuc.dialects.arrays import int_values
 from npuc.dialects.npu_isa import TensorRef
+from npuc.passes.memory.ir import constant_bytes, element_dtype, is_constant
 from npuc.tensors import from_dense
 
 from .builder import Builder, LoweringError

@@ -24,6 +24,7 @@ from npuc.dialects.arrays import ints
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.graph_io import STATE_INIT_ATTR, entry_function, initial_state, state_names
 from npuc.integer import quantize_multiplier
+from npuc.runtime.nn_interpreter import tensor_names
 from npuc.tensors import from_dense, to_dense
 
 from .lowering import storage_element
@@ -68,8 +69,6 @@ class StateCarrier:
 
 def _state_keys(module: ModuleOp) -> list[tuple[str, str]]:
     """(argument key, result key) of each state pair, as calibration names the tensors."""
-    from npuc.passes.quantize import tensor_names
-
     func = entry_function(module)
     keys = tensor_names(func)
     ret = func.body.block.last_op

@@ -17,8 +17,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target as OutputTarget
 
-from npuc.backend.memory_ir import CONSTANTS, MUTABLE, PlannedModule, PlannedValue
-from npuc.backend.memory_plan import (
+from npuc.passes.memory.ir import CONSTANTS, MUTABLE, PlannedModule, PlannedValue
+from npuc.passes.memory.plan import (
     Buffer,
     Placement,
     PlacementError,
@@ -306,7 +306,7 @@ class MemoryReportTarget(OutputTarget):
     target: str = ""
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from npuc.backend.memory_ir import read_plan
+        from npuc.passes.memory.ir import read_plan
         from npuc.target import load_target
 
         hw = load_target(self.target) if self.target else None
@@ -321,7 +321,7 @@ class MemoryJsonTarget(OutputTarget):
     target: str = ""
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from npuc.backend.memory_ir import read_plan
+        from npuc.passes.memory.ir import read_plan
         from npuc.target import load_target
 
         hw = load_target(self.target) if self.target else None

@@ -18,7 +18,7 @@ from npuc import graph_io
 from npuc.diagnostics import NpucError
 from npuc.target import Target
 
-from .memory_ir import (
+from .ir import (
     ACTIVATIONS,
     CONSTANTS,
     MUTABLE,
@@ -28,7 +28,7 @@ from .memory_ir import (
     itemsize,
     layer_name,
 )
-from .memory_plan import (
+from .plan import (
     Buffer,
     Placement,
     PlacementError,
@@ -39,8 +39,8 @@ from .memory_plan import (
     naive_size,
     resolve_aliases,
 )
-from .memory_report import MemoryReport, plan_with_report, verify_placement
-from .memory_rules import (
+from .report import MemoryReport, plan_with_report, verify_placement
+from .rules import (
     VIEW_RULES,
     Rule,
     contiguous_axis,
@@ -48,7 +48,7 @@ from .memory_rules import (
     rule_for,
     same_element_type,
 )
-from .memory_schedule import Node, schedule
+from .schedule import Node, schedule
 
 #: Aliasing rules whose result overwrites (part of) its root's bytes.
 WRITES = (Rule.INPLACE, Rule.INSERT)
