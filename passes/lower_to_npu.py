@@ -31,10 +31,9 @@ from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.dialects.tile import LAYER_ATTR, InsertOp
 from npuc.passes.memory.ir import constant_bytes, is_constant, is_planned
 
-from .npu_lowering import movement, resize, transpose_conv  # noqa: F401  (register their rules)
 from .npu_lowering.builder import Builder, Constants, LoweringError
-from .npu_lowering.compute import COMPUTE, RULES, lowerable
 from .npu_lowering.deps import with_deps
+from .npu_lowering.rules import COMPUTE, RULES, lowerable
 from .npu_lowering.views import ViewError, contiguous, same_place, shape_of, sliced
 
 HOST_MODES = ("none", "float", "all")

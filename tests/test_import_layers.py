@@ -181,6 +181,47 @@ def test_imports_point_to_earlier_layers(graph):
     assert not wrong, "imports against the layers:\n" + "\n".join(wrong)
 
 
+def private_uses(module: str, path: Path, known: dict[str, Path]) -> Iterator[str]:
+    """`_name`s that `module` takes from other npuc modules: imported by name, or read as an
+    attribute of an imported module."""
+    package = module if path.stem == "__init__" else module.rpartition(".")[0]
+    tree = ast.parse(path.read_text(), str(path))
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}" if base else parent
+            for a in node.names:
+                if f"{base}.{a.name}" in known:
+                    aliases[a.asname or a.name] = f"{base}.{a.name}"
+                elif base in known and _private(a.name) and base != module:
+                    yield f"{module}:{node.lineno} imports {a.name} from {base}"
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name in known and a.asname:
+                    aliases[a.asname] = a.name
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and _private(node.attr)
+        ):
+            yield f"{module}:{node.lineno} reads {aliases[node.value.id]}.{node.attr}"
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_no_module_reaches_into_another_s_private_names():
+    known = modules()
+    found = [use for module, path in known.items() for use in private_uses(module, path, known)]
+    assert not found, "private names used across modules:\n" + "\n".join(found)
+
+
 def test_the_checker_sees_a_cycle_and_a_wrong_direction():
     edges = {"npuc.a": {"npuc.b": 1}, "npuc.b": {"npuc.a": 2}, "npuc.c": {}}
     assert cycles(edges) == [["npuc.a", "npuc.b"]]

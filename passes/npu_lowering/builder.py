@@ -3,7 +3,7 @@ constants region (planned constants plus the parameter tables and LUTs the lower
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,12 @@ from .views import contiguous
 def _name(op: Operation) -> str | None:
     attr = op.properties.get("name") or op.attributes.get("name")
     return attr.data if isinstance(attr, StringAttr) else None
+
+
+#: How an op lowers: instructions appended to the builder.
+Rule = Callable[["Builder", Operation], None]
+#: Which instances of an op its rule lowers (the others run on the host).
+Support = Callable[[Operation], bool]
 
 
 class LoweringError(Exception):

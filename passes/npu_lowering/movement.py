@@ -15,8 +15,7 @@ from npuc.dialects import tile
 from npuc.dialects.arrays import int_values
 from npuc.dialects.npu_isa import TensorRef
 
-from .builder import Builder, LoweringError, Virtual
-from .compute import rule
+from .builder import Builder, LoweringError, Rule, Virtual
 from .views import permuted, reshaped, same_place, shape_of, sliced
 
 
@@ -36,20 +35,17 @@ def bind_view(b: Builder, op: Operation, result: SSAValue, source: SSAValue,
         b.bind(result, planned)
 
 
-@rule("tile.slice")
 def tile_slice(b: Builder, op: tile.SliceOp) -> None:
     view = sliced(b.ref(op.source), int_values(op.offsets), shape_of(op.result.type))
     bind_view(b, op, op.result, op.source, view)
 
 
-@rule("qnn.reshape", "nn.reshape")
 def reshape(b: Builder, op: Operation) -> None:
     result = op.results[0]
     bind_view(b, op, result, op.operands[0], reshaped(b.ref(op.operands[0]),
                                                       shape_of(result.type)))  # fmt: skip
 
 
-@rule("qnn.transpose")
 def transpose(b: Builder, op: Operation) -> None:
     perm = int_values(op.properties["perm"])
     if op in b.copies:
@@ -59,7 +55,6 @@ def transpose(b: Builder, op: Operation) -> None:
     bind_view(b, op, op.results[0], op.operands[0], permuted(b.ref(op.operands[0]), perm))
 
 
-@rule("qnn.slice")
 def slice_(b: Builder, op: Operation) -> None:
     starts, steps = int_values(op.properties["starts"]), int_values(op.properties["steps"])
     if any(s < 1 for s in steps):
@@ -70,7 +65,6 @@ def slice_(b: Builder, op: Operation) -> None:
     bind_view(b, op, op.results[0], op.operands[0], view)
 
 
-@rule("qnn.split", "nn.split")
 def split(b: Builder, op: Operation) -> None:
     source = b.ref(op.operands[0])
     axis = op.properties["axis"].value.data % len(source.shape)
@@ -83,7 +77,6 @@ def split(b: Builder, op: Operation) -> None:
         bind_view(b, op, result, op.operands[0], sliced(source, offsets, shape))
 
 
-@rule("qnn.concat", "nn.concat")
 def concat(b: Builder, op: Operation) -> None:
     out = b.out(op.results[0])
     axis = op.properties["axis"].value.data % len(out.shape)
@@ -98,18 +91,15 @@ def concat(b: Builder, op: Operation) -> None:
             b.emit("move", (ref, target), (value,))
 
 
-@rule("tile.empty")
 def empty(b: Builder, op: tile.EmptyOp) -> None:
     b.bind(op.result, b.planned(op.result))
 
 
-@rule("tile.load")
 def load(b: Builder, op: tile.LoadOp) -> None:
     src = sliced(b.ref(op.source), int_values(op.offsets), shape_of(op.result.type))
     b.emit("dma", (src, b.out(op.result)), (op.source,))
 
 
-@rule("tile.insert", "tile.store")
 def assemble(b: Builder, op: tile.InsertOp) -> None:
     dma = isinstance(op, tile.StoreOp)
     out = b.out(op.result)
@@ -123,7 +113,6 @@ def assemble(b: Builder, op: tile.InsertOp) -> None:
         b.copy(b.ref(op.source), target, (op.source,), dma)
 
 
-@rule("qnn.depth_to_space")
 def depth_to_space(b: Builder, op: Operation) -> None:
     """One move: the input read as [n, c, h, i, w, j] (i, j within a block) in output order."""
     ifm, ofm = b.ref(op.operands[0]), b.out(op.results[0])
@@ -139,7 +128,6 @@ def depth_to_space(b: Builder, op: Operation) -> None:
     b.emit("move", (src, _blocked(ofm, block)), (op.operands[0],))
 
 
-@rule("qnn.space_to_depth")
 def space_to_depth(b: Builder, op: Operation) -> None:
     """One move: the input's blocks [n, i, j, c, h, w] to output channel (i * block + j) * c + c."""
     ifm, ofm = b.ref(op.operands[0]), b.out(op.results[0])
@@ -158,3 +146,22 @@ def _blocked(ref: TensorRef, block: int) -> TensorRef:
     (n, c, h, w), (sn, sc, sh, sw) = ref.shape, ref.strides
     return TensorRef(ref.region, ref.offset, (n, c, h // block, block, w // block, block),
                      (sn, sc, block * sh, sh, block * sw, sw), ref.dtype)  # fmt: skip
+
+
+RULES: dict[str, Rule] = {
+    "tile.slice": tile_slice,
+    "qnn.reshape": reshape,
+    "nn.reshape": reshape,
+    "qnn.transpose": transpose,
+    "qnn.slice": slice_,
+    "qnn.split": split,
+    "nn.split": split,
+    "qnn.concat": concat,
+    "nn.concat": concat,
+    "tile.empty": empty,
+    "tile.load": load,
+    "tile.insert": assemble,
+    "tile.store": assemble,
+    "qnn.depth_to_space": depth_to_space,
+    "qnn.space_to_depth": space_to_depth,
+}

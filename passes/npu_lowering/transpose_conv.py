@@ -32,9 +32,15 @@ from npuc.dialects.arrays import int_values
 from npuc.dialects.npu_isa import TensorRef
 from npuc.dialects.qnn import ConvTranspose2dOp
 
-from .builder import Builder, LoweringError
-from .compute import _output_stage, _table, _weight_zps, _zp, constant_values, rule, supports
-from .resize import _constant
+from .builder import Builder, LoweringError, Rule, Support
+from .operands import (
+    activation_zero_point,
+    append_constant,
+    bias_scale_table,
+    constant_values,
+    output_stage,
+    weight_zero_points,
+)
 from .views import dtype_of, permuted, shape_of, sliced
 
 MAX_PIECES = 64  # conv2d instructions one transposed convolution may take (strides 8 x 8)
@@ -116,13 +122,11 @@ def _unsupported(op: ConvTranspose2dOp, cache: dict) -> str | None:
     return None
 
 
-@supports("qnn.conv_transpose2d")
 def transpose_conv_supported(op: Operation) -> bool:
     assert isinstance(op, ConvTranspose2dOp)
     return _unsupported(op, {}) is None
 
 
-@rule("qnn.conv_transpose2d")
 def conv_transpose2d(b: Builder, op: ConvTranspose2dOp) -> None:
     why = _unsupported(op, b.cache)
     if why is not None:
@@ -131,18 +135,18 @@ def conv_transpose2d(b: Builder, op: ConvTranspose2dOp) -> None:
     ifm, ofm, weight = b.ref(op.input), b.out(op.output), b.ref(op.weight)
     n, channels = ofm.shape[:2]
     (sh, sw), wdtype = int_values(op.strides), dtype_of(op.weight.type)
-    wzps = _weight_zps(op.weight, channels)
-    table = _table(b, op, channels, op.bias, wzps)
+    wzps = weight_zero_points(op.weight, channels)
+    table = bias_scale_table(b, op, channels, op.bias, wzps)
     copies = any(_copied(*piece) for piece in pieces)
     values = constant_values(op.weight, b.cache) if copies else None
     for py, px in pieces:
         dst = sliced(ofm, (0, 0, py.out_start, px.out_start), (n, channels, py.count, px.count),
                      (1, 1, sh, sw))  # fmt: skip
-        params = {"ifm_zero_point": _zp(op.input), **_output_stage(op)}
+        params = {"ifm_zero_point": activation_zero_point(op.input), **output_stage(op)}
         if not (py.taps and px.taps):  # bias only: centred weights of zero, any input
             src = TensorRef(ifm.region, ifm.offset, (n, 1, py.count, px.count), (0,) * 4,
                             ifm.dtype)  # fmt: skip
-            zeros = _constant(b, np.array(wzps).reshape(channels, 1, 1, 1), wdtype)
+            zeros = append_constant(b, np.array(wzps).reshape(channels, 1, 1, 1), wdtype)
             b.emit("conv2d", (src, zeros, table, dst), (op.input,), **params)
             continue
         src = sliced(ifm, (0, 0, py.in_start, px.in_start),
@@ -150,7 +154,7 @@ def conv_transpose2d(b: Builder, op: ConvTranspose2dOp) -> None:
         if _copied(py, px):
             assert values is not None  # _unsupported checked it
             kernel = values[:, :, list(py.taps)][:, :, :, list(px.taps)].transpose(1, 0, 2, 3)
-            weights, reads = _constant(b, kernel, wdtype), (op.input,)
+            weights, reads = append_constant(b, kernel, wdtype), (op.input,)
         else:  # one tap: the transposed view of the planned weight
             tap = sliced(weight, (0, 0, py.taps[0], px.taps[0]), (*weight.shape[:2], 1, 1))
             weights, reads = permuted(tap, (1, 0, 2, 3)), (op.input, op.weight)
@@ -159,3 +163,12 @@ def conv_transpose2d(b: Builder, op: ConvTranspose2dOp) -> None:
             pads=(py.pads[0], px.pads[0], py.pads[1], px.pads[1]),
             dilations=(py.dilation, px.dilation), **params,
         )  # fmt: skip
+
+
+RULES: dict[str, Rule] = {
+    "qnn.conv_transpose2d": conv_transpose2d,
+}
+#: Ops whose rule covers only some instances: the others run on the host.
+SUPPORTS: dict[str, Support] = {
+    "qnn.conv_transpose2d": transpose_conv_supported,
+}

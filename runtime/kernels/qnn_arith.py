@@ -176,14 +176,14 @@ def avg_pool2d_sums(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(window sums of xc, divisor per output position) with the float avg_pool2d's count rule."""
     dilations = (1, 1)
-    out_hw, extra = pool._geometry(xc.shape, kernel, strides, pads, dilations, ceil_mode)
+    out_hw, extra = pool.window_geometry(xc.shape, kernel, strides, pads, dilations, ceil_mode)
     xp = pad_hw(xc, pads, 0, extra)
     total = np.zeros((*xc.shape[:2], *out_hw), I64)
     for i in range(kernel[0]):
         for j in range(kernel[1]):
             total += tap(xp, i, j, out_hw, strides, dilations)
     counts = [
-        pool._divisor_1d(
+        pool.divisor_1d(
             xc.shape[2 + a], out_hw[a], kernel[a], strides[a], dilations[a], pads[a],
             pads[a + 2], count_include_pad,
         )
@@ -269,7 +269,7 @@ def max_pool2d(
     ceil_mode: bool,
 ) -> np.ndarray:
     """Window maximum of stored integers; padding holds the dtype's minimum so it never wins."""
-    out_hw, extra = pool._geometry(x.shape, kernel, strides, pads, dilations, ceil_mode)
+    out_hw, extra = pool.window_geometry(x.shape, kernel, strides, pads, dilations, ceil_mode)
     xp = pad_hw(x, pads, np.iinfo(x.dtype).min, extra)
     y = np.array(tap(xp, 0, 0, out_hw, strides, dilations))
     for i in range(kernel[0]):
