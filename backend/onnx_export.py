@@ -230,8 +230,13 @@ class _Exporter:
         scale, zp = self.qparams(q, q_name)
         shared = out is None
         out = out or self.fresh(f"{q_name}_dequantized")
-        self.node("DequantizeLinear", [q_name, scale, zp], [out], f"{q_name}_DequantizeLinear",
-                  **self.axis(q))  # fmt: skip
+        self.node(
+            "DequantizeLinear",
+            [q_name, scale, zp],
+            [out],
+            f"{q_name}_DequantizeLinear",
+            **self.axis(q),
+        )
         if shared:
             self.floats[value] = out
         return out

@@ -127,8 +127,13 @@ class TensorAttr(ParametrizedAttribute):
                 )
         if strides is None:
             strides = row_major(shape)
-        return [StringAttr(region), IntAttr(offset), _ints(shape), _ints(strides),
-                StringAttr(dtype)]  # fmt: skip
+        return [
+            StringAttr(region),
+            IntAttr(offset),
+            _ints(shape),
+            _ints(strides),
+            StringAttr(dtype),
+        ]
 
 
 @irdl_attr_definition
@@ -179,9 +184,11 @@ class IOAttr(ParametrizedAttribute):
     @staticmethod
     def from_desc(d: IODesc) -> IOAttr:
         return IOAttr(
-            StringAttr(d.name), TensorAttr.from_ref(d.tensor), FloatData(d.scale),
+            StringAttr(d.name),
+            TensorAttr.from_ref(d.tensor),
+            FloatData(d.scale),
             IntAttr(d.zero_point),
-        )  # fmt: skip
+        )
 
     def desc(self) -> IODesc:
         return IODesc(self.io_name.data, self.tensor.ref(), self.scale.data, self.zero_point.data)
@@ -227,9 +234,10 @@ class StateAttr(ParametrizedAttribute):
     def from_pair(pair: StatePair) -> StateAttr:
         ty = TensorType(i8, [len(pair.initial)])
         return StateAttr(
-            IntAttr(pair.input), IntAttr(pair.output),
+            IntAttr(pair.input),
+            IntAttr(pair.output),
             DenseIntOrFPElementsAttr(ty, BytesAttr(pair.initial)),
-        )  # fmt: skip
+        )
 
     def pair(self) -> StatePair:
         from npuc.tensors import from_dense

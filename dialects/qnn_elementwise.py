@@ -345,8 +345,9 @@ class PReluOp(PerTensorRequantizing):
 
     def verify_(self) -> None:
         super().verify_()
-        check_multipliers(self.name, [self.alpha_multiplier.value.data],
-                          [self.alpha_shift.value.data])  # fmt: skip
+        check_multipliers(
+            self.name, [self.alpha_multiplier.value.data], [self.alpha_shift.value.data]
+        )
         x, slope = shape_of(self.input), shape_of(self.alpha)
         try:
             fits = tuple(shapes.broadcast(x, slope)) == tuple(x)

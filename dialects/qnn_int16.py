@@ -30,8 +30,9 @@ I16 = IntegerType(16)
 Q15_SCALE = 2.0**-15
 
 
-def _table(op_name: str, attr: DenseIntOrFPElementsAttr, what: str, entries: int,
-           lo: int, hi: int) -> np.ndarray:  # fmt: skip
+def _table(
+    op_name: str, attr: DenseIntOrFPElementsAttr, what: str, entries: int, lo: int, hi: int
+) -> np.ndarray:
     """The table's values after checking its type, size and range."""
     if not isinstance(attr.get_element_type(), IntegerType):
         raise VerifyException(f"'{op_name}': {what} must hold integers")
@@ -143,6 +144,8 @@ class SoftmaxLutOp(Int16LutOperation):
             raise VerifyException(f"'{self.name}': input_multiplier must be in [0, 2^31)")
         if not self.MIN_SHIFT <= self.input_shift.value.data <= 62:
             raise VerifyException(f"'{self.name}': input_shift must be in [16, 62]")
-        for what, attr in (("exp_table", self.exp_table),
-                           ("reciprocal_table", self.reciprocal_table)):  # fmt: skip
+        for what, attr in (
+            ("exp_table", self.exp_table),
+            ("reciprocal_table", self.reciprocal_table),
+        ):
             _table(self.name, attr, what, 513, -32768, 32767)

@@ -299,9 +299,15 @@ def conv(ctx: NodeContext, st: QuantOperands, target: Target | None) -> list[SSA
 
 
 def _fully_connected(
-    b: Build, ctx: NodeContext, st: QuantOperands, target: Target, x: SSAValue, w: np.ndarray,
-    wq: UniformQuantizedType, bias_index: int | None,
-) -> SSAValue:  # fmt: skip
+    b: Build,
+    ctx: NodeContext,
+    st: QuantOperands,
+    target: Target,
+    x: SSAValue,
+    w: np.ndarray,
+    wq: UniformQuantizedType,
+    bias_index: int | None,
+) -> SSAValue:
     """x [N, K] @ w[O, K]^T + bias; w per-tensor or per-axis on axis 0."""
     xq = qtype_of(x)
     w_scales = _weight_scales(wq, w.shape[0])
@@ -324,9 +330,13 @@ def _as_rows(w: np.ndarray, wq: UniformQuantizedType) -> tuple[np.ndarray, Unifo
         raise Abort
     if wq.per_axis:
         wq = UniformQuantizedType(
-            wq.storage, wq.scale_values(), wq.zero_point_values(), axis=0,
-            storage_min=wq.qmin, storage_max=wq.qmax,
-        )  # fmt: skip
+            wq.storage,
+            wq.scale_values(),
+            wq.zero_point_values(),
+            axis=0,
+            storage_min=wq.qmin,
+            storage_max=wq.qmax,
+        )
     return np.ascontiguousarray(w.T), wq
 
 

@@ -137,8 +137,9 @@ class _Import:
         unknown = [n for n in names if n not in self.by_name]
         if unknown:
             shown = ", ".join(t.name for t in self.graph.tensors[:40])
-            raise self.error(f"unknown {kind} tensor name(s): {', '.join(unknown)}; "
-                             f"tensors are: {shown}")  # fmt: skip
+            raise self.error(
+                f"unknown {kind} tensor name(s): {', '.join(unknown)}; tensors are: {shown}"
+            )
         return [self.by_name[n].index for n in names]
 
     def run(
@@ -153,8 +154,10 @@ class _Import:
         in_names = [graph.tensors[t].name for t in in_ids]
         unknown = sorted(set(input_shapes) - set(in_names))
         if unknown:
-            raise self.error(f"--input-shape names unknown input(s) {', '.join(unknown)}; "
-                             f"inputs are: {', '.join(in_names)}")  # fmt: skip
+            raise self.error(
+                f"--input-shape names unknown input(s) {', '.join(unknown)}; "
+                f"inputs are: {', '.join(in_names)}"
+            )
         arg_types = [self._arg_type(graph.tensors[t], input_shapes) for t in in_ids]
         state = None
         if any(op.op_type in STATEFUL for op in graph.operators):
@@ -183,11 +186,12 @@ class _Import:
         self._erase_dead()
         out_names = [graph.tensors[t].name for t in out_ids]
         func = FuncOp(
-            ENTRY, ([a.type for a in self.block.args], [r.type for r in results]),
+            ENTRY,
+            ([a.type for a in self.block.args], [r.type for r in results]),
             Region(self.block),
             arg_attrs=io_attrs([*in_names, *states], [None] * len(in_names) + states),
             res_attrs=io_attrs([*out_names, *states], [None] * len(out_names) + states),
-        )  # fmt: skip
+        )
         if state:
             func.attributes.update(state.init_attr())
         module = ModuleOp([func])
@@ -213,8 +217,10 @@ class _Import:
                 for i, (s, d) in enumerate(zip(t.signature, shape, strict=True))
             ]
             if any(s < 0 for s in t.signature[1:]) and t.name not in input_shapes:
-                dims = ",".join("?" if s < 0 and i else str(d) for i, (s, d) in
-                                enumerate(zip(t.signature, shape, strict=True)))  # fmt: skip
+                dims = ",".join(
+                    "?" if s < 0 and i else str(d)
+                    for i, (s, d) in enumerate(zip(t.signature, shape, strict=True))
+                )
                 raise self.error(
                     f"input '{t.name}' has dynamic dimensions; give its shape with "
                     f"--input-shape {t.name}:{dims} (a size for each ?), or an --input array "
@@ -223,12 +229,16 @@ class _Import:
         if t.name in input_shapes:
             given = [int(d) for d in input_shapes[t.name]]
             if len(given) != len(shape) or any(d <= 0 for d in given):
-                raise self.error(f"input shape {given} for '{t.name}' must have rank "
-                                 f"{len(shape)} and positive dimensions")  # fmt: skip
+                raise self.error(
+                    f"input shape {given} for '{t.name}' must have rank "
+                    f"{len(shape)} and positive dimensions"
+                )
             shape = given
         if t.dtype != np.float32 and not is_quantized(t):
-            raise self.error(f"input '{t.name}' has type {t.type_name}; npuc takes float32 "
-                             "or quantized int8/uint8/int16 inputs")  # fmt: skip
+            raise self.error(
+                f"input '{t.name}' has type {t.type_name}; npuc takes float32 "
+                "or quantized int8/uint8/int16 inputs"
+            )
         check_tensor(shape, t.dtype.itemsize, f"input '{t.name}'", self.location)
         try:
             return tensor_type(t, shape)
@@ -252,8 +262,10 @@ class _Import:
             op = producer.get(t)
             if op is None:
                 if self.graph.tensors[t].data is None:
-                    raise self.error(f"tensor '{self.graph.tensors[t].name}' has no producer "
-                                     "and is not a graph input or constant")  # fmt: skip
+                    raise self.error(
+                        f"tensor '{self.graph.tensors[t].name}' has no producer "
+                        "and is not a graph input or constant"
+                    )
                 continue
             if op.index not in needed:
                 needed.add(op.index)
@@ -311,8 +323,9 @@ class _Import:
     def _bind(self, t: Tensor, value: SSAValue) -> None:
         want = tensor_type(t)
         if value.type != want:
-            raise ValueError(f"result {value.type} does not match the tensor type {want} of "
-                             f"'{t.name}'")  # fmt: skip
+            raise ValueError(
+                f"result {value.type} does not match the tensor type {want} of '{t.name}'"
+            )
         self.values[t.index] = value
 
     def value(self, t: Tensor) -> SSAValue:

@@ -98,17 +98,21 @@ def quantized_type(t: Tensor, axis: int | None = None) -> UniformQuantizedType:
     """The tensor's own scales and zero points; per-axis types may move their axis."""
     q = t.quant
     if q is None or t.dtype not in STORAGE:
-        raise Unsupported(f"tensor '{t.name}' of type {t.type_name} is not a quantized "
-                          "int8, uint8 or int16 tensor")  # fmt: skip
+        raise Unsupported(
+            f"tensor '{t.name}' of type {t.type_name} is not a quantized "
+            "int8, uint8 or int16 tensor"
+        )
     scales = [float(s) for s in q.scales]
     if not all(s > 0 and np.isfinite(s) for s in scales):
         raise Unsupported(f"tensor '{t.name}' has a scale that is not positive and finite")
     if q.axis is None or len(scales) == 1:
         return UniformQuantizedType(STORAGE[t.dtype], scales[0], int(q.zero_points[0]))
     return UniformQuantizedType(
-        STORAGE[t.dtype], scales, [int(z) for z in q.zero_points],
+        STORAGE[t.dtype],
+        scales,
+        [int(z) for z in q.zero_points],
         axis=q.axis if axis is None else axis,
-    )  # fmt: skip
+    )
 
 
 def check_bias(t: Tensor) -> None:
@@ -176,9 +180,13 @@ class OpContext:
         element_type: Attribute = f32,
     ) -> SSAValue:
         op = build(
-            op_type, operands, props, name=self.name, result_types=result_types,
+            op_type,
+            operands,
+            props,
+            name=self.name,
+            result_types=result_types,
             element_type=element_type,
-        )  # fmt: skip
+        )
         self.importer.block.add_op(op)
         return op.results[0]
 

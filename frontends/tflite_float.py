@@ -48,8 +48,13 @@ def same_pads(size: int, kernel: int, stride: int, dilation: int) -> tuple[int, 
     return total // 2, total - total // 2
 
 
-def window_pads(ctx: OpContext, hw: Sequence[int], kernel: Sequence[int],
-                strides: Sequence[int], dilations: Sequence[int]) -> list[int]:  # fmt: skip
+def window_pads(
+    ctx: OpContext,
+    hw: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+) -> list[int]:
     """nn pads [top, left, bottom, right] of the op's SAME/VALID padding."""
     padding = ctx.opt("Padding", SAME)
     if padding == VALID:
@@ -173,12 +178,18 @@ def transpose_conv_props(ctx: OpContext, kernel: Sequence[int]) -> dict[str, Att
             raise Unsupported(f"padding type {ctx.opt('Padding')} not supported")
         grow = size - ((n - 1) * strides[a] + kernel[a] - before - after)
         if grow >= strides[a]:
-            raise Unsupported(f"output size {size} exceeds the transposed convolution's by "
-                              f"{grow} >= stride {strides[a]}")  # fmt: skip
+            raise Unsupported(
+                f"output size {size} exceeds the transposed convolution's by "
+                f"{grow} >= stride {strides[a]}"
+            )
         pads[a], pads[a + 2] = before, after - min(grow, 0)
         extra[a] = max(grow, 0)
-    return {"strides": ints(strides), "pads": ints(pads), "dilations": ints([1, 1]),
-            "output_padding": ints(extra)}  # fmt: skip
+    return {
+        "strides": ints(strides),
+        "pads": ints(pads),
+        "dilations": ints([1, 1]),
+        "output_padding": ints(extra),
+    }
 
 
 def _transpose_conv(ctx: OpContext) -> SSAValue:
@@ -208,8 +219,13 @@ def _transpose_conv_bias(ctx: OpContext) -> SSAValue:
     if padding == 1:
         crops = [max(0, w.shape[1 + a] - (x_shape[1 + a] - 1) % strides[a] - 1) for a in range(2)]
     pads = [crops[0] // 2, crops[1] // 2, crops[0] - crops[0] // 2, crops[1] - crops[1] // 2]
-    props = {"strides": ints(strides), "pads": ints(pads), "dilations": ints([1, 1]),
-             "output_padding": ints([0, 0]), "groups": i64_attr(1)}  # fmt: skip
+    props = {
+        "strides": ints(strides),
+        "pads": ints(pads),
+        "dilations": ints([1, 1]),
+        "output_padding": ints([0, 0]),
+        "groups": i64_attr(1),
+    }
     weight = ctx.constant(w.transpose(3, 0, 1, 2).astype(np.float32), name=ctx.tensor(1).name)
     y = ctx.emit(nn.ConvTranspose2dOp, [ctx.nchw(ctx.value(0)), weight, ctx.value(2)], props)
     return ctx.nhwc(y)
@@ -250,9 +266,12 @@ def _resize(mode: str) -> object:
         align, half = ctx.opt("AlignCorners", False), ctx.opt("HalfPixelCenters", False)
         if mode == "nearest":
             coord, nearest = (
-                ("align_corners", "round_prefer_ceil") if align
-                else ("tf_half_pixel_for_nn", "floor") if half else ("asymmetric", "floor")
-            )  # fmt: skip
+                ("align_corners", "round_prefer_ceil")
+                if align
+                else ("tf_half_pixel_for_nn", "floor")
+                if half
+                else ("asymmetric", "floor")
+            )
         else:
             coord = "align_corners" if align else "half_pixel" if half else "asymmetric"
             nearest = "floor"
@@ -394,8 +413,12 @@ def _slice(ctx: OpContext) -> SSAValue:
     begin = [int(b) for b in ctx.need_const(1, "begin")]
     size = [int(s) for s in ctx.need_const(2, "size")]
     ends = [d if s < 0 else b + s for b, s, d in zip(begin, size, shape, strict=True)]
-    return ctx.emit(nn.SliceOp, [ctx.value(0)], slice_props(begin, ends, [1] * len(shape)),
-                    result_types=[tensor_type(ctx.out())])  # fmt: skip
+    return ctx.emit(
+        nn.SliceOp,
+        [ctx.value(0)],
+        slice_props(begin, ends, [1] * len(shape)),
+        result_types=[tensor_type(ctx.out())],
+    )
 
 
 def strided_slice_props(ctx: OpContext) -> tuple[dict[str, Attribute], list[int]]:
@@ -447,8 +470,9 @@ def _gather(ctx: OpContext) -> SSAValue:
     indices = ctx.constant(np.asarray(ctx.need_const(1, "the indices"), np.int64))
     rank = len(ctx.shape(0))
     props = {"axis": i64_attr(int(ctx.opt("Axis", 0)) % rank)}
-    return ctx.emit(nn.GatherOp, [ctx.value(0), indices], props,
-                    result_types=[tensor_type(ctx.out())])  # fmt: skip
+    return ctx.emit(
+        nn.GatherOp, [ctx.value(0), indices], props, result_types=[tensor_type(ctx.out())]
+    )
 
 
 def _depth_to_space(ctx: OpContext) -> SSAValue:

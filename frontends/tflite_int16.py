@@ -119,8 +119,9 @@ def _bias(ctx: OpContext, index: int, required: bool) -> tuple[SSAValue | None, 
     if data.dtype != np.int64:
         # LiteRT's reference 16x8 kernels do not give int32 biases the int64 kernels'
         # results (measured); unverified arithmetic is not imported.
-        raise Unsupported(f"16x8 bias '{name}' of type {ctx.tensor(index).type_name} "
-                          "(int64 expected)")  # fmt: skip
+        raise Unsupported(
+            f"16x8 bias '{name}' of type {ctx.tensor(index).type_name} (int64 expected)"
+        )
     if np.any(np.abs(data) > np.iinfo(np.int32).max):
         raise Unsupported(f"int64 bias '{name}' has entries beyond int32 (qnn biases are i32)")
     op = qnn.ConstantOp.create(
@@ -157,8 +158,10 @@ def _rescale(
     elif bound * max(m for m, _ in pairs) >= 1 << 62:
         # npuc's wide requantization narrows larger products by magnitude, which is
         # exact for the odd-symmetric rules only.
-        raise Unsupported(f"16x8 fully connected accumulator bound {bound} needs products "
-                          "beyond 2^62 in half_up rescaling")  # fmt: skip
+        raise Unsupported(
+            f"16x8 fully connected accumulator bound {bound} needs products "
+            "beyond 2^62 in half_up rescaling"
+        )
     props = requant_props(pairs, clamp)
     props["rounding"] = StringAttr("half_up")
     return props
@@ -174,8 +177,12 @@ def _conv(ctx: OpContext, depthwise: bool) -> SSAValue:
     props = fops.conv_props(ctx, w.shape[2:]) | {"groups": IntegerAttr(groups, i64)}
     props |= _rescale(ctx, pairs, w, wide, reduce=True)
     n, h, wd, c = out.shape
-    y = ctx.emit(qnn.Conv2dOp, [ctx.nchw(ctx.value(0)), weight, bias], props,
-                 result_types=[out_type(ctx, [n, c, h, wd])])  # fmt: skip
+    y = ctx.emit(
+        qnn.Conv2dOp,
+        [ctx.nchw(ctx.value(0)), weight, bias],
+        props,
+        result_types=[out_type(ctx, [n, c, h, wd])],
+    )
     return ctx.nhwc(y)
 
 
@@ -190,8 +197,12 @@ def _fully_connected(ctx: OpContext) -> SSAValue:
     x = ctx.reshape(ctx.value(0), [int(np.prod(ctx.shape(0))) // k, k])
     rows = shape_of(x)[0]
     props = _rescale(ctx, pairs, w, wide, reduce=False)
-    y = ctx.emit(qnn.FullyConnectedOp, [x, weight, bias], props,
-                 result_types=[out_type(ctx, [rows, w.shape[0]])])  # fmt: skip
+    y = ctx.emit(
+        qnn.FullyConnectedOp,
+        [x, weight, bias],
+        props,
+        result_types=[out_type(ctx, [rows, w.shape[0]])],
+    )
     return ctx.reshape(y, out.shape)
 
 
@@ -206,8 +217,10 @@ def _aligned(op_type: type) -> Callable[[OpContext], SSAValue]:
         if pot:
             lhs_r, rhs_r = exps[2] - exps[0], exps[2] - exps[1]  # right shifts, TFLite's -shift
             if lhs_r < 0 or rhs_r < 0 or (lhs_r and rhs_r):
-                raise Unsupported(f"16-bit {ctx.op.op_type} with power-of-two scales needs "
-                                  "one input at the output's scale, one no coarser")  # fmt: skip
+                raise Unsupported(
+                    f"16-bit {ctx.op.op_type} with power-of-two scales needs "
+                    "one input at the output's scale, one no coarser"
+                )
             left, pair = 1, (1 << 30, 30)  # exact: (x << 1) * 2^30 / 2^31 = x
             lhs, rhs = (1 << 30, 31 + lhs_r), (1 << 30, 31 + rhs_r)
         else:
@@ -218,9 +231,11 @@ def _aligned(op_type: type) -> Callable[[OpContext], SSAValue]:
             left = LEFT_SHIFT_16BIT
         props = requant_props([pair], clamp) | {
             "left_shift": IntegerAttr(left, i64),
-            "lhs_multiplier": IntegerAttr(lhs[0], i64), "lhs_shift": IntegerAttr(lhs[1], i64),
-            "rhs_multiplier": IntegerAttr(rhs[0], i64), "rhs_shift": IntegerAttr(rhs[1], i64),
-        }  # fmt: skip
+            "lhs_multiplier": IntegerAttr(lhs[0], i64),
+            "lhs_shift": IntegerAttr(lhs[1], i64),
+            "rhs_multiplier": IntegerAttr(rhs[0], i64),
+            "rhs_shift": IntegerAttr(rhs[1], i64),
+        }
         return emit_elementwise(ctx, op_type, props)
 
     return convert
@@ -243,8 +258,12 @@ def _quantize(ctx: OpContext) -> SSAValue:
             raise Unsupported(f"QUANTIZE of '{t.name}' ({t.type_name}) not supported")
     pair = tflite_multiplier(tensor_scale(x_t) / tensor_scale(out))
     q = quantized_type(out)
-    return ctx.emit(qnn.RequantizeOp, [ctx.value(0)], requant_props([pair], (q.qmin, q.qmax)),
-                    result_types=[out_type(ctx)])  # fmt: skip
+    return ctx.emit(
+        qnn.RequantizeOp,
+        [ctx.value(0)],
+        requant_props([pair], (q.qmin, q.qmax)),
+        result_types=[out_type(ctx)],
+    )
 
 
 def _zero_point_free(convert: Callable) -> Callable[[OpContext], SSAValue]:
@@ -299,8 +318,12 @@ def _transpose_conv(ctx: OpContext) -> SSAValue:
     props = fops.transpose_conv_props(ctx, w.shape[1:3])
     props |= _rescale(ctx, pairs, w, wide, reduce=True)
     n, h, wd, c = out.shape
-    y = ctx.emit(qnn.ConvTranspose2dOp, [ctx.nchw(ctx.value(2)), weight, bias], props,
-                 result_types=[out_type(ctx, [n, c, h, wd])])  # fmt: skip
+    y = ctx.emit(
+        qnn.ConvTranspose2dOp,
+        [ctx.nchw(ctx.value(2)), weight, bias],
+        props,
+        result_types=[out_type(ctx, [n, c, h, wd])],
+    )
     return ctx.nhwc(y)
 
 
@@ -358,9 +381,12 @@ def _relu(lo: float, hi: float | None) -> Callable[[OpContext], SSAValue]:
         pair = tflite_multiplier(float(s_in / s_out))
         low = max(INT16_MIN, round_away(float(F32(lo) / s_out)))
         high = INT16_MAX if hi is None else min(INT16_MAX, round_away(float(F32(hi) / s_out)))
-        return ctx.emit(qnn.RequantizeOp, [ctx.value(0)],
-                        requant_props([pair], (min(low, high), high)),
-                        result_types=[out_type(ctx)])  # fmt: skip
+        return ctx.emit(
+            qnn.RequantizeOp,
+            [ctx.value(0)],
+            requant_props([pair], (min(low, high), high)),
+            result_types=[out_type(ctx)],
+        )
 
     return convert
 
@@ -377,8 +403,9 @@ def _leaky_relu(ctx: OpContext) -> SSAValue:
     identity = tflite_multiplier(float(s_in / s_out))
     slope = tflite_multiplier(float(s_in * alpha / s_out))
     alpha_type = UniformQuantizedType("i16", float(alpha) if alpha > 0 else 1.0, 0)
-    alpha_value = ctx.constant(np.array([1 if alpha > 0 else 0], np.int16), alpha_type,
-                               name=f"{ctx.name}_alpha")  # fmt: skip
+    alpha_value = ctx.constant(
+        np.array([1 if alpha > 0 else 0], np.int16), alpha_type, name=f"{ctx.name}_alpha"
+    )
     props = requant_props([identity], _full_range(ctx)) | {
         "alpha_multiplier": IntegerAttr(slope[0], i64),
         "alpha_shift": IntegerAttr(slope[1], i64),
@@ -391,8 +418,10 @@ def _prelu(ctx: OpContext) -> SSAValue:
     _int16(x_t, out)
     if alpha_t.dtype != np.int8 or alpha_t.quant is None or len(alpha_t.quant.scales) > 1:
         # LiteRT reads the alpha buffer as int8 whatever its type (an int16 alpha's bytes).
-        raise Unsupported(f"16-bit PRELU alpha '{alpha_t.name}' is {alpha_t.type_name}; "
-                          "LiteRT's kernel reads it as per-tensor int8")  # fmt: skip
+        raise Unsupported(
+            f"16-bit PRELU alpha '{alpha_t.name}' is {alpha_t.type_name}; "
+            "LiteRT's kernel reads it as per-tensor int8"
+        )
     s_in, s_alpha, s_out = (F32(t.quant.scales[0]) for t in (x_t, alpha_t, out))
     identity = tflite_multiplier(float(s_in / s_out))
     slope = tflite_multiplier(float(s_in * s_alpha / s_out))
@@ -405,8 +434,11 @@ def _prelu(ctx: OpContext) -> SSAValue:
 
 def lut_populate_int16_f32(
     transform: Callable[[np.ndarray], np.ndarray],
-    s_in: float, zp_in: int, s_out: float, zp_out: int,
-) -> np.ndarray:  # fmt: skip
+    s_in: float,
+    zp_in: int,
+    s_out: float,
+    zp_out: int,
+) -> np.ndarray:
     """LUTPopulateInt16<float>: 512 samples biased by half the midpoint interpolation error,
     and the end point, every step in float32 with std::round (half away from zero)."""
 
@@ -465,8 +497,13 @@ def _gelu(ctx: OpContext) -> SSAValue:
     x_t, out = ctx.tensor(0), ctx.out()
     _int16(x_t, out)
     fn = gelu_approximate_f32 if ctx.opt("Approximate", False) else gelu_f32
-    table = lut_populate_int16_f32(fn, tensor_scale(x_t), int(x_t.quant.zero_points[0]),
-                                   tensor_scale(out), int(out.quant.zero_points[0]))  # fmt: skip
+    table = lut_populate_int16_f32(
+        fn,
+        tensor_scale(x_t),
+        int(x_t.quant.zero_points[0]),
+        tensor_scale(out),
+        int(out.quant.zero_points[0]),
+    )
     values = lut_lookup_513(EVERY_INT16, table)
     props = {"table": to_dense(values.astype(np.int32), i32)}
     return ctx.emit(qnn.LutOp, [ctx.value(0)], props, result_types=[out_type(ctx)])
@@ -498,8 +535,12 @@ def _gather(ctx: OpContext) -> SSAValue:
     size = ctx.shape(0)[axis]
     if data.size and (data.min() < 0 or data.max() >= size):
         raise ValueError(f"gather indices must lie in [0, {size}) (TFLite rejects others)")
-    return ctx.emit(qnn.GatherOp, [ctx.value(0), ctx.constant(data)],
-                    {"axis": IntegerAttr(axis, i64)}, result_types=[out_type(ctx)])  # fmt: skip
+    return ctx.emit(
+        qnn.GatherOp,
+        [ctx.value(0), ctx.constant(data)],
+        {"axis": IntegerAttr(axis, i64)},
+        result_types=[out_type(ctx)],
+    )
 
 
 def _reduce_max(ctx: OpContext) -> SSAValue:
@@ -519,8 +560,12 @@ def _resize_bilinear(ctx: OpContext) -> SSAValue:
         "align_corners": BoolAttr.from_bool(bool(ctx.opt("AlignCorners", False))),
         "half_pixel_centers": BoolAttr.from_bool(bool(ctx.opt("HalfPixelCenters", False))),
     }
-    y = ctx.emit(qnn.ResizeBilinearOp, [ctx.nchw(ctx.value(0))], props,
-                 result_types=[out_type(ctx, [n, c, h, w])])  # fmt: skip
+    y = ctx.emit(
+        qnn.ResizeBilinearOp,
+        [ctx.nchw(ctx.value(0))],
+        props,
+        result_types=[out_type(ctx, [n, c, h, w])],
+    )
     return ctx.nhwc(y)
 
 
@@ -569,8 +614,10 @@ INT16X8: dict[str, Converter] = {
     "GATHER": _gather,
     "REDUCE_MAX": _reduce_max,
     "RESIZE_BILINEAR": _resize_bilinear,
-    "SUM": _refused("LiteRT's reference kernel runs its uint8 code on the int16 buffers "
-                    "(results depend on uninitialised memory)"),
+    "SUM": _refused(
+        "LiteRT's reference kernel runs its uint8 code on the int16 buffers "
+        "(results depend on uninitialised memory)"
+    ),
     "SQUARED_DIFFERENCE": _refused(_REJECTED),
     "RELU_N1_TO_1": _refused(_REJECTED),
     "HARD_SWISH": _refused(_REJECTED),
@@ -578,4 +625,4 @@ INT16X8: dict[str, Converter] = {
     "ARG_MIN": _refused(_REJECTED),
     "CONCATENATION": _zero_points_checked(int8.INT8["CONCATENATION"]),
     "EXPAND_DIMS": _zero_points_checked(int8.INT8["EXPAND_DIMS"]),
-}  # fmt: skip
+}

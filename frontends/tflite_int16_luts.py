@@ -107,8 +107,9 @@ def softmax_tables() -> tuple[np.ndarray, np.ndarray]:
     """SoftmaxPrepare's int16 tables: exp on [-10, 0] and 1 / (1 + x) on [0, 1]."""
     span = INT16_MAX - INT16_MIN
     exp_table = lut_populate_int16(math.exp, 10.0 / span, INT16_MAX, 2.0 / span, 0)
-    recip_table = lut_populate_int16(lambda v: 1.0 / (1.0 + v), 1.0 / span, INT16_MIN,
-                                     2.0 / span, 0)  # fmt: skip
+    recip_table = lut_populate_int16(
+        lambda v: 1.0 / (1.0 + v), 1.0 / span, INT16_MIN, 2.0 / span, 0
+    )
     return exp_table, recip_table
 
 
@@ -119,8 +120,10 @@ def softmax_multiplier(input_scale: float, beta: float) -> tuple[int, int]:
     if m0 == 0:
         return 0, 31
     if shift < q16.SoftmaxLutOp.MIN_SHIFT:
-        raise Unsupported(f"16-bit SOFTMAX: input scale * beta = {product} scales differences "
-                          "beyond int32 (TFLite's left shift overflows)")  # fmt: skip
+        raise Unsupported(
+            f"16-bit SOFTMAX: input scale * beta = {product} scales differences "
+            "beyond int32 (TFLite's left shift overflows)"
+        )
     return m0, shift
 
 
@@ -138,8 +141,10 @@ def sigmoid_params(input_scale: float, function: str) -> tuple[int, int]:
         multiplier *= 2.0
     m = int(multiplier)
     if not q16.SigmoidLutOp.fits_int32(m, shift):
-        raise Unsupported(f"16-bit {function.upper()}: input scale {input_scale} gives "
-                          f"multiplier {m}, outside TFLite's int32 arithmetic")  # fmt: skip
+        raise Unsupported(
+            f"16-bit {function.upper()}: input scale {input_scale} gives "
+            f"multiplier {m}, outside TFLite's int32 arithmetic"
+        )
     return m, shift
 
 
@@ -158,8 +163,9 @@ def _sigmoid(function: str) -> Callable[[OpContext], SSAValue]:
             "input_shift": IntegerAttr(shift, i64),
             "table": to_dense(SIGMOID_TABLE_U16.astype(np.int32), i32),
         }
-        return ctx.emit(q16.SigmoidLutOp, [ctx.value(0)], props,
-                        result_types=[tensor_type(out, ctx.shape(0))])  # fmt: skip
+        return ctx.emit(
+            q16.SigmoidLutOp, [ctx.value(0)], props, result_types=[tensor_type(out, ctx.shape(0))]
+        )
 
     return convert
 
@@ -180,8 +186,7 @@ def _softmax(ctx: OpContext) -> SSAValue:
         "exp_table": to_dense(exp_table.astype(np.int16), q16.I16),
         "reciprocal_table": to_dense(recip_table.astype(np.int16), q16.I16),
     }
-    return ctx.emit(q16.SoftmaxLutOp, [ctx.value(0)], props,
-                    result_types=[tensor_type(out, shape)])  # fmt: skip
+    return ctx.emit(q16.SoftmaxLutOp, [ctx.value(0)], props, result_types=[tensor_type(out, shape)])
 
 
 INT16X8: dict[str, Converter] = {

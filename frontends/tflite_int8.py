@@ -110,8 +110,12 @@ def _conv(ctx: OpContext, depthwise: bool) -> SSAValue:
     props = fops.conv_props(ctx, w.shape[2:]) | {"groups": IntegerAttr(groups, i64)}
     props |= requant_props(pairs, activation_range(ctx, out))
     n, h, wd, c = out.shape
-    y = ctx.emit(qnn.Conv2dOp, [ctx.nchw(ctx.value(0)), weight, quantized_bias(ctx, 2)], props,
-                 result_types=[out_type(ctx, [n, c, h, wd])])  # fmt: skip
+    y = ctx.emit(
+        qnn.Conv2dOp,
+        [ctx.nchw(ctx.value(0)), weight, quantized_bias(ctx, 2)],
+        props,
+        result_types=[out_type(ctx, [n, c, h, wd])],
+    )
     return ctx.nhwc(y)
 
 
@@ -125,8 +129,12 @@ def _fully_connected(ctx: OpContext) -> SSAValue:
     x = ctx.reshape(ctx.value(0), [int(np.prod(ctx.shape(0))) // k, k])
     rows = shape_of(x)[0]
     props = requant_props(pairs, activation_range(ctx, out))
-    y = ctx.emit(qnn.FullyConnectedOp, [x, weight, quantized_bias(ctx, 2)], props,
-                 result_types=[out_type(ctx, [rows, w.shape[0]])])  # fmt: skip
+    y = ctx.emit(
+        qnn.FullyConnectedOp,
+        [x, weight, quantized_bias(ctx, 2)],
+        props,
+        result_types=[out_type(ctx, [rows, w.shape[0]])],
+    )
     return ctx.reshape(y, out.shape)
 
 
@@ -141,9 +149,11 @@ def _aligned(op_type: type) -> object:
         pair = tflite_multiplier(twice_max / ((1 << LEFT_SHIFT_8BIT) * s_out))
         props = requant_props([pair], activation_range(ctx, out)) | {
             "left_shift": IntegerAttr(LEFT_SHIFT_8BIT, i64),
-            "lhs_multiplier": IntegerAttr(lhs[0], i64), "lhs_shift": IntegerAttr(lhs[1], i64),
-            "rhs_multiplier": IntegerAttr(rhs[0], i64), "rhs_shift": IntegerAttr(rhs[1], i64),
-        }  # fmt: skip
+            "lhs_multiplier": IntegerAttr(lhs[0], i64),
+            "lhs_shift": IntegerAttr(lhs[1], i64),
+            "rhs_multiplier": IntegerAttr(rhs[0], i64),
+            "rhs_shift": IntegerAttr(rhs[1], i64),
+        }
         return emit_elementwise(ctx, op_type, props)
 
     return convert
@@ -186,8 +196,9 @@ def _clamped(ctx: OpContext, value: SSAValue, clamp: tuple[int, int]) -> SSAValu
     q = quantized_type(ctx.out())
     if clamp == (q.qmin, q.qmax):
         return value
-    return ctx.emit(qnn.RequantizeOp, [value], requant_props([(1 << 30, 30)], clamp),
-                    result_types=[value.type])  # fmt: skip
+    return ctx.emit(
+        qnn.RequantizeOp, [value], requant_props([(1 << 30, 30)], clamp), result_types=[value.type]
+    )
 
 
 def movement(convert_float: object) -> object:
@@ -259,14 +270,24 @@ def _resize_nearest(ctx: OpContext) -> SSAValue:
     x, out = ctx.shape(0), ctx.out().shape
     align, half = ctx.opt("AlignCorners", False), ctx.opt("HalfPixelCenters", False)
     coord, nearest = (
-        ("align_corners", "round_prefer_ceil") if align
-        else ("tf_half_pixel_for_nn", "floor") if half else ("asymmetric", "floor")
-    )  # fmt: skip
+        ("align_corners", "round_prefer_ceil")
+        if align
+        else ("tf_half_pixel_for_nn", "floor")
+        if half
+        else ("asymmetric", "floor")
+    )
     scales = [1.0, 1.0, out[1] / x[1], out[2] / x[2]]
-    props = {"scales": fops.f32_array(scales), "coordinate_mode": StringAttr(coord),
-             "nearest_mode": StringAttr(nearest)}  # fmt: skip
-    y = ctx.emit(qnn.ResizeOp, [ctx.nchw(ctx.value(0))], props,
-                 result_types=[out_type(ctx, [out[0], out[3], out[1], out[2]])])  # fmt: skip
+    props = {
+        "scales": fops.f32_array(scales),
+        "coordinate_mode": StringAttr(coord),
+        "nearest_mode": StringAttr(nearest),
+    }
+    y = ctx.emit(
+        qnn.ResizeOp,
+        [ctx.nchw(ctx.value(0))],
+        props,
+        result_types=[out_type(ctx, [out[0], out[3], out[1], out[2]])],
+    )
     return ctx.nhwc(y)
 
 
@@ -283,8 +304,9 @@ def _lut(kind: str) -> object:
         s_out, zp_out = tensor_scale(out), int(out.quant.zero_points[0])
         if kind in _FIXED_OUTPUT and (s_out, zp_out) != _FIXED_OUTPUT[kind]:
             # TFLite's Prepare rejects other output parameters.
-            raise Unsupported(f"{ctx.op.op_type} int8 output must have scale, zero point "
-                              f"{_FIXED_OUTPUT[kind]}")  # fmt: skip
+            raise Unsupported(
+                f"{ctx.op.op_type} int8 output must have scale, zero point {_FIXED_OUTPUT[kind]}"
+            )
         try:
             if kind == "HARD_SWISH":
                 table = luts.hard_swish(s_in, zp_in, s_out, zp_out)
@@ -304,8 +326,7 @@ def _lut(kind: str) -> object:
     return convert
 
 
-_LUT_TRANSFORMS = {"LOGISTIC": luts.logistic, "TANH": luts.tanh, "ELU": luts.elu,
-                   "GELU": luts.gelu}  # fmt: skip
+_LUT_TRANSFORMS = {"LOGISTIC": luts.logistic, "TANH": luts.tanh, "ELU": luts.elu, "GELU": luts.gelu}
 _FIXED_OUTPUT = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}
 
 
@@ -313,8 +334,10 @@ _FIXED_OUTPUT = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}
 
 
 _RELU_BOUNDS: dict[str, tuple[float, float | None]] = {
-    "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0),
-}  # fmt: skip
+    "RELU": (0.0, None),
+    "RELU6": (0.0, 6.0),
+    "RELU_N1_TO_1": (-1.0, 1.0),
+}
 
 
 def _relu(kind: str) -> object:
@@ -338,8 +361,12 @@ def _relu(kind: str) -> object:
         lo = max(q.qmin, bound(lo_f))
         hi = q.qmax if hi_f is None else min(q.qmax, bound(hi_f))
         clamp = (min(lo, hi), hi)  # TFLite applies max(lo) then min(hi)
-        return ctx.emit(qnn.RequantizeOp, [ctx.value(0)], requant_props([pair], clamp),
-                        result_types=[out_type(ctx)])  # fmt: skip
+        return ctx.emit(
+            qnn.RequantizeOp,
+            [ctx.value(0)],
+            requant_props([pair], clamp),
+            result_types=[out_type(ctx)],
+        )
 
     return convert
 
@@ -370,8 +397,12 @@ def _gather(ctx: OpContext) -> SSAValue:
     if data.size and (data.min() < 0 or data.max() >= size):
         raise ValueError(f"gather indices must lie in [0, {size}) (TFLite rejects others)")
     indices = ctx.constant(data)
-    return ctx.emit(qnn.GatherOp, [ctx.value(0), indices], {"axis": IntegerAttr(axis, i64)},
-                    result_types=[out_type(ctx)])  # fmt: skip
+    return ctx.emit(
+        qnn.GatherOp,
+        [ctx.value(0), indices],
+        {"axis": IntegerAttr(axis, i64)},
+        result_types=[out_type(ctx)],
+    )
 
 
 def _reduce_max(ctx: OpContext) -> SSAValue:
@@ -412,8 +443,9 @@ def _batch_matmul(ctx: OpContext) -> SSAValue:
         a = fops.swap_last(ctx, a)
     if ctx.opt("AdjY", False):
         b = fops.swap_last(ctx, b)
-    return ctx.emit(qnn.MatMulOp, [a, b], requant_props([pair], (q.qmin, q.qmax)),
-                    result_types=[out_type(ctx)])  # fmt: skip
+    return ctx.emit(
+        qnn.MatMulOp, [a, b], requant_props([pair], (q.qmin, q.qmax)), result_types=[out_type(ctx)]
+    )
 
 
 # --------------------------------------------------------------------------- conversions
@@ -428,8 +460,12 @@ def quantize(ctx: OpContext) -> SSAValue:
     check_int8(x_t, out, uint8=True)
     pair = tflite_multiplier(tensor_scale(x_t) / tensor_scale(out))
     q = quantized_type(out)
-    return ctx.emit(qnn.RequantizeOp, [ctx.value(0)], requant_props([pair], (q.qmin, q.qmax)),
-                    result_types=[out_type(ctx)])  # fmt: skip
+    return ctx.emit(
+        qnn.RequantizeOp,
+        [ctx.value(0)],
+        requant_props([pair], (q.qmin, q.qmax)),
+        result_types=[out_type(ctx)],
+    )
 
 
 def dequantize(ctx: OpContext) -> SSAValue:
@@ -483,11 +519,14 @@ def _squared_difference(ctx: OpContext) -> SSAValue:
     pair = tflite_multiplier(twice_max * twice_max / shifted)
     props = requant_props([pair], _full_range(ctx)) | {
         "left_shift": IntegerAttr(LEFT_SHIFT_SQUARED_DIFFERENCE, i64),
-        "lhs_multiplier": IntegerAttr(lhs[0], i64), "lhs_shift": IntegerAttr(lhs[1], i64),
-        "rhs_multiplier": IntegerAttr(rhs[0], i64), "rhs_shift": IntegerAttr(rhs[1], i64),
-    }  # fmt: skip
-    return ctx.emit(qnn.SquaredDifferenceOp, [ctx.value(0), ctx.value(1)], props,
-                    result_types=[out_type(ctx)])  # fmt: skip
+        "lhs_multiplier": IntegerAttr(lhs[0], i64),
+        "lhs_shift": IntegerAttr(lhs[1], i64),
+        "rhs_multiplier": IntegerAttr(rhs[0], i64),
+        "rhs_shift": IntegerAttr(rhs[1], i64),
+    }
+    return ctx.emit(
+        qnn.SquaredDifferenceOp, [ctx.value(0), ctx.value(1)], props, result_types=[out_type(ctx)]
+    )
 
 
 def _prelu(ctx: OpContext) -> SSAValue:
@@ -502,8 +541,7 @@ def _prelu(ctx: OpContext) -> SSAValue:
         "alpha_multiplier": IntegerAttr(alpha[0], i64),
         "alpha_shift": IntegerAttr(alpha[1], i64),
     }
-    return ctx.emit(qnn.PReluOp, [ctx.value(0), ctx.value(1)], props,
-                    result_types=[out_type(ctx)])  # fmt: skip
+    return ctx.emit(qnn.PReluOp, [ctx.value(0), ctx.value(1)], props, result_types=[out_type(ctx)])
 
 
 def _resize_bilinear(ctx: OpContext) -> SSAValue:
@@ -515,8 +553,12 @@ def _resize_bilinear(ctx: OpContext) -> SSAValue:
         "align_corners": BoolAttr.from_bool(bool(ctx.opt("AlignCorners", False))),
         "half_pixel_centers": BoolAttr.from_bool(bool(ctx.opt("HalfPixelCenters", False))),
     }
-    y = ctx.emit(qnn.ResizeBilinearOp, [ctx.nchw(ctx.value(0))], props,
-                 result_types=[out_type(ctx, [n, c, h, w])])  # fmt: skip
+    y = ctx.emit(
+        qnn.ResizeBilinearOp,
+        [ctx.nchw(ctx.value(0))],
+        props,
+        result_types=[out_type(ctx, [n, c, h, w])],
+    )
     return ctx.nhwc(y)
 
 
@@ -542,8 +584,9 @@ def _transpose_conv(ctx: OpContext) -> SSAValue:
     props |= requant_props(pairs, activation_range(ctx, out))
     n, h, wd, c = out.shape
     operands = [ctx.nchw(ctx.value(2)), weight, quantized_bias(ctx, 3)]
-    y = ctx.emit(qnn.ConvTranspose2dOp, operands, props,
-                 result_types=[out_type(ctx, [n, c, h, wd])])  # fmt: skip
+    y = ctx.emit(
+        qnn.ConvTranspose2dOp, operands, props, result_types=[out_type(ctx, [n, c, h, wd])]
+    )
     return ctx.nhwc(y)
 
 

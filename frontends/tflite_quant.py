@@ -225,8 +225,10 @@ def check_int16(*tensors: Tensor) -> None:
         if t.quant.axis is not None and len(t.quant.scales) > 1:
             raise Unsupported(f"activation '{t.name}' is quantized per channel")
         if int(t.quant.zero_points[0]) != 0:
-            raise Unsupported(f"int16 tensor '{t.name}' has zero point "
-                              f"{int(t.quant.zero_points[0])}; TFLite needs 0")  # fmt: skip
+            raise Unsupported(
+                f"int16 tensor '{t.name}' has zero point "
+                f"{int(t.quant.zero_points[0])}; TFLite needs 0"
+            )
 
 
 def pot_exponent(scale: float) -> int | None:

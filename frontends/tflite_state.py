@@ -101,8 +101,9 @@ class State:
                 importer.issues.append((op.op_type, name, str(e)))
                 continue
             if self.types.setdefault(name, ty) != ty:
-                importer.issues.append((op.op_type, name, f"variable used as {self.types[name]} "
-                                        f"and as {ty}"))  # fmt: skip
+                importer.issues.append(
+                    (op.op_type, name, f"variable used as {self.types[name]} and as {ty}")
+                )
 
     @property
     def names(self) -> list[str]:
@@ -245,8 +246,10 @@ def sequence_feeds(
     state = {name for _, _, name in state_names(entry_function(module))}
     for name, array in given.items():
         if array.ndim < 1 or array.shape[0] != steps:
-            raise NpucError(f"input '{name}' has shape {tuple(array.shape)}; with --sequence "
-                            f"{steps} it needs a leading axis of length {steps}")  # fmt: skip
+            raise NpucError(
+                f"input '{name}' has shape {tuple(array.shape)}; with --sequence "
+                f"{steps} it needs a leading axis of length {steps}"
+            )
     feeds = []
     generated: list[str] = []
     for k in range(steps):

@@ -145,8 +145,10 @@ def _use_before_def(op: Operation, index: int, operand: SSAValue) -> str:
     where = f"'{owner.name}'" if isinstance(owner, Operation) else "a block argument"
     text = str(op)
     text = text if len(text) < 400 else text[:400] + " ..."
-    return (f"'{op.name}': operand {index} is used before its definition (by {where}) or "
-            f"outside its scope\n  in: {text}")  # fmt: skip
+    return (
+        f"'{op.name}': operand {index} is used before its definition (by {where}) or "
+        f"outside its scope\n  in: {text}"
+    )
 
 
 def string_literals_closed(text: str) -> bool:

@@ -224,8 +224,9 @@ def search_mixed_precision(
             break
         trial = attempt([*promoted, worst])
         kept = _fidelity(trial[2], by_top1) >= _fidelity(outputs, by_top1)
-        history.append(SearchStep((*promoted, worst), _fidelity(trial[2])[1], _top1(trial[2]),
-                                  kept, trial[4]))  # fmt: skip
+        history.append(
+            SearchStep((*promoted, worst), _fidelity(trial[2])[1], _top1(trial[2]), kept, trial[4])
+        )
         if kept:
             promoted.append(worst)
             quantized, report, outputs, tensors, _ = trial

@@ -199,8 +199,11 @@ def _redirect(b: Builder, op: Operation) -> None:
     insert = uses[0].operation
     if insert.dest not in b.refs or not same_place(b.ref(insert.dest), b.planned(insert.result)):
         return
-    target = sliced(b.ref(insert.dest), [int(v) for v in insert.offsets.get_values()],
-                    shape_of(insert.source.type))  # fmt: skip
+    target = sliced(
+        b.ref(insert.dest),
+        [int(v) for v in insert.offsets.get_values()],
+        shape_of(insert.source.type),
+    )
     b.redirect(op, op.results[0], target)
 
 
@@ -316,15 +319,20 @@ def _program(func: FuncOp, b: Builder, regions: dict[str, tuple[str, RegionOp]])
     outputs = []
     ret = block.last_op
     assert isinstance(ret, ReturnOp)
-    for i, (value, name) in enumerate(zip(ret.operands, graph_io.output_names(func),
-                                          strict=True)):  # fmt: skip
+    for i, (value, name) in enumerate(zip(ret.operands, graph_io.output_names(func), strict=True)):
         buf = _io_buffer(func, func.res_attrs, i, "output", name)
         ref = contiguous(regions[buf.region.data][0], buf.offset.data, value.type)
         outputs.append(isa.IODesc(name, ref, *_quantization(value.type)))
     program = isa.Program(
-        func.sym_name.data, tuple(isa_regions), tuple(inputs), tuple(outputs), tuple(b.layers),
-        tuple(with_deps(b.instructions)), data, state=_state(func, inputs),
-    )  # fmt: skip
+        func.sym_name.data,
+        tuple(isa_regions),
+        tuple(inputs),
+        tuple(outputs),
+        tuple(b.layers),
+        tuple(with_deps(b.instructions)),
+        data,
+        state=_state(func, inputs),
+    )
     try:
         for index, inst in enumerate(program.instructions):
             try:

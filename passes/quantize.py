@@ -276,8 +276,10 @@ def _check_overrides(func: FuncOp, names: set[str], overrides: LayerOverrides) -
     unknown = sorted(set(overrides.layers) - names)
     if unknown:  # at the layer configuration file when it names them
         in_file = overrides.source and set(unknown) <= set(overrides.recorded)
-        raise NpucError(f"no layer named {', '.join(unknown)} in @{func.sym_name.data}",
-                        overrides.source if in_file else None)  # fmt: skip
+        raise NpucError(
+            f"no layer named {', '.join(unknown)} in @{func.sym_name.data}",
+            overrides.source if in_file else None,
+        )
     known_types = {op.name for op in NN.operations}
     bad_types = sorted(set(overrides.op_types) - known_types)
     if bad_types:
@@ -453,8 +455,9 @@ def _read_ranges(path: str) -> dict[str, Range]:
         except OverflowError:
             lo = hi = math.inf
         if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
-            raise NpucError(f"the range of '{name}' must be finite numbers lo <= hi, got "
-                            f"{data[name]}", path)  # fmt: skip
+            raise NpucError(
+                f"the range of '{name}' must be finite numbers lo <= hi, got {data[name]}", path
+            )
         ranges[name] = (lo, hi)
     return ranges
 

@@ -270,6 +270,7 @@ def format_report(plan: TilingPlan) -> str:
             f"peak {e.peak}, tile ws {e.working_set}, cycles {e.cycles}, "
             f"overlap {e.overlap:.2f}"
         )
-    lines.append(f"peak SRAM {plan.peak} bytes ({plan.peak / 1024:.2f} KiB), "
-                 f"estimated cycles {plan.cycles}")  # fmt: skip
+    lines.append(
+        f"peak SRAM {plan.peak} bytes ({plan.peak / 1024:.2f} KiB), estimated cycles {plan.cycles}"
+    )
     return "\n".join(lines)

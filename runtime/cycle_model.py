@@ -201,8 +201,19 @@ class CycleModel:
         else:
             duration = max(compute, *memory.values()) if memory else compute
         layer = UNASSIGNED if inst.layer is None else self.program.layers[inst.layer]
-        return InstructionCost(index, inst.op, inst.engine, layer, start, start + duration,
-                               compute, memory, inst.macs(), reads, writes)  # fmt: skip
+        return InstructionCost(
+            index,
+            inst.op,
+            inst.engine,
+            layer,
+            start,
+            start + duration,
+            compute,
+            memory,
+            inst.macs(),
+            reads,
+            writes,
+        )
 
     def schedule(self) -> list[InstructionCost]:
         """Start each instruction when its engine is free and its dependencies are done."""
@@ -241,10 +252,17 @@ class CycleModel:
             layer.utilization = _ratio(layer.macs, layer.cycles * mpc)
             layer.share = _ratio(layer.cycles, total)
         return Profile(
-            self.target.name, self.target.clock_mhz, mpc, total, costs, list(layers.values()),
-            busy, {m.name: m.bytes_per_cycle for m in self.target.memories},
-            share(self.program), self.target.host.name,
-        )  # fmt: skip
+            self.target.name,
+            self.target.clock_mhz,
+            mpc,
+            total,
+            costs,
+            list(layers.values()),
+            busy,
+            {m.name: m.bytes_per_cycle for m in self.target.memories},
+            share(self.program),
+            self.target.host.name,
+        )
 
 
 def _add(into: dict[str, int], more: dict[str, int]) -> None:

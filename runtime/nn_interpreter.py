@@ -81,9 +81,12 @@ def evaluate_into_first(op: Operation, ufunc: np.ufunc, args: list[np.ndarray]) 
 
 def _activate(op: Any, y: np.ndarray) -> np.ndarray:
     return ew.apply_activation(
-        y, op.activation.data, optional_float(op.activation_min), optional_float(op.activation_max),
+        y,
+        op.activation.data,
+        optional_float(op.activation_min),
+        optional_float(op.activation_max),
         optional_float(op.activation_alpha),
-    )  # fmt: skip
+    )
 
 
 # --------------------------------------------------------------------------- graph execution

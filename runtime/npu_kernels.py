@@ -27,8 +27,14 @@ def pool(x: np.ndarray, p: dict, out: np.ndarray) -> None:
     kernel, strides, pads = p["kernel"], p["strides"], p["pads"]
     lo, hi = p["clamp_min"], p["clamp_max"]
     if p["mode"] == "max":
-        y = qa.max_pool2d(x, kernel, strides=strides, pads=pads, dilations=p["dilations"],
-                          ceil_mode=p["ceil_mode"])  # fmt: skip
+        y = qa.max_pool2d(
+            x,
+            kernel,
+            strides=strides,
+            pads=pads,
+            dilations=p["dilations"],
+            ceil_mode=p["ceil_mode"],
+        )
         np.copyto(out, np.clip(y, lo, hi))
         return
     whole = tuple(kernel) == x.shape[2:] and not any(pads)
@@ -37,16 +43,36 @@ def pool(x: np.ndarray, p: dict, out: np.ndarray) -> None:
         total -= count * p["ifm_zero_point"]
     else:
         xc = x.astype(I64) - p["ifm_zero_point"]
-        total, count = qa.avg_pool2d_sums(xc, kernel, strides=strides, pads=pads,
-                                          ceil_mode=p["ceil_mode"],
-                                          count_include_pad=p["count_include_pad"])  # fmt: skip
+        total, count = qa.avg_pool2d_sums(
+            xc,
+            kernel,
+            strides=strides,
+            pads=pads,
+            ceil_mode=p["ceil_mode"],
+            count_include_pad=p["count_include_pad"],
+        )
     if p["mode"] == "avg":
-        y = qa.pooled_output(total, count, p["multiplier"], p["shift"], p["rounding"],
-                             p["ofm_zero_point"], (lo, hi), out.dtype,
-                             zero_point_in=p["ifm_zero_point"])  # fmt: skip
+        y = qa.pooled_output(
+            total,
+            count,
+            p["multiplier"],
+            p["shift"],
+            p["rounding"],
+            p["ofm_zero_point"],
+            (lo, hi),
+            out.dtype,
+            zero_point_in=p["ifm_zero_point"],
+        )
     else:
-        y = qa.output_stage(total, p["multiplier"], p["shift"], p["rounding"],
-                            p["ofm_zero_point"], (lo, hi), out.dtype)  # fmt: skip
+        y = qa.output_stage(
+            total,
+            p["multiplier"],
+            p["shift"],
+            p["rounding"],
+            p["ofm_zero_point"],
+            (lo, hi),
+            out.dtype,
+        )
     np.copyto(out, y)
 
 
@@ -83,16 +109,19 @@ def eltwise(lhs: np.ndarray, rhs: np.ndarray, p: dict, out: np.ndarray) -> None:
     else:
         lhs_scale = (p["lhs_multiplier"], p["lhs_shift"])
         rhs_scale = (p["rhs_multiplier"], p["rhs_shift"])
-        acc = qa.aligned_sum(a, b, p["left_shift"], lhs_scale, rhs_scale, rounding,
-                             subtract=kind != "add")  # fmt: skip
+        acc = qa.aligned_sum(
+            a, b, p["left_shift"], lhs_scale, rhs_scale, rounding, subtract=kind != "add"
+        )
     if kind == "squared_difference":
         acc = qa.exact_multiply(acc, acc)
     if rounding == "tflite":
         y = tflite_multiply(acc, p["multiplier"], p["shift"]) + zp
         np.copyto(out, np.clip(y, lo, hi), casting="unsafe")
     else:
-        np.copyto(out, qa.output_stage(acc, p["multiplier"], p["shift"], rounding, zp, (lo, hi),
-                                       out.dtype))  # fmt: skip
+        np.copyto(
+            out,
+            qa.output_stage(acc, p["multiplier"], p["shift"], rounding, zp, (lo, hi), out.dtype),
+        )
 
 
 def eltwise_table(lhs: np.dtype, rhs: np.dtype, p: dict, out: np.dtype) -> np.ndarray | None:

@@ -124,15 +124,18 @@ def random_inputs(module: ModuleOp, skip: Collection[str] = (), seed: int = 0) -
         if name in skip:
             continue
         if not isinstance(ty, TensorType) or any(d < 0 for d in ty.get_shape()):
-            raise NpucError(f"input '{name}' has type {ty}; npuc runs functions whose inputs "
-                            "are statically shaped tensors")  # fmt: skip
+            raise NpucError(
+                f"input '{name}' has type {ty}; npuc runs functions whose inputs "
+                "are statically shaped tensors"
+            )
         shape = tuple(ty.get_shape())
         quantized = quantized_type(ty) is not None
         try:
             dtype = np.dtype(np.float32) if quantized else numpy_dtype(ty.get_element_type())
         except TypeError:
-            raise NpucError(f"input '{name}' has element type {ty.get_element_type()}, which "
-                            "npuc cannot run") from None  # fmt: skip
+            raise NpucError(
+                f"input '{name}' has element type {ty.get_element_type()}, which npuc cannot run"
+            ) from None
         check_tensor(shape, dtype.itemsize, f"input '{name}'")
         if np.issubdtype(dtype, np.floating):
             feeds[name] = rng.standard_normal(shape).astype(dtype)

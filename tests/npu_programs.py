@@ -94,8 +94,15 @@ class Builder:
             Region("mutable", max(self.mutable, 1), "sram"),
             Region("sram", sram, "sram"),
         )
-        prog = Program("t", regions, tuple(self.inputs), tuple(self.outputs), (), tuple(body),
-                       bytes(self.constants))  # fmt: skip
+        prog = Program(
+            "t",
+            regions,
+            tuple(self.inputs),
+            tuple(self.outputs),
+            (),
+            tuple(body),
+            bytes(self.constants),
+        )
         check_program(prog)
         for i in body:
             check_instruction(i)
@@ -160,9 +167,14 @@ def spread(y: np.ndarray, lo: int, hi: int) -> None:
 
 
 def qnn_conv(
-    x: np.ndarray, xd: str, w: np.ndarray, wzp: np.ndarray, table: np.ndarray, p: dict,
+    x: np.ndarray,
+    xd: str,
+    w: np.ndarray,
+    wzp: np.ndarray,
+    table: np.ndarray,
+    p: dict,
     out_shape: tuple[int, ...],
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """qnn.conv2d of stored x (dtype xd) with int8 weights, their zero points and a
     bias_scale table [bias, multiplier, shift, weight zp] per output channel."""
     attrs = (

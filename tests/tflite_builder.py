@@ -84,19 +84,27 @@ class TFLiteModel:
             zps = [int(z) for z in np.ravel(zp)]
             if len(zps) == 1:
                 zps *= len(scales)
-        self.tensors.append(_Tensor(name, list(shape), dtype, data, scales, zps, axis,
-                                    sparse=sparse))  # fmt: skip
+        self.tensors.append(
+            _Tensor(name, list(shape), dtype, data, scales, zps, axis, sparse=sparse)
+        )
         return len(self.tensors) - 1
 
-    def op(self, name: str, inputs: Sequence[int], outputs: Sequence[int],
-           options: str | None = None, **fields: Any) -> None:  # fmt: skip
+    def op(
+        self,
+        name: str,
+        inputs: Sequence[int],
+        outputs: Sequence[int],
+        options: str | None = None,
+        **fields: Any,
+    ) -> None:
         code = getattr(tflite.BuiltinOperator, name)
         self.ops.append(_Op(code, list(inputs), list(outputs), options, fields))
 
     def resource(self, name: str) -> int:
         """A resource tensor (the handle VAR_HANDLE produces)."""
-        self.tensors.append(_Tensor(name, [], np.dtype(np.int32), None, None, None, 0,
-                                    tflite.TensorType.RESOURCE))  # fmt: skip
+        self.tensors.append(
+            _Tensor(name, [], np.dtype(np.int32), None, None, None, 0, tflite.TensorType.RESOURCE)
+        )
         return len(self.tensors) - 1
 
     def add_subgraph(self, sub: TFLiteModel, inputs: Sequence[int], outputs: Sequence[int]) -> int:
@@ -104,10 +112,19 @@ class TFLiteModel:
         self.subgraphs.append((sub, list(inputs), list(outputs)))
         return len(self.subgraphs)
 
-    def custom_op(self, name: str, inputs: Sequence[int], outputs: Sequence[int],
-                  options: bytes = b"") -> None:  # fmt: skip
-        self.ops.append(_Op(tflite.BuiltinOperator.CUSTOM, list(inputs), list(outputs), None,
-                            custom=name, custom_options=options))  # fmt: skip
+    def custom_op(
+        self, name: str, inputs: Sequence[int], outputs: Sequence[int], options: bytes = b""
+    ) -> None:
+        self.ops.append(
+            _Op(
+                tflite.BuiltinOperator.CUSTOM,
+                list(inputs),
+                list(outputs),
+                None,
+                custom=name,
+                custom_options=options,
+            )
+        )
 
     # ------------------------------------------------------------------ serialisation
 
@@ -310,8 +327,9 @@ def run_litert(data: bytes, feeds: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Outputs of LiteRT's reference kernels for the model bytes and positional inputs."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-    interp = Interpreter(model_content=data,
-                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)  # fmt: skip
+    interp = Interpreter(
+        model_content=data, experimental_op_resolver_type=OpResolverType.BUILTIN_REF
+    )
     interp.allocate_tensors()
     for detail, x in zip(interp.get_input_details(), feeds, strict=True):
         interp.set_tensor(detail["index"], x)
@@ -349,8 +367,9 @@ def run_litert_sequence(
     """Outputs of each of several invocations of one LiteRT interpreter (variables persist)."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-    interp = Interpreter(model_content=data,
-                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)  # fmt: skip
+    interp = Interpreter(
+        model_content=data, experimental_op_resolver_type=OpResolverType.BUILTIN_REF
+    )
     interp.allocate_tensors()
     results = []
     for feeds in steps:

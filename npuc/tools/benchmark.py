@@ -149,8 +149,9 @@ def benchmark_model(args: argparse.Namespace, feeds: dict[str, np.ndarray]) -> i
         state = {names[arg]: name for arg, _, name in pairs}
         given = sorted(set(feeds) & set(state))
         if given:
-            raise NpucError(f"input '{given[0]}' is state: each call starts from the model's "
-                            "initial value")  # fmt: skip
+            raise NpucError(
+                f"input '{given[0]}' is state: each call starts from the model's initial value"
+            )
         unknown = sorted(set(feeds) - set(names))
         if unknown:
             listed, expected = (", ".join(f"'{n}'" for n in group) for group in (unknown, names))
@@ -167,8 +168,14 @@ def benchmark_model(args: argparse.Namespace, feeds: dict[str, np.ndarray]) -> i
     carried = {results[r] for _, r, _ in pairs}
     outputs = {n: a for n, a in zip(results, last, strict=True) if n not in carried}
     described = _inputs(feeds, generated, initial)
-    _report(args, "reference-interpreter", init, timings, described,
-            dequantized_outputs(module, outputs))  # fmt: skip
+    _report(
+        args,
+        "reference-interpreter",
+        init,
+        timings,
+        described,
+        dequantized_outputs(module, outputs),
+    )
     return 0
 
 
@@ -190,8 +197,10 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 def _notes(generated: Mapping[str, np.ndarray]) -> None:
     for name, array in generated.items():
-        print(f"note: no --input for '{name}': using seeded random data "
-              f"{tuple(array.shape)} {array.dtype}")  # fmt: skip
+        print(
+            f"note: no --input for '{name}': using seeded random data "
+            f"{tuple(array.shape)} {array.dtype}"
+        )
 
 
 def _inputs(given, generated, initial) -> dict[str, dict[str, Any]]:
@@ -200,9 +209,10 @@ def _inputs(given, generated, initial) -> dict[str, dict[str, Any]]:
     for source, arrays in (("file", given), ("random", generated), ("state", initial)):
         for name, array in arrays.items():
             described[name] = {
-                "shape": list(np.shape(array)), "dtype": str(np.asarray(array).dtype),
+                "shape": list(np.shape(array)),
+                "dtype": str(np.asarray(array).dtype),
                 "source": source,
-            }  # fmt: skip
+            }
     return described
 
 
@@ -257,17 +267,24 @@ def _report(
     if engine == "npu-runtime":
         prepared = "load the program, build the executor"
     else:
-        steps = ["import", "passes" * bool(args.passes or args.quantize),
-                 "quantization" * bool(args.quantize), "build the interpreter"]  # fmt: skip
+        steps = [
+            "import",
+            "passes" * bool(args.passes or args.quantize),
+            "quantization" * bool(args.quantize),
+            "build the interpreter",
+        ]
         prepared = ", ".join(step for step in steps if step)
     rows = [
         ("init", f"{init / 1e6:10.3f} ms", f"once: {prepared}"),
-        ("first", f"{timings.first / 1e6:10.3f} ms", "the first call" + (
-            " (warm-up)" if warmup else "")),
+        (
+            "first",
+            f"{timings.first / 1e6:10.3f} ms",
+            "the first call" + (" (warm-up)" if warmup else ""),
+        ),
         ("runs", f"{runs:6d}", f"timed, after {warmup} warm-up run{'s' * (warmup != 1)}"),
         *((key, f"{summary[key]:10.3f} ms", "") for key in ("min", "median", "mean", "max")),
         ("std", f"{summary['std']:10.3f} ms", ""),
-    ]  # fmt: skip
+    ]
     for key, value, note in rows:
         print(f"  {key + ':':8}{value:14}{'  ' + note if note else ''}".rstrip())
     if args.output:

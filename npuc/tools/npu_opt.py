@@ -187,8 +187,10 @@ class NpuOptMain(xDSLOptMain):
         kind = self.args.frontend or os.path.splitext(self.args.input_file or "")[1][1:]
         if given and kind not in ("onnx", "tflite"):
             option = {"input_shapes": "--input-shape"}.get(given[0], f"--{given[0]}")
-            raise NpucError(f"{option} applies to ONNX and TFLite models, not to this input",
-                            self.get_input_name())  # fmt: skip
+            raise NpucError(
+                f"{option} applies to ONNX and TFLite models, not to this input",
+                self.get_input_name(),
+            )
 
     def run(self) -> None:
         if self.args.input_file is not None and not os.path.isfile(self.args.input_file):

@@ -119,9 +119,23 @@ def _first_line(e: Exception) -> str:
 
 #: The options that apply to a compiled .npubin program (the others are refused).
 BINARY_OPTIONS = frozenset(
-    {"help", "input", "output", "seed", "sequence", "json", "profile", "target",
-     "dump_tensors", "config", "debug", "max_tensor_bytes", "benchmark", "warmup"}
-)  # fmt: skip
+    {
+        "help",
+        "input",
+        "output",
+        "seed",
+        "sequence",
+        "json",
+        "profile",
+        "target",
+        "dump_tensors",
+        "config",
+        "debug",
+        "max_tensor_bytes",
+        "benchmark",
+        "warmup",
+    }
+)
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -146,8 +160,10 @@ def run(argv: list[str] | None = None) -> int:
                 and action.option_strings
                 and (given != parser.get_default(action.dest))
             ):
-                raise NpucError(f"{action.option_strings[-1]} applies to a model, not to a "
-                                "compiled .npubin program")  # fmt: skip
+                raise NpucError(
+                    f"{action.option_strings[-1]} applies to a model, not to a "
+                    "compiled .npubin program"
+                )
         with input_files(_input_paths(args.input)):
             inputs = dict(load_input(spec) for spec in args.input)
             return (run_binary if args.benchmark is None else benchmark_binary)(args, inputs)
@@ -155,8 +171,9 @@ def run(argv: list[str] | None = None) -> int:
         if getattr(args, option) not in (None, False):
             raise NpucError(f"--{option.replace('_', '-')} needs a compiled .npubin program")
     # With --benchmark, --json holds the timings, not the --quantize comparison.
-    check_options(args if args.benchmark is None else argparse.Namespace(**(vars(args) | {
-        "json": None})))  # fmt: skip
+    check_options(
+        args if args.benchmark is None else argparse.Namespace(**(vars(args) | {"json": None}))
+    )
     with input_files(_input_paths(args.input)):
         feeds = dict(load_input(spec) for spec in args.input)
         return (run_model if args.benchmark is None else benchmark_model)(args, feeds)

@@ -89,8 +89,10 @@ def run_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
     if steps is not None:
         for name, array in inputs.items():
             if array.ndim < 1 or array.shape[0] != steps:
-                raise NpucError(f"input '{name}' has shape {tuple(array.shape)}; with --sequence "
-                                f"{steps} it needs a leading axis of length {steps}")  # fmt: skip
+                raise NpucError(
+                    f"input '{name}' has shape {tuple(array.shape)}; with --sequence "
+                    f"{steps} it needs a leading axis of length {steps}"
+                )
     per_step, dumps = [], []
     current = {name: initial_value(program.inputs[p.input], p) for name, p in state.items()}
     for k in range(steps or 1):
@@ -133,14 +135,19 @@ def load_program(args: argparse.Namespace, inputs: Collection[str]):
 
     with working_on("step", "load"), located(args.model):
         limit = getattr(args, "max_tensor_bytes", None)
-        program = load_file(args.model) if limit is None else load_file(
-            args.model, max_region_bytes=limit)  # fmt: skip
+        program = (
+            load_file(args.model)
+            if limit is None
+            else load_file(args.model, max_region_bytes=limit)
+        )
         executor = Executor(program)
     state = {program.inputs[p.input].name: p for p in program.state}
     given = sorted(set(inputs) & set(state))
     if given:
-        raise NpucError(f"input '{given[0]}' is state: it starts from the binary's initial value "
-                        "and carries over from call to call (--sequence N)")  # fmt: skip
+        raise NpucError(
+            f"input '{given[0]}' is state: it starts from the binary's initial value "
+            "and carries over from call to call (--sequence N)"
+        )
     return program, executor, state
 
 

@@ -89,8 +89,7 @@ def prepare_module(args: argparse.Namespace, feeds: dict[str, np.ndarray]) -> Mo
         with working_on("step", "passes"), located(args.model):
             apply_pipeline(module, DEFAULT_PIPELINE if passes == "default" else passes)
     if args.export_qdq and not Path(args.export_qdq).resolve().parent.is_dir():
-        raise NpucError("--export-qdq: cannot write: its directory does not exist",
-                        args.export_qdq)  # fmt: skip
+        raise NpucError("--export-qdq: cannot write: its directory does not exist", args.export_qdq)
     if args.quantize:
         with working_on("step", "quantize"), located(args.model):
             module = quantize_and_report(module, args)

@@ -111,8 +111,9 @@ class Builder:
 
     def redirect(self, producer: Operation, value: SSAValue, ref: TensorRef) -> None:
         """`producer` writes `value` straight into `ref` (its insert's slice of the result)."""
-        v = Virtual(producer, ref, len(self.instructions), len(self.instructions),
-                    len(self.instructions))  # fmt: skip
+        v = Virtual(
+            producer, ref, len(self.instructions), len(self.instructions), len(self.instructions)
+        )
         self.virtual.append(v)
         self.pending[value] = [v]
         self.redirects[value] = ref

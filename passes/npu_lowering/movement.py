@@ -19,8 +19,9 @@ from .builder import Builder, LoweringError, Rule, Virtual
 from .views import permuted, reshaped, same_place, shape_of, sliced
 
 
-def bind_view(b: Builder, op: Operation, result: SSAValue, source: SSAValue,
-              view: TensorRef | None) -> None:  # fmt: skip
+def bind_view(
+    b: Builder, op: Operation, result: SSAValue, source: SSAValue, view: TensorRef | None
+) -> None:
     """`result` is `view` of `source`: free if the plan put it there or nobody disturbs it."""
     planned = b.planned(result)
     if view is not None and same_place(view, planned):
@@ -42,15 +43,13 @@ def tile_slice(b: Builder, op: tile.SliceOp) -> None:
 
 def reshape(b: Builder, op: Operation) -> None:
     result = op.results[0]
-    bind_view(b, op, result, op.operands[0], reshaped(b.ref(op.operands[0]),
-                                                      shape_of(result.type)))  # fmt: skip
+    bind_view(b, op, result, op.operands[0], reshaped(b.ref(op.operands[0]), shape_of(result.type)))
 
 
 def transpose(b: Builder, op: Operation) -> None:
     perm = int_values(op.properties["perm"])
     if op in b.copies:
-        b.emit("move", (b.ref(op.operands[0]), b.out(op.results[0])), (op.operands[0],),
-               perm=perm)  # fmt: skip
+        b.emit("move", (b.ref(op.operands[0]), b.out(op.results[0])), (op.operands[0],), perm=perm)
         return
     bind_view(b, op, op.results[0], op.operands[0], permuted(b.ref(op.operands[0]), perm))
 
@@ -121,10 +120,12 @@ def depth_to_space(b: Builder, op: Operation) -> None:
     oc = c // (block * block)
     mode = op.properties["mode"].data if "mode" in op.properties else "DCR"
     # DCR: channel (i * block + j) * oc + c; CRD: channel c * block^2 + i * block + j
-    sc_, si, sj = (sc, block * oc * sc, oc * sc) if mode == "DCR" else (
-        block * block * sc, block * sc, sc)  # fmt: skip
-    src = TensorRef(ifm.region, ifm.offset, (n, oc, h, block, w, block),
-                    (sn, sc_, sh, si, sw, sj), ifm.dtype)  # fmt: skip
+    sc_, si, sj = (
+        (sc, block * oc * sc, oc * sc) if mode == "DCR" else (block * block * sc, block * sc, sc)
+    )
+    src = TensorRef(
+        ifm.region, ifm.offset, (n, oc, h, block, w, block), (sn, sc_, sh, si, sw, sj), ifm.dtype
+    )
     b.emit("move", (src, _blocked(ofm, block)), (op.operands[0],))
 
 
@@ -133,19 +134,34 @@ def space_to_depth(b: Builder, op: Operation) -> None:
     ifm, ofm = b.ref(op.operands[0]), b.out(op.results[0])
     block = op.properties["block_size"].value.data
     (n, c, h, w), (sn, sc, sh, sw) = ifm.shape, ifm.strides
-    src = TensorRef(ifm.region, ifm.offset, (n, block, block, c, h // block, w // block),
-                    (sn, sh, sw, sc, block * sh, block * sw), ifm.dtype)  # fmt: skip
+    src = TensorRef(
+        ifm.region,
+        ifm.offset,
+        (n, block, block, c, h // block, w // block),
+        (sn, sh, sw, sc, block * sh, block * sw),
+        ifm.dtype,
+    )
     (on, _, oh, ow), (son, soc, soh, sow) = ofm.shape, ofm.strides
-    dst = TensorRef(ofm.region, ofm.offset, (on, block, block, c, oh, ow),
-                    (son, block * c * soc, c * soc, soc, soh, sow), ofm.dtype)  # fmt: skip
+    dst = TensorRef(
+        ofm.region,
+        ofm.offset,
+        (on, block, block, c, oh, ow),
+        (son, block * c * soc, c * soc, soc, soh, sow),
+        ofm.dtype,
+    )
     b.emit("move", (src, dst), (op.operands[0],))
 
 
 def _blocked(ref: TensorRef, block: int) -> TensorRef:
     """A [n, c, H, W] view as [n, c, H / block, block, W / block, block]."""
     (n, c, h, w), (sn, sc, sh, sw) = ref.shape, ref.strides
-    return TensorRef(ref.region, ref.offset, (n, c, h // block, block, w // block, block),
-                     (sn, sc, block * sh, sh, block * sw, sw), ref.dtype)  # fmt: skip
+    return TensorRef(
+        ref.region,
+        ref.offset,
+        (n, c, h // block, block, w // block, block),
+        (sn, sc, block * sh, sh, block * sw, sw),
+        ref.dtype,
+    )
 
 
 RULES: dict[str, Rule] = {

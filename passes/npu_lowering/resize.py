@@ -55,8 +55,9 @@ Repeat = tuple[int, int, int]  # (start, repeat, step) of one axis
 def nearest_taps(op: qnn.ResizeOp) -> list[Taps]:
     """The input index of every output index, per axis (weight 1), as the interpreter has it."""
     out, axes = shape_of(op.output.type), []
-    for in_len, out_len, scale in zip(shape_of(op.input.type), out,
-                                      op.scales.get_values(), strict=True):  # fmt: skip
+    for in_len, out_len, scale in zip(
+        shape_of(op.input.type), out, op.scales.get_values(), strict=True
+    ):
         if in_len == out_len and float(scale) == 1.0:
             idx = np.arange(out_len)
         else:
@@ -146,7 +147,8 @@ def _repeat_forms(op: qnn.ResizeOp) -> list[Repeat] | None:
 def nearest_supported(op: Operation) -> bool:
     assert isinstance(op, qnn.ResizeOp)
     return _repeat_forms(op) is not None or (
-        pieces(nearest_taps(op), shape_of(op.input.type)) is not None)  # fmt: skip
+        pieces(nearest_taps(op), shape_of(op.input.type)) is not None
+    )
 
 
 def bilinear_supported(op: Operation) -> bool:
@@ -178,8 +180,9 @@ def _slices(
     src_shape = whole + tuple(r.count + e for r, e in zip(runs, extra, strict=True))
     src = sliced(ifm, zeros + tuple(r.in_start for r in runs), src_shape)
     dst_shape = whole + tuple(r.count for r in runs)
-    dst = sliced(ofm, zeros + tuple(r.out_start for r in runs), dst_shape,
-                 ones + tuple(r.step for r in runs))  # fmt: skip
+    dst = sliced(
+        ofm, zeros + tuple(r.out_start for r in runs), dst_shape, ones + tuple(r.step for r in runs)
+    )
     return src, dst
 
 
@@ -214,9 +217,14 @@ def bilinear(b: Builder, op: qnn.ResizeBilinearOp) -> None:
         table = np.zeros((channels, 4), np.int64)
         table[:, 1], table[:, 2] = 1, shift
         b.emit(
-            "conv2d", (src, weights, append_constant(b, table, "i32"), dst), (op.input,),
-            groups=channels, clamp_min=q.qmin, clamp_max=q.qmax, rounding=op.rounding.data,
-        )  # fmt: skip
+            "conv2d",
+            (src, weights, append_constant(b, table, "i32"), dst),
+            (op.input,),
+            groups=channels,
+            clamp_min=q.qmin,
+            clamp_max=q.qmax,
+            rounding=op.rounding.data,
+        )
 
 
 def _power_of_two(taps: tuple[int, ...]) -> int:

@@ -72,8 +72,9 @@ def axis_phases(
         count = -(-(out_len - r) // stride)
         if count <= 0:
             continue
-        k0 = next((k for k in range(min(kernel, step)) if (k * dilation - r - pad) % stride == 0),
-                  None)  # fmt: skip
+        k0 = next(
+            (k for k in range(min(kernel, step)) if (k * dilation - r - pad) % stride == 0), None
+        )
         if k0 is None:
             phases.append(Phase(r, count, ()))
             continue
@@ -140,17 +141,21 @@ def conv_transpose2d(b: Builder, op: ConvTranspose2dOp) -> None:
     copies = any(_copied(*piece) for piece in pieces)
     values = constant_values(op.weight, b.cache) if copies else None
     for py, px in pieces:
-        dst = sliced(ofm, (0, 0, py.out_start, px.out_start), (n, channels, py.count, px.count),
-                     (1, 1, sh, sw))  # fmt: skip
+        dst = sliced(
+            ofm,
+            (0, 0, py.out_start, px.out_start),
+            (n, channels, py.count, px.count),
+            (1, 1, sh, sw),
+        )
         params = {"ifm_zero_point": activation_zero_point(op.input), **output_stage(op)}
         if not (py.taps and px.taps):  # bias only: centred weights of zero, any input
-            src = TensorRef(ifm.region, ifm.offset, (n, 1, py.count, px.count), (0,) * 4,
-                            ifm.dtype)  # fmt: skip
+            src = TensorRef(ifm.region, ifm.offset, (n, 1, py.count, px.count), (0,) * 4, ifm.dtype)
             zeros = append_constant(b, np.array(wzps).reshape(channels, 1, 1, 1), wdtype)
             b.emit("conv2d", (src, zeros, table, dst), (op.input,), **params)
             continue
-        src = sliced(ifm, (0, 0, py.in_start, px.in_start),
-                     (n, ifm.shape[1], py.in_count, px.in_count))  # fmt: skip
+        src = sliced(
+            ifm, (0, 0, py.in_start, px.in_start), (n, ifm.shape[1], py.in_count, px.in_count)
+        )
         if _copied(py, px):
             assert values is not None  # _unsupported checked it
             kernel = values[:, :, list(py.taps)][:, :, :, list(px.taps)].transpose(1, 0, 2, 3)
@@ -159,10 +164,13 @@ def conv_transpose2d(b: Builder, op: ConvTranspose2dOp) -> None:
             tap = sliced(weight, (0, 0, py.taps[0], px.taps[0]), (*weight.shape[:2], 1, 1))
             weights, reads = permuted(tap, (1, 0, 2, 3)), (op.input, op.weight)
         b.emit(
-            "conv2d", (src, weights, table, dst), reads,
+            "conv2d",
+            (src, weights, table, dst),
+            reads,
             pads=(py.pads[0], px.pads[0], py.pads[1], px.pads[1]),
-            dilations=(py.dilation, px.dilation), **params,
-        )  # fmt: skip
+            dilations=(py.dilation, px.dilation),
+            **params,
+        )
 
 
 RULES: dict[str, Rule] = {

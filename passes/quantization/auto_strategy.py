@@ -144,8 +144,9 @@ class StrategyProbe:
                     continue
                 if type(op) in MOVEMENT and op.operands[0] is value and len(op.results) == 1:
                     args = [env[v] for v in op.operands]
-                    moved[op.results[0]] = _Source(source.name, source.array,
-                                                   (*source.chain, (op, args)))  # fmt: skip
+                    moved[op.results[0]] = _Source(
+                        source.name, source.array, (*source.chain, (op, args))
+                    )
                     continue
                 errors[source.name] += self._errors(
                     op, env, value, source, candidates[source.name], outputs, bits, symmetric
@@ -218,8 +219,9 @@ def select_for_model(
     for candidate in ("local", *CANDIDATES):
         strategy = "auto" if candidate == "local" else candidate
         quantized = probe.module.clone()
-        quantize(quantized, selection.train,
-                 replace(config, activation_strategy=strategy, io="float"))  # fmt: skip
+        quantize(
+            quantized, selection.train, replace(config, activation_strategy=strategy, io="float")
+        )
         run = QuantizedFunctionRunner(graph_io.entry_function(quantized))
         types = {key: value.type for value, key in run.keys.items()}
         error = energy = 0.0

@@ -217,8 +217,15 @@ class LayerReport:
 
 
 #: The recorded results of a layer entry (recorded.py says what happens to each on input).
-RESULT_FIELDS = ("op", "lowering", "reason", "inputs", "outputs", "weights",
-                 "bias_saturated_channels")  # fmt: skip
+RESULT_FIELDS = (
+    "op",
+    "lowering",
+    "reason",
+    "inputs",
+    "outputs",
+    "weights",
+    "bias_saturated_channels",
+)
 
 
 SETTING_FIELDS = ("bits", "mode", "strategy", "weight_bits", "weight_strategy")

@@ -87,10 +87,24 @@ BILINEAR_COORDINATES = {
 SOFTMAX_MAX_ROW = 511
 CLAMPS = (nn.ReluOp, nn.ClipOp)
 LUTS = (
-    nn.SigmoidOp, nn.TanhOp, nn.HardSwishOp, nn.ExpOp, nn.GeluOp, nn.EluOp, nn.SoftplusOp,
-    nn.LeakyReluOp, nn.HardSigmoidOp, nn.ErfOp, nn.LogOp, nn.SqrtOp, nn.AbsOp, nn.NegOp,
-    nn.ReciprocalOp, nn.FloorOp, nn.CeilOp,
-)  # fmt: skip
+    nn.SigmoidOp,
+    nn.TanhOp,
+    nn.HardSwishOp,
+    nn.ExpOp,
+    nn.GeluOp,
+    nn.EluOp,
+    nn.SoftplusOp,
+    nn.LeakyReluOp,
+    nn.HardSigmoidOp,
+    nn.ErfOp,
+    nn.LogOp,
+    nn.SqrtOp,
+    nn.AbsOp,
+    nn.NegOp,
+    nn.ReciprocalOp,
+    nn.FloorOp,
+    nn.CeilOp,
+)
 # Producers whose output type is free: they can emit a folded clamp or a concat's type.
 FREE_OUTPUT = ("weighted", "arithmetic", "pool", "lut", "clamp", "reduce", "divide")
 

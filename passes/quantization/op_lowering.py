@@ -94,9 +94,14 @@ def finish(em: Emitter, layer: Layer, op: Operation, report: LayerReport) -> Non
     em.plan.report.layers[layer.name] = report
 
 
-def emit_requantizing(em: Emitter, layer: Layer, target: type[Operation],
-                      operands: list[SSAValue], props: dict[str, Attribute],
-                      q_out: UniformQuantizedType) -> None:  # fmt: skip
+def emit_requantizing(
+    em: Emitter,
+    layer: Layer,
+    target: type[Operation],
+    operands: list[SSAValue],
+    props: dict[str, Attribute],
+    q_out: UniformQuantizedType,
+) -> None:
     """The layer as one `target` op on `operands` with a result of type `q_out`."""
     new = target.create(
         operands=operands, properties=props, result_types=[tensor_of(layer.op.results[0], q_out)]
@@ -230,8 +235,10 @@ def lower_prelu(em: Emitter, layer: Layer) -> None:
     props = copied_props(op, qnn.PReluOp)
     props |= em.requant_props([sx / q_out.scale], q_out, activation_bounds(layer))
     multiplier, shift = _pair(em, sx * ss / q_out.scale)
-    props |= {"alpha_multiplier": IntegerAttr(multiplier, I64),
-              "alpha_shift": IntegerAttr(shift, I64)}  # fmt: skip
+    props |= {
+        "alpha_multiplier": IntegerAttr(multiplier, I64),
+        "alpha_shift": IntegerAttr(shift, I64),
+    }
     emit_requantizing(em, layer, qnn.PReluOp, [x, slope], props, q_out)
 
 
@@ -327,9 +334,11 @@ def lower_softmax(em: Emitter, layer: Layer) -> None:
         "input_left_shift": IntegerAttr(left_shift, I64),
         "diff_min": IntegerAttr(diff_min, I64),
     }
-    new = em.add(qnn.SoftmaxOp.create(
-        operands=[x], properties=props, result_types=[tensor_of(op.results[0], q_out)]
-    ))  # fmt: skip
+    new = em.add(
+        qnn.SoftmaxOp.create(
+            operands=[x], properties=props, result_types=[tensor_of(op.results[0], q_out)]
+        )
+    )
     em.set_quant(op.results[0], new.results[0])
     report = new_report(em, layer, qnn.SoftmaxOp.name, [x])
     report.outputs = [em.params(op.results[0], q_out)]
@@ -342,10 +351,11 @@ def lower_concat(em: Emitter, layer: Layer) -> None:
     inputs = [em.as_type(v, shared) for v in op.operands]
     new = em.add(
         qnn.ConcatOp.create(
-            operands=inputs, properties=copied_props(op, qnn.ConcatOp),
+            operands=inputs,
+            properties=copied_props(op, qnn.ConcatOp),
             result_types=[tensor_of(op.results[0], shared)],
         )
-    )  # fmt: skip
+    )
     em.set_quant(op.results[0], new.results[0])
     report = new_report(em, layer, qnn.ConcatOp.name, inputs)
     report.outputs = [em.params(op.results[0], shared)]

@@ -130,14 +130,19 @@ def quantize_state(module: ModuleOp, rounding: str = "half_away_from_zero") -> N
             source = value.type.element_type if isinstance(value.type, TensorType) else None
             if isinstance(source, UniformQuantizedType):
                 if source.per_axis or q.per_axis:
-                    raise NpucError(f"state '{name}' is quantized per axis; npuc carries "
-                                    "per-tensor state only")  # fmt: skip
+                    raise NpucError(
+                        f"state '{name}' is quantized per axis; npuc carries per-tensor state only"
+                    )
                 m0, shift = quantize_multiplier(source.scale / q.scale)
                 op = qnn.RequantizeOp.create(
-                    operands=[value], result_types=[ty],
-                    properties={"multiplier": ints([m0]), "shift": ints([shift]),
-                                "rounding": StringAttr(rounding)},
-                )  # fmt: skip
+                    operands=[value],
+                    result_types=[ty],
+                    properties={
+                        "multiplier": ints([m0]),
+                        "shift": ints([shift]),
+                        "rounding": StringAttr(rounding),
+                    },
+                )
             else:
                 op = qnn.QuantizeOp.create(operands=[value], result_types=[ty])
             func.body.block.insert_op_before(op, ret)

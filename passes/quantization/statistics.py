@@ -320,9 +320,19 @@ class TensorStatistics:
         if not isinstance(data, dict):
             check.fail("", "must be an object")
         known = {
-            "count", "min", "max", "ema_min", "ema_max", "mean", "std",
-            "batch_ranges", "histogram", "nonfinite", "outliers", "auto",
-        }  # fmt: skip
+            "count",
+            "min",
+            "max",
+            "ema_min",
+            "ema_max",
+            "mean",
+            "std",
+            "batch_ranges",
+            "histogram",
+            "nonfinite",
+            "outliers",
+            "auto",
+        }
         unknown = sorted(set(data) - known)
         if unknown:
             check.fail(unknown[0], "is not a statistics key")
@@ -419,8 +429,9 @@ class _Checker:
             self.fail("histogram", f"range [{lo}, {hi}] is empty")
         if not isinstance(counts, list) or len(counts) < 2:
             self.fail("histogram", "'counts' must be a list of at least 2 counts")
-        if not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 2**63
-                   for c in counts):  # fmt: skip
+        if not all(
+            isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 2**63 for c in counts
+        ):
             self.fail("histogram", "'counts' must hold non-negative integers (below 2**63)")
         return Histogram.from_range(lo, hi, counts)
 

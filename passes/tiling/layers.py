@@ -287,9 +287,19 @@ def find_layers(func: FuncOp) -> list[Layer]:
         groups_attr = op.properties.get("groups")
         groups = groups_attr.value.data if groups_attr is not None else 1
         layers.append(
-            Layer(len(layers), op, name, kind, activations, constants, window, groups, hw=hw,
-                  fixed=fixed)
-        )  # fmt: skip
+            Layer(
+                len(layers),
+                op,
+                name,
+                kind,
+                activations,
+                constants,
+                window,
+                groups,
+                hw=hw,
+                fixed=fixed,
+            )
+        )
     for layer in layers:
         if not layer.spatial:
             continue

@@ -124,9 +124,10 @@ class Residency:
         self.merged: set[Operation] = set()  # concats whose operands are written into them
         for op in block.ops:
             if (
-                op.name.endswith(".concat") and op not in folded
+                op.name.endswith(".concat")
+                and op not in folded
                 and _merge_concat(op, root, live, memories)
-            ):  # fmt: skip
+            ):
                 self.merged.add(op)
         self.tensors = [
             (value, lo, hi, align(nbytes(value), memories.alignment))
@@ -144,9 +145,10 @@ class Residency:
         self.steps = [
             self.pos[op]
             for op in block.ops
-            if not isinstance(op, (*CONSTANT_OPS, ReturnOp)) and op.name.endswith("transpose")
+            if not isinstance(op, (*CONSTANT_OPS, ReturnOp))
+            and op.name.endswith("transpose")
             and op not in folded
-        ]  # fmt: skip
+        ]
 
     def resident(self, first: Operation, last: Operation, links: set[SSAValue]) -> int:
         lo, hi = self.pos[first], self.pos[last]
@@ -203,12 +205,18 @@ def _merge_concat(
     element = out.type.element_type  # type: ignore[attr-defined]
     for x, base in zip(op.operands, bases, strict=True):
         if (
-            base is None or base not in live or isinstance(base, BlockArgument)
-            or not x.has_one_use() or x.type.element_type != element  # type: ignore[attr-defined]
-            or memories.of(base) != memories.arena or nbytes(base) != nbytes(x)
-            or any(use.operation is not op and not use.operation.name.endswith(".reshape")
-                   for use in base.uses)
-        ):  # fmt: skip
+            base is None
+            or base not in live
+            or isinstance(base, BlockArgument)
+            or not x.has_one_use()
+            or x.type.element_type != element  # type: ignore[attr-defined]
+            or memories.of(base) != memories.arena
+            or nbytes(base) != nbytes(x)
+            or any(
+                use.operation is not op and not use.operation.name.endswith(".reshape")
+                for use in base.uses
+            )
+        ):
             return False
     for base in bases:
         assert base is not None
@@ -315,10 +323,13 @@ class Planner:
     def rolling(self, first: int, last: int, parts: tuple[int, int, int]) -> bool:
         """Whether the group runs through rolling buffers (along H; W parts recompute)."""
         return (
-            self.cascade != "recompute" and first < last and parts[0] > 1
-            and self.layers[last].spatial and self.layers[last].nchw
+            self.cascade != "recompute"
+            and first < last
+            and parts[0] > 1
+            and self.layers[last].spatial
+            and self.layers[last].nchw
             and first >= self._chain_from[last]
-        )  # fmt: skip
+        )
 
     def model(
         self, k: int, linked: tuple[int, ...], c: int, part: int
@@ -421,11 +432,14 @@ class Planner:
                 per_layer = self.spans(start, last, axis, parts)
             known = list(cached or ())  # the later layers' classes do not change
             cached = self._classes[key] = [
-                [(o, i, n) for (o, i), n in Counter(
-                    (s.out[1] - s.out[0], s.inp[1] - s.inp[0]) for s in spans
-                ).items()]
+                [
+                    (o, i, n)
+                    for (o, i), n in Counter(
+                        (s.out[1] - s.out[0], s.inp[1] - s.inp[0]) for s in spans
+                    ).items()
+                ]
                 for spans in per_layer[: len(per_layer) - len(known)]
-            ] + known  # fmt: skip
+            ] + known
         return cached[len(cached) - (last - first + 1) :]
 
     def resident_tensors(self, first: int, last: int) -> list[tuple[SSAValue, int]]:
@@ -506,10 +520,14 @@ class Planner:
                 readers = self.graph.readers
                 found = []
                 for k in range(first, last + 1):
-                    found.append(tuple(
-                        p - first for p in range(first, k)
-                        if max(j for j, _ in readers[p]) > k and all(j != k for j, _ in readers[p])
-                    ))  # fmt: skip
+                    found.append(
+                        tuple(
+                            p - first
+                            for p in range(first, k)
+                            if max(j for j, _ in readers[p]) > k
+                            and all(j != k for j, _ in readers[p])
+                        )
+                    )
             self._crossing[key] = found
         return self._crossing[key]
 
@@ -572,9 +590,18 @@ class Planner:
         if weights_dma:
             weights = 2 * max(part_weights) if c > 1 else part_weights[0]
         found = (
-            computed, needed, most, extra, compute, activation_dma, streamed_dma, first_dma,
-            once, weights, output,
-        )  # fmt: skip
+            computed,
+            needed,
+            most,
+            extra,
+            compute,
+            activation_dma,
+            streamed_dma,
+            first_dma,
+            once,
+            weights,
+            output,
+        )
         self._layers[key] = found
         return found
 
@@ -669,9 +696,10 @@ class Planner:
         while True:
             best_peak = self._min_max_peak(runs)
             above = [
-                k for k, peak in alone.items()
+                k
+                for k, peak in alone.items()
                 if k not in expanded and peak > floor and peak >= min(best_peak, floor + 1)
-            ]  # fmt: skip
+            ]
             if not above:
                 break
             for k in above:

@@ -223,9 +223,14 @@ class TileBytes(NamedTuple):
         twice = 2 if streamed else 1
         w = self.weights * (2 if weights_streamed and weights_dma else 1)
         return (
-            self.views + self.buffers + self.loads * twice + w + self.output
-            + self.stored * (twice - 1) + self.acc
-        )  # fmt: skip
+            self.views
+            + self.buffers
+            + self.loads * twice
+            + w
+            + self.output
+            + self.stored * (twice - 1)
+            + self.acc
+        )
 
     def extra(self, streamed: bool) -> int:
         """What the tile adds to SRAM beyond resident tensors and the group's weights."""

@@ -81,9 +81,13 @@ def conv2d_acc(
     k = int(np.prod(wc.shape[1:]))
     dtype = _gemm_dtype(k, xc, wc)
     y = conv.conv2d(
-        xc.astype(dtype), wc.astype(dtype), strides=strides, pads=pads, dilations=dilations,
+        xc.astype(dtype),
+        wc.astype(dtype),
+        strides=strides,
+        pads=pads,
+        dilations=dilations,
         groups=groups,
-    )  # fmt: skip
+    )
     return y.astype(I64)
 
 
@@ -184,11 +188,17 @@ def avg_pool2d_sums(
             total += tap(xp, i, j, out_hw, strides, dilations)
     counts = [
         pool.divisor_1d(
-            xc.shape[2 + a], out_hw[a], kernel[a], strides[a], dilations[a], pads[a],
-            pads[a + 2], count_include_pad,
+            xc.shape[2 + a],
+            out_hw[a],
+            kernel[a],
+            strides[a],
+            dilations[a],
+            pads[a],
+            pads[a + 2],
+            count_include_pad,
         )
         for a in range(2)
-    ]  # fmt: skip
+    ]
     return total, np.outer(counts[0], counts[1]).astype(I64)
 
 

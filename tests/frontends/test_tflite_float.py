@@ -20,8 +20,13 @@ def const(*shape: int, dtype=np.float32) -> np.ndarray:
     return RNG.standard_normal(shape).astype(dtype)
 
 
-def single(op: str, inputs: Sequence, out_shapes: Sequence[Sequence[int]] | Sequence[int],
-           options: str | None = None, **fields) -> tuple[bytes, list[np.ndarray]]:  # fmt: skip
+def single(
+    op: str,
+    inputs: Sequence,
+    out_shapes: Sequence[Sequence[int]] | Sequence[int],
+    options: str | None = None,
+    **fields,
+) -> tuple[bytes, list[np.ndarray]]:
     """A one-operator model: inputs are shapes (activations) or arrays (constants); -1 skips."""
     m = TFLiteModel()
     ids, args, feeds = [], [], []

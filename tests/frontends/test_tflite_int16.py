@@ -39,8 +39,9 @@ def feed(spec: Q) -> np.ndarray:
     return RNG.integers(info.min, info.max + 1, spec.shape).astype(spec.dtype)
 
 
-def single(op: str, inputs: Sequence, outs: Q, options: str | None = None,
-           **fields) -> tuple[bytes, list[np.ndarray]]:  # fmt: skip
+def single(
+    op: str, inputs: Sequence, outs: Q, options: str | None = None, **fields
+) -> tuple[bytes, list[np.ndarray]]:
     """A one-operator 16x8 model; inputs are Q, ("w", int8 array, scales, axis),
     ("b", int64/int32 array, scales) or plain int32 arrays."""
     m = TFLiteModel()
@@ -65,44 +66,83 @@ def single(op: str, inputs: Sequence, outs: Q, options: str | None = None,
     return m.build(args, [y]), feeds
 
 
-def conv_case(kernel: Sequence[int], channels: int, cin: int, stride: int, padding: int,
-              act: int, out_hw: Sequence[int], bias_dtype=np.int64,
-              bias_range: int = 2**20) -> tuple[bytes, list[np.ndarray]]:  # fmt: skip
+def conv_case(
+    kernel: Sequence[int],
+    channels: int,
+    cin: int,
+    stride: int,
+    padding: int,
+    act: int,
+    out_hw: Sequence[int],
+    bias_dtype=np.int64,
+    bias_range: int = 2**20,
+) -> tuple[bytes, list[np.ndarray]]:
     w, ws = weights([channels, *kernel, cin], 0)
     bias = RNG.integers(-bias_range, bias_range, channels).astype(bias_dtype)
     inputs = [Q([1, 9, 9, cin], 0.0004), ("w", w, ws, 0), ("b", bias, ws * 0.0004)]
     if bias_dtype is None:
         inputs[2] = -1
-    return single("CONV_2D", [i for i in inputs if not isinstance(i, int)],
-                  Q([1, *out_hw, channels], 0.0011), "Conv2DOptions", Padding=padding,
-                  StrideH=stride, StrideW=stride, FusedActivationFunction=act, **CONV)  # fmt: skip
+    return single(
+        "CONV_2D",
+        [i for i in inputs if not isinstance(i, int)],
+        Q([1, *out_hw, channels], 0.0011),
+        "Conv2DOptions",
+        Padding=padding,
+        StrideH=stride,
+        StrideW=stride,
+        FusedActivationFunction=act,
+        **CONV,
+    )
 
 
 def depthwise_case(act: int, multiplier: int) -> tuple[bytes, list[np.ndarray]]:
     c = 3 * multiplier
     w, ws = weights([1, 3, 3, c], 3)
     bias = RNG.integers(-(2**20), 2**20, c).astype(np.int64)
-    return single("DEPTHWISE_CONV_2D", [Q([1, 8, 8, 3], 0.0003), ("w", w, ws, 3),
-                                        ("b", bias, ws * 0.0003)], Q([1, 8, 8, c], 0.0005),
-                  "DepthwiseConv2DOptions", Padding=SAME, StrideH=1, StrideW=1,
-                  DepthMultiplier=multiplier, FusedActivationFunction=act, **CONV)  # fmt: skip
+    return single(
+        "DEPTHWISE_CONV_2D",
+        [Q([1, 8, 8, 3], 0.0003), ("w", w, ws, 3), ("b", bias, ws * 0.0003)],
+        Q([1, 8, 8, c], 0.0005),
+        "DepthwiseConv2DOptions",
+        Padding=SAME,
+        StrideH=1,
+        StrideW=1,
+        DepthMultiplier=multiplier,
+        FusedActivationFunction=act,
+        **CONV,
+    )
 
 
-def fc_case(per_channel: bool, act: int = 1, bias_dtype=np.int64,
-            k: int = 32) -> tuple[bytes, list[np.ndarray]]:  # fmt: skip
+def fc_case(
+    per_channel: bool, act: int = 1, bias_dtype=np.int64, k: int = 32
+) -> tuple[bytes, list[np.ndarray]]:
     w, ws = weights([10, k], 0 if per_channel else None)
     inputs = [Q([3, k], 0.0007), ("w", w, ws, 0)]
     if bias_dtype is not None:
         bias = RNG.integers(-(2**21), 2**21, 10).astype(bias_dtype)
         inputs.append(("b", bias, ws * 0.0007))
-    return single("FULLY_CONNECTED", inputs, Q([3, 10], 0.004), "FullyConnectedOptions",
-                  FusedActivationFunction=act)  # fmt: skip
+    return single(
+        "FULLY_CONNECTED",
+        inputs,
+        Q([3, 10], 0.004),
+        "FullyConnectedOptions",
+        FusedActivationFunction=act,
+    )
 
 
 def pool_case(op: str, kernel: int, stride: int, padding: int, out: int, act: int = 0):
-    return single(op, [Q([1, 9, 9, 4], 0.001)], Q([1, out, out, 4], 0.001), "Pool2DOptions",
-                  Padding=padding, StrideH=stride, StrideW=stride, FilterHeight=kernel,
-                  FilterWidth=kernel, FusedActivationFunction=act)  # fmt: skip
+    return single(
+        op,
+        [Q([1, 9, 9, 4], 0.001)],
+        Q([1, out, out, 4], 0.001),
+        "Pool2DOptions",
+        Padding=padding,
+        StrideH=stride,
+        StrideW=stride,
+        FilterHeight=kernel,
+        FilterWidth=kernel,
+        FusedActivationFunction=act,
+    )
 
 
 def add_case(a: Q, b: Q, out: Q, pot: bool = False, act: int = 0, op: str = "ADD"):
@@ -210,8 +250,7 @@ def test_int64_bias_beyond_int32_is_refused() -> None:
 
 
 def test_int16_zero_point_is_refused() -> None:
-    data, _ = single("MUL", [Q([2, 4], 0.001, 3), Q([2, 4], 0.001)], Q([2, 4], 0.001),
-                     "MulOptions")  # fmt: skip
+    data, _ = single("MUL", [Q([2, 4], 0.001, 3), Q([2, 4], 0.001)], Q([2, 4], 0.001), "MulOptions")
     with pytest.raises(Exception, match="zero point"):
         import_tflite(data)
 

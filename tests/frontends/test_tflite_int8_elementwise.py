@@ -38,8 +38,9 @@ def alpha(shape, scale: float, zp: int) -> Q:
 def div_case(shape_a, shape_b, s_a: float, s_b: float, s_out: float, act: int):
     zp_b = 4
     inputs = [Q(shape_a, s_a, -5), Q(shape_b, s_b, zp_b)]
-    data, feeds = model("DIV", inputs, Q(shape_a, s_out, 3), "DivOptions",
-                         FusedActivationFunction=act)  # fmt: skip
+    data, feeds = model(
+        "DIV", inputs, Q(shape_a, s_out, 3), "DivOptions", FusedActivationFunction=act
+    )
     feeds[1] = np.where(feeds[1] == zp_b, np.int8(zp_b + 1), feeds[1])  # no division by zero
     # Numerators at and next to the zero point: TFLite's rounding shift reaches 32 or more.
     feeds[0].flat[:6] = [-5, -5, -4, -6, -3, -7]
@@ -126,8 +127,11 @@ def test_ops_are_the_qnn_ones() -> None:
     for case, kind in kinds.items():
         ops = [op for op in import_tflite(CASES[case]()[0]).walk() if isinstance(op, kind)]
         assert len(ops) == 1, case
-    relu6 = next(op for op in import_tflite(CASES["relu6_rescaled"]()[0]).walk()
-                 if isinstance(op, qnn.RequantizeOp))  # fmt: skip
+    relu6 = next(
+        op
+        for op in import_tflite(CASES["relu6_rescaled"]()[0]).walk()
+        if isinstance(op, qnn.RequantizeOp)
+    )
     assert relu6.rounding.data == "tflite"
     # 6 / (6/255) = 255 steps above the zero point -128: the clamp is the full int8 range.
     assert relu6.clamp_bounds() == (-128, 127)

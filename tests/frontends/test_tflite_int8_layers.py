@@ -34,8 +34,13 @@ def reduce_case(op: str, shape, axes, keep: bool, q_in: tuple, q_out: tuple):
     out_shape = [1 if i in {a % len(shape) for a in axes} else d for i, d in enumerate(shape)]
     if not keep:
         out_shape = [d for i, d in enumerate(shape) if i not in {a % len(shape) for a in axes}]
-    return model(op, [Q(shape, *q_in), np.array(axes, np.int32)], Q(out_shape, *q_out),
-                  "ReducerOptions", KeepDims=keep)  # fmt: skip
+    return model(
+        op,
+        [Q(shape, *q_in), np.array(axes, np.int32)],
+        Q(out_shape, *q_out),
+        "ReducerOptions",
+        KeepDims=keep,
+    )
 
 
 def transpose_conv(
@@ -67,8 +72,16 @@ def transpose_conv(
         b_scales = [q_in[0] * s for s in (w_scales * out_channels)[:out_channels]]
         inputs.append(m.tensor("b", [out_channels], np.int32, data=b_data, scale=b_scales))
     y = m.tensor("y", out_shape, np.int8, scale=q_out[0], zero_point=q_out[1])
-    m.op("TRANSPOSE_CONV", inputs, [y], "TransposeConvOptions", Padding=padding, StrideH=stride,
-         StrideW=stride, FusedActivationFunction=act)  # fmt: skip
+    m.op(
+        "TRANSPOSE_CONV",
+        inputs,
+        [y],
+        "TransposeConvOptions",
+        Padding=padding,
+        StrideH=stride,
+        StrideW=stride,
+        FusedActivationFunction=act,
+    )
     feeds = [RNG.integers(-128, 128, x_shape).astype(np.int8)]
     return m.build([x], [y]), feeds
 
@@ -278,8 +291,10 @@ def test_mean_is_reduce_sum_with_the_count_folded_in() -> None:
     assert op.rounding.data == "tflite"
     # 0.05 / 0.02 = 2.5 with 1/49 folded in: shift = floor(log2 49) = 5.
     assert (op.multiplier.get_values()[0], op.shift.get_values()[0]) == (
-        folded_mean_multiplier(tflite_multiplier(float(np.float32(0.05)) /
-                                                 float(np.float32(0.02))), 49))  # fmt: skip
+        folded_mean_multiplier(
+            tflite_multiplier(float(np.float32(0.05)) / float(np.float32(0.02))), 49
+        )
+    )
     op.verify()
 
 
@@ -312,21 +327,33 @@ def refused(data: bytes) -> str:
 
 
 def test_arg_results_have_the_model_dtype() -> None:
-    for case, kind, dtype in (("arg_max_int32", qnn.ArgMaxOp, "i32"),
-                              ("arg_min_int64_axis0", qnn.ArgMinOp, "i64")):  # fmt: skip
+    for case, kind, dtype in (
+        ("arg_max_int32", qnn.ArgMaxOp, "i32"),
+        ("arg_min_int64_axis0", qnn.ArgMinOp, "i64"),
+    ):
         (op,) = [op for op in import_tflite(CASES[case]()[0]).walk() if isinstance(op, kind)]
         assert str(op.output.type.get_element_type()) == dtype
 
 
 def test_arg_max_int16_output_is_refused() -> None:
-    data, _ = model("ARG_MAX", [Q([3, 10], 0.1, 2), np.array([1], np.int32)], ([3], np.int16),
-                    "ArgMaxOptions", OutputType=7)  # fmt: skip
+    data, _ = model(
+        "ARG_MAX",
+        [Q([3, 10], 0.1, 2), np.array([1], np.int32)],
+        ([3], np.int16),
+        "ArgMaxOptions",
+        OutputType=7,
+    )
     assert "ARG_MAX with output type" in refused(data)
 
 
 def test_reduce_max_with_different_params_is_refused() -> None:
-    data, _ = model("REDUCE_MAX", [Q([2, 3], 0.05, 0), np.array([1], np.int32)], Q([2], 0.05, 1),
-                    "ReducerOptions", KeepDims=False)  # fmt: skip
+    data, _ = model(
+        "REDUCE_MAX",
+        [Q([2, 3], 0.05, 0), np.array([1], np.int32)],
+        Q([2], 0.05, 1),
+        "ReducerOptions",
+        KeepDims=False,
+    )
     assert "quantization differ" in refused(data)
 
 
@@ -346,11 +373,19 @@ def test_transpose_conv_nonzero_weight_zero_point_is_refused() -> None:
     x_shape, out = [1, 3, 3, 2], [1, 7, 7, 2]
     m = TFLiteModel()
     shape = m.tensor("shape", [4], np.int32, data=np.array(out, np.int32))
-    w = m.tensor("w", [2, 3, 3, 2], np.int8, data=np.ones([2, 3, 3, 2], np.int8), scale=0.02,
-                 zero_point=3)  # fmt: skip
+    w = m.tensor(
+        "w", [2, 3, 3, 2], np.int8, data=np.ones([2, 3, 3, 2], np.int8), scale=0.02, zero_point=3
+    )
     x = m.tensor("x", x_shape, np.int8, scale=0.05, zero_point=0)
     y = m.tensor("y", out, np.int8, scale=0.1, zero_point=0)
-    m.op("TRANSPOSE_CONV", [shape, w, x], [y], "TransposeConvOptions", Padding=VALID, StrideH=2,
-         StrideW=2)  # fmt: skip
+    m.op(
+        "TRANSPOSE_CONV",
+        [shape, w, x],
+        [y],
+        "TransposeConvOptions",
+        Padding=VALID,
+        StrideH=2,
+        StrideW=2,
+    )
     with pytest.raises(NpucError, match="non-zero zero point"):
         import_tflite(m.build([x], [y]))

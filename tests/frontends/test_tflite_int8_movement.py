@@ -22,9 +22,14 @@ def model(op: str, inputs: Sequence, out, options: str | None = None, **fields):
 
 def resize_case(shape, size, align: bool, half: bool):
     n, _, _, c = shape
-    return model("RESIZE_BILINEAR", [Q(shape, 0.05, -9), np.array(size, np.int32)],
-                  Q([n, *size, c], 0.05, -9), "ResizeBilinearOptions", AlignCorners=align,
-                  HalfPixelCenters=half)  # fmt: skip
+    return model(
+        "RESIZE_BILINEAR",
+        [Q(shape, 0.05, -9), np.array(size, np.int32)],
+        Q([n, *size, c], 0.05, -9),
+        "ResizeBilinearOptions",
+        AlignCorners=align,
+        HalfPixelCenters=half,
+    )
 
 
 CASES = {
@@ -86,6 +91,11 @@ def refused(data: bytes) -> str:
 
 
 def test_gather_out_of_range_index_is_refused() -> None:
-    data, _ = model("GATHER", [Q([3, 2], 0.1, 0), np.array([3], np.int32)], Q([1, 2], 0.1, 0),
-                    "GatherOptions", Axis=0)  # fmt: skip
+    data, _ = model(
+        "GATHER",
+        [Q([3, 2], 0.1, 0), np.array([3], np.int32)],
+        Q([1, 2], 0.1, 0),
+        "GatherOptions",
+        Axis=0,
+    )
     assert "gather indices must lie in [0, 3)" in refused(data)

@@ -79,8 +79,12 @@ def test_crafted_rows_bit_exact(n: int, scale: float, zp: int, beta: float) -> N
 def test_every_difference_bit_exact(scale: float, beta: float) -> None:
     """Rows [m, m - d] for every difference d in 0..255 and a few maxima m."""
     d = np.arange(256)
-    feed = np.concatenate([np.stack([np.full(256, 127), 127 - d], axis=1),
-                           np.stack([-128 + d, np.full(256, -128)], axis=1)])  # fmt: skip
+    feed = np.concatenate(
+        [
+            np.stack([np.full(256, 127), 127 - d], axis=1),
+            np.stack([-128 + d, np.full(256, -128)], axis=1),
+        ]
+    )
     check_exact(softmax_model(list(feed.shape), scale, 0, beta), feed.astype(np.int8))
 
 

@@ -683,11 +683,18 @@ def check_avg_pool(
     mode = rounding or "half_away_from_zero"
     want = [
         ref_pooled(
-            t, c, m0, shift, mode, out_type.zero_point, out_type.qmin, out_type.qmax,
+            t,
+            c,
+            m0,
+            shift,
+            mode,
+            out_type.zero_point,
+            out_type.qmin,
+            out_type.qmax,
             x_type.zero_point,
         )
         for t, c in sums.ravel()
-    ]  # fmt: skip
+    ]
     props = requant([m0], [shift], rounding) | window_props(
         kernel=kernel,
         strides=strides,

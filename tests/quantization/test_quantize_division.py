@@ -24,8 +24,10 @@ def hard_swish_model(divisor: np.ndarray | None = None):
         n("Div", ["m", "divisor"], ["h"], name="div6"),
         n("Conv", ["h", "w2"], ["y"], name="conv2"),
     ]
-    scalar = {k: numpy_helper.from_array(np.array(v, np.float32), k)
-              for k, v in (("three", 3.0), ("zero", 0.0), ("six", 6.0))}  # fmt: skip
+    scalar = {
+        k: numpy_helper.from_array(np.array(v, np.float32), k)
+        for k, v in (("three", 3.0), ("zero", 0.0), ("six", 6.0))
+    }
     divisor = np.array(6.0, np.float32) if divisor is None else divisor
     inits = [random_init(rng, "w", [4, 3, 3, 3], 0.8), *scalar.values(),
              numpy_helper.from_array(divisor, "divisor"),
@@ -41,7 +43,7 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     "divisor",
     [np.array(6.0, np.float32), np.array([6.0, -2.0, 0.5, 3.0], np.float32).reshape(4, 1, 1)],
 )
-def test_division_by_a_constant_quantizes_and_tracks_float(divisor):  # fmt: skip
+def test_division_by_a_constant_quantizes_and_tracks_float(divisor):
     float_module = import_onnx(hard_swish_model(divisor))
     quantized = quantize_float(float_module.clone())
     names = {op.name for op in quantized.walk()}

@@ -21,8 +21,11 @@ def prelu_model():
         helper.make_node("Conv", ["p", "w2"], ["y"], name="conv2"),
     ]
     slope = np.array([0.25, -0.1, 0.6, 0.02], np.float32).reshape(4, 1, 1)
-    inits = [random_init(rng, "w", [4, 3, 3, 3]), numpy_helper.from_array(slope, "slope"),
-             random_init(rng, "w2", [2, 4, 1, 1])]  # fmt: skip
+    inits = [
+        random_init(rng, "w", [4, 3, 3, 3]),
+        numpy_helper.from_array(slope, "slope"),
+        random_init(rng, "w2", [2, 4, 1, 1]),
+    ]
     return float_graph(nodes, inits, [1, 3, 8, 8], [1, 2, 8, 8])
 
 
@@ -35,8 +38,9 @@ def test_constant_slope_prelu_quantizes_and_tracks_float():
         inputs = random_inputs(float_module, seed=seed)
         want = run_module(float_module, inputs)["y"]
         got = dequantized_outputs(quantized, run_module(quantized, inputs))["y"]
-        cosine = float(np.dot(want.ravel(), got.ravel())
-                       / np.linalg.norm(want) / np.linalg.norm(got))  # fmt: skip
+        cosine = float(
+            np.dot(want.ravel(), got.ravel()) / np.linalg.norm(want) / np.linalg.norm(got)
+        )
         assert cosine > 0.995, cosine
 
 

@@ -51,8 +51,10 @@ def test_ops_without_an_instruction_run_on_the_host_by_default(tmp_path):
     assert "host (Arm Cortex-M33): 2 layers, 2 ops, 0 MACs" in done.stdout
     lines = done.stdout.splitlines()
     listed = lines[lines.index("ops on the host:") + 1 :][:2]
-    assert [line.split()[:2] for line in listed] == [["argmax", "qnn.argmax"],
-                                                      ["gather", "qnn.gather"]]  # fmt: skip
+    assert [line.split()[:2] for line in listed] == [
+        ["argmax", "qnn.argmax"],
+        ["gather", "qnn.gather"],
+    ]
     assert all(line.endswith("no NPU instruction") for line in listed)
 
     program = load_file(out / "net.npubin")
