@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -51,7 +52,9 @@ IndexTensor = TensorType.constr(AttrSetConstraint.get(i32, i64))
 BoolTensor = TensorType.constr(i1)
 
 
-def same_element(constraint: AttrConstraint, var: str = "T") -> AttrConstraint:
+def same_element(
+    constraint: AttrConstraint[Attribute], var: str = "T"
+) -> AttrConstraint[TensorType[Attribute]]:
     """Tensors whose element type satisfies `constraint` and is one type across the op."""
     return TensorType.constr(VarConstraint(var, constraint))
 
@@ -92,7 +95,7 @@ class NNOperation(IRDLOperation):
     layer_name = opt_prop_def(StringAttr, prop_name="name")
     traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = FUNCTIONAL_FORMAT
+    assembly_format: ClassVar[str | None] = FUNCTIONAL_FORMAT
 
     @classmethod
     def infer_shapes(

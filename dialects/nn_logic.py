@@ -7,11 +7,15 @@ condition. See docs/dialects/nn.md ("Element types").
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, result_def
 
 from . import nn_shapes as shapes
 from .nn_base import ANY_ELEMENT, BoolTensor, NNOperation, same_element
+from .nn_shapes import Shape
 
 AnyTensor = TensorType.constr(ANY_ELEMENT)
 
@@ -30,7 +34,9 @@ class CastOp(NNOperation):
     output = result_def(AnyTensor)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(
+        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
+    ) -> list[Shape] | None:
         return [operand_shapes[0]]
 
 
@@ -42,7 +48,9 @@ class CompareOperation(NNOperation):
     output = result_def(BoolTensor)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(
+        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
+    ) -> list[Shape] | None:
         return [shapes.broadcast(*operand_shapes)]
 
 
@@ -90,7 +98,9 @@ class NotOp(NNOperation):
     output = result_def(BoolTensor)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(
+        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
+    ) -> list[Shape] | None:
         return [operand_shapes[0]]
 
 
@@ -102,7 +112,9 @@ class LogicalOperation(NNOperation):
     output = result_def(BoolTensor)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(
+        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
+    ) -> list[Shape] | None:
         return [shapes.broadcast(*operand_shapes)]
 
 
@@ -138,7 +150,9 @@ class WhereOp(NNOperation):
     output = result_def(same_element(ANY_ELEMENT))
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(
+        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
+    ) -> list[Shape] | None:
         return [shapes.broadcast(*operand_shapes)]
 
 

@@ -65,6 +65,11 @@ from .npu_rules import check_hazards, check_instruction, check_program
 from .quant_types import UniformQuantizedType
 
 
+def _tensor(attr: Attribute) -> TensorAttr:
+    assert isinstance(attr, TensorAttr)
+    return attr
+
+
 def _error(op: IRDLOperation, e: Exception) -> VerifyException:
     return VerifyException(f"'{op.name}': {e}")
 
@@ -126,7 +131,7 @@ class ProgramOp(IRDLOperation):
     def constant_bytes(self) -> bytes:
         if self.constants is None:
             return b""
-        ty = self.constants.get_type()
+        ty = self.constants.type
         if ty.get_element_type() != i8 or len(ty.get_shape()) != 1:
             raise VerifyException("'npu.program': constants must be a rank-1 i8 tensor")
         from npuc.tensors import from_dense
@@ -234,7 +239,7 @@ class NPUInstruction(IRDLOperation):
         return isa.SPECS[self.OP]
 
     def operand_refs(self) -> tuple[isa.TensorRef, ...]:
-        return tuple(self.properties[role].ref() for role in self.spec.operands)
+        return tuple(_tensor(self.properties[role]).ref() for role in self.spec.operands)
 
     def params(self, operands: Sequence[isa.TensorRef]) -> dict[str, Any]:
         params = isa.default_params(self.OP, operands)

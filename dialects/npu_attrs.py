@@ -112,11 +112,12 @@ class TensorAttr(ParametrizedAttribute):
             parser.parse_punctuation(",")
             shape = _parse_ints(parser)
             parser.parse_punctuation(",")
-            strides = None
+            strides: Sequence[int] | None = None
             if parser.parse_optional_punctuation("[") is not None:
-                strides = [parser.parse_integer()]
+                listed = [parser.parse_integer()]
                 while parser.parse_optional_punctuation(",") is not None:
-                    strides.append(parser.parse_integer())
+                    listed.append(parser.parse_integer())
+                strides = listed
                 parser.parse_punctuation("]")
                 parser.parse_punctuation(",")
             start = parser.pos
@@ -242,7 +243,7 @@ class StateAttr(ParametrizedAttribute):
     def pair(self) -> StatePair:
         from npuc.tensors import from_dense
 
-        ty = self.initial.get_type()
+        ty = self.initial.type
         if ty.get_element_type() != i8 or len(ty.get_shape()) != 1:
             raise VerifyException("#npu.state: the initial value must be a rank-1 i8 tensor")
         data = np.ascontiguousarray(from_dense(self.initial)).tobytes()

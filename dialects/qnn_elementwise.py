@@ -8,6 +8,7 @@ Integer semantics: docs/quantization.md.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -19,6 +20,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
+from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -31,7 +33,7 @@ from xdsl.utils.exceptions import VerifyException
 from . import nn
 from . import nn_shapes as shapes
 from .nn_base import F32Tensor, NNOperation, shape_of
-from .nn_shapes import ShapeError
+from .nn_shapes import Shape, ShapeError
 from .qnn_base import (
     PerTensorRequantizing,
     QNNOperation,
@@ -60,7 +62,7 @@ class ConstantOp(QNNOperation):
         super().verify_()
         out = self.output.type
         assert isinstance(out, TensorType)
-        stored = self.value.get_type()
+        stored = self.value.type
         if tuple(stored.get_shape()) != tuple(out.get_shape()):
             raise VerifyException("'qnn.constant': value and result shapes differ")
         element = out.element_type
@@ -216,7 +218,9 @@ class SoftmaxOp(QNNOperation):
     OUTPUT_ZERO_POINT: ClassVar[int] = -128
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(
+        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
+    ) -> list[Shape] | None:
         return [tuple(operand_shapes[0])]
 
     def verify_(self) -> None:

@@ -26,17 +26,20 @@ from .qnn_base import I32Tensor, PerTensorRequantizing, QTensor, Requantizing, q
 
 
 class WeightedOperation(Requantizing):
-    """acc = sum (x - zp_x)(w - zp_w) + bias in i32; w may be per-channel on axis 0."""
+    """acc = sum (x - zp_x)(w - zp_w) + bias in i32; w may be per-channel on axis 0.
+
+    Subclasses define the operands input, weight (and an optional bias) and the result.
+    """
 
     def output_channels(self) -> int:
-        return shape_of(self.weight)[0]
+        return shape_of(self.operands[1])[0]
 
     def verify_(self) -> None:
         super().verify_()
-        w = qtype(self.weight)
+        w = qtype(self.operands[1])
         if w.per_axis and w.axis.data != 0:
             raise VerifyException(f"'{self.name}': per-channel weights must be quantized on axis 0")
-        if qtype(self.input).per_axis or qtype(self.output).per_axis:
+        if qtype(self.operands[0]).per_axis or qtype(self.results[0]).per_axis:
             raise VerifyException(f"'{self.name}': activations must be quantized per tensor")
 
 

@@ -6,6 +6,7 @@ arg-reductions), so no multiplier enters. Integer semantics: docs/quantization.m
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -83,15 +84,8 @@ class ReshapeOp(MovementOperation):
     def verify_(self) -> None:
         super().verify_()
         a, b = shape_of(self.input), shape_of(self.output)
-        if _numel(a) != _numel(b):
+        if math.prod(a) != math.prod(b):
             raise VerifyException(f"'qnn.reshape': cannot reshape {a} into {b}")
-
-
-def _numel(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 @irdl_op_definition

@@ -49,7 +49,9 @@ LAYER_ATTR = "tile.layer"
 PART_ATTR = "tile.part"
 
 
-def region_element_type(element: Attribute, offsets: Sequence[int], sizes: Sequence[int]):
+def region_element_type(
+    element: Attribute, offsets: Sequence[int], sizes: Sequence[int]
+) -> Attribute:
     """The element type of the region [offsets, offsets + sizes) of a tensor of `element`s.
 
     Only a per-axis quantized type changes: its scales and zero points are sliced along

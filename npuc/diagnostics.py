@@ -91,9 +91,10 @@ def named_file(path: str | os.PathLike[str] | None) -> Iterator[None]:
     try:
         yield
     except NpucError as e:
-        prefix = f"{os.fspath(path)}: " if path else None
+        where = os.fspath(path) if path else None
+        prefix = f"{where}: " if where else None
         if prefix and e.location is None and e.message.startswith(prefix):
-            raise type(e)(e.message.removeprefix(prefix), os.fspath(path)) from None
+            raise type(e)(e.message.removeprefix(prefix), where) from None
         raise
 
 
@@ -142,7 +143,9 @@ class working_on:  # lower case: used like a function, `with working_on("stage",
         self._frame = _Frame(self._kind, self._subject, _CURRENT.get())
         self._token = _CURRENT.set(self._frame)
 
-    def __exit__(self, kind, error, tb) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: object
+    ) -> None:
         _CURRENT.reset(self._token)
         if isinstance(error, Exception):
             _remember(error, self._frame)

@@ -18,7 +18,14 @@ from __future__ import annotations
 import dataclasses
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    ComplexType,
+    IndexType,
+    IntegerType,
+    ModuleOp,
+    RankedStructure,
+)
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.parser import Parser
 from xdsl.traits import IsolatedFromAbove
@@ -33,7 +40,9 @@ from .tensors import element_bytes
 class IRParser(Parser):
     """xDSL's parser; a failure that is not a parse error becomes one at the current token."""
 
-    def _parse_dense_literal_type(self):
+    def _parse_dense_literal_type(
+        self,
+    ) -> RankedStructure[IntegerType | IndexType | AnyFloat | ComplexType]:
         ty = super()._parse_dense_literal_type()
         shape = list(ty.get_shape())
         if all(d >= 0 for d in shape):

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, Float32Type, ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, Region
+from xdsl.ir import Attribute, Block, Operation, Region
 from xdsl.passes import ModulePass
 
 from npuc import graph_io
@@ -121,14 +121,16 @@ def _layer_names(func: FuncOp) -> dict[int, str]:
     return names
 
 
-def _io_buffer(func: FuncOp, attrs, i: int, kind: str, name: str) -> BufferAttr:
+def _io_buffer(
+    func: FuncOp, attrs: ArrayAttr[DictionaryAttr] | None, i: int, kind: str, name: str
+) -> BufferAttr:
     b = attrs.data[i].data.get(BUFFER_ATTR) if attrs is not None else None
     if not isinstance(b, BufferAttr):
         raise NpucError(f"lower-to-npu: {kind} '{name}' has no mem.buffer: run plan-memory")
     return b
 
 
-def _quantization(ty) -> tuple[float, int]:
+def _quantization(ty: Attribute) -> tuple[float, int]:
     q = ty.element_type if isinstance(ty, TensorType) else None
     if isinstance(q, UniformQuantizedType) and not q.per_axis:
         return q.scale, q.zero_point
@@ -207,7 +209,13 @@ def _redirect(b: Builder, op: Operation) -> None:
     b.redirect(op, op.results[0], target)
 
 
-def _lower_once(func: FuncOp, how, regions, layer_names, copies) -> Builder:
+def _lower_once(
+    func: FuncOp,
+    how: dict[Operation, str],
+    regions: dict[str, tuple[str, RegionOp]],
+    layer_names: dict[int, str],
+    copies: set[Operation],
+) -> Builder:
     kinds = {name: kind for name, (kind, _) in regions.items()}
     b = Builder(_constants(func, regions), layer_names, copies, kinds)
     block = func.body.block
@@ -215,7 +223,7 @@ def _lower_once(func: FuncOp, how, regions, layer_names, copies) -> Builder:
         name = graph_io.input_names(func)[i]
         buf = _io_buffer(func, func.arg_attrs, i, "input", name)
         b.bind(arg, contiguous(kinds[buf.region.data], buf.offset.data, arg.type))
-    errors = []
+    errors: list[str] = []
     for op in block.ops:
         b.op = op
         if errors and any(v not in b.refs for v in op.operands):

@@ -112,7 +112,7 @@ def write_plan(module: ModuleOp, func: FuncOp, plan: FunctionPlan, alignment: in
         ret = block.last_op
         assert ret is not None
         for o in plan.sequence:
-            o.detach()
+            block.detach_op(o)
         for o in plan.sequence:
             block.insert_op_before(o, ret)
     for o in block.ops:

@@ -22,7 +22,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import ConstantLike
 
@@ -405,11 +405,12 @@ def _argument_bits(arg: SSAValue, plan: Plan) -> int:
 def _emit(block: Block, plan: Plan, config: QuantizeConfig) -> tuple[Block, list[SSAValue]]:
     """The new body (and its returned values) from `block`, which is left untouched."""
     quantized_io = config.io == "quantized"
-    arg_types = []
+    arg_types: list[Attribute] = []
     for arg in block.args:
         if quantized_io and is_f32_tensor(arg):
             q = plan.act_type(arg, _argument_bits(arg, plan))
-            arg_types.append(TensorType(q, arg.type.get_shape()))  # type: ignore[attr-defined]
+            assert isinstance(arg.type, TensorType)
+            arg_types.append(TensorType(q, arg.type.get_shape()))
         else:
             arg_types.append(arg.type)
     new_block = Block(arg_types=arg_types)

@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from xdsl.ir import Operation, Region, SSAValue
 
 from npuc.dialects.mem import BUFFER_ATTR, buffer_list
 from npuc.dialects.npu_isa import Instruction, TensorRef, default_params
+from npuc.dialects.npu_rules import overlaps
 from npuc.dialects.tile import LAYER_ATTR
 
-from .deps import overlaps
 from .views import contiguous
 
 
@@ -25,7 +25,7 @@ def _name(op: Operation) -> str | None:
 
 
 #: How an op lowers: instructions appended to the builder.
-Rule = Callable[["Builder", Operation], None]
+Rule = Callable[["Builder", Any], None]  # each rule takes its own op class
 #: Which instances of an op its rule lowers (the others run on the host).
 Support = Callable[[Operation], bool]
 
@@ -141,7 +141,9 @@ class Builder:
         name = next((n for n in map(_name, [op, *near]) if n), None)
         if name is None:
             index = op.attributes.get(LAYER_ATTR)
-            name = self.layer_names.get(index.value.data) if index is not None else None
+            name = (
+                self.layer_names.get(index.value.data) if isinstance(index, IntegerAttr) else None
+            )
         if not name:
             return None
         if name not in self.layers:

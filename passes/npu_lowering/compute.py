@@ -7,13 +7,17 @@ region (docs/binary-format.md, conv2d).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
-from xdsl.dialects.builtin import IntegerAttr
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr
+from xdsl.ir import Attribute, Operation
 
 from npuc.dialects import npu_isa as isa
 from npuc.dialects import qnn
 from npuc.dialects.arrays import int_values
+from npuc.dialects.nn_base import shape_of
 from npuc.dialects.npu_isa import TensorRef
 from npuc.tensors import from_dense
 
@@ -27,17 +31,20 @@ from .operands import (
 from .views import broadcast, reshaped, with_rank
 
 
-def _v(attr: IntegerAttr | None, default: int = 0) -> int:
-    return default if attr is None else attr.value.data
+def _v(attr: Attribute | None, default: int = 0) -> int:
+    if attr is None:
+        return default
+    assert isinstance(attr, IntegerAttr)
+    return attr.value.data
 
 
-def _scalar(op: qnn.Requantizing) -> dict:
+def _scalar(op: qnn.Requantizing) -> dict[str, int]:
     (m,), (s,) = int_values(op.multiplier), int_values(op.shift)
     return {"multiplier": m, "shift": s}
 
 
 def conv2d(b: Builder, op: qnn.Conv2dOp) -> None:
-    channels = op.weight.type.get_shape()[0]  # type: ignore[attr-defined]
+    channels = shape_of(op.weight)[0]
     table = bias_scale_table(b, op, channels, op.bias, weight_zero_points(op.weight, channels))
     b.emit(
         "conv2d",
@@ -53,7 +60,7 @@ def conv2d(b: Builder, op: qnn.Conv2dOp) -> None:
 
 
 def fully_connected(b: Builder, op: qnn.FullyConnectedOp) -> None:
-    channels, k = op.weight.type.get_shape()  # type: ignore[attr-defined]
+    channels, k = shape_of(op.weight)
     table = bias_scale_table(b, op, channels, op.bias, weight_zero_points(op.weight, channels))
     lhs = with_rank(b.ref(op.input), 3)
     w = b.ref(op.weight)
@@ -85,7 +92,7 @@ def matmul(b: Builder, op: qnn.MatMulOp) -> None:
     )
 
 
-def _binary(b: Builder, op: Operation, kind: str, **params) -> None:
+def _binary(b: Builder, op: Operation, kind: str, **params: Any) -> None:
     out = b.out(op.results[0])
     lhs, rhs = op.operands[0], op.operands[1]
     b.emit(
@@ -114,7 +121,7 @@ def aligned_sum(b: Builder, op: qnn.AddOp) -> None:
     )
 
 
-def squared_difference(b: Builder, op: Operation) -> None:
+def squared_difference(b: Builder, op: qnn.SquaredDifferenceOp) -> None:
     p = op.properties
     _binary(
         b,
@@ -132,7 +139,7 @@ def squared_difference(b: Builder, op: Operation) -> None:
     )
 
 
-def prelu(b: Builder, op: Operation) -> None:
+def prelu(b: Builder, op: qnn.PReluOp) -> None:
     p = op.properties
     _binary(
         b,
@@ -147,8 +154,8 @@ def prelu(b: Builder, op: Operation) -> None:
     )
 
 
-def div(b: Builder, op: Operation) -> None:
-    overshift = op.properties["overshift"].data if "overshift" in op.properties else "exact"
+def div(b: Builder, op: qnn.DivOp) -> None:
+    overshift = op.overshift.data
     if overshift not in isa.OVERSHIFT:
         raise LoweringError(f"div with overshift '{overshift}' has no NPU instruction")
     _binary(
@@ -163,9 +170,8 @@ def div(b: Builder, op: Operation) -> None:
     )
 
 
-def reduce_sum(b: Builder, op: Operation) -> None:
-    view = op.properties.get("storage_view")
-    if view is not None and view.data != "native":
+def reduce_sum(b: Builder, op: qnn.ReduceSumOp) -> None:
+    if op.storage_view.data != "native":
         raise LoweringError("the uint8 storage view of int8 sums has no NPU instruction")
     src, dst = _reduction_window(b, op)
     b.emit(
@@ -189,7 +195,9 @@ def _reduction_window(b: Builder, op: Operation) -> tuple[TensorRef, TensorRef]:
     """The input viewed as [outer..., window...] (2 + 2 dims) and the result as [outer, 1, 1]:
     a pooling window over the reduced axes."""
     ifm = b.ref(op.operands[0])
-    reduced = sorted(int_values(op.properties["axes"])) or list(range(len(ifm.shape)))
+    axes = op.properties["axes"]
+    assert isinstance(axes, DenseArrayBase)
+    reduced = sorted(int_values(axes)) or list(range(len(ifm.shape)))
     kept = [d for d in range(len(ifm.shape)) if d not in reduced]
     outer = _merged([(ifm.shape[d], ifm.strides[d]) for d in kept])
     window = _merged([(ifm.shape[d], ifm.strides[d]) for d in reduced])
@@ -233,7 +241,9 @@ def extremum(b: Builder, op: Operation) -> None:
     _binary(b, op, op.name.removeprefix("qnn."))
 
 
-def _pool(b: Builder, op: Operation, mode: str, kernel=None, **params) -> None:
+def _pool(
+    b: Builder, op: Operation, mode: str, kernel: Sequence[int] | None = None, /, **params: Any
+) -> None:
     ifm = b.ref(op.operands[0])
     if len(ifm.shape) != 4:
         raise LoweringError(f"pooling needs NCHW tensors, got rank {len(ifm.shape)}")

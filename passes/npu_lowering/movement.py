@@ -9,14 +9,21 @@ it as `Virtual`, and a view found broken is lowered again as a copy (`npu.move`)
 
 from __future__ import annotations
 
+from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from xdsl.ir import Operation, SSAValue
 
-from npuc.dialects import tile
+from npuc.dialects import qnn, tile
 from npuc.dialects.arrays import int_values
 from npuc.dialects.npu_isa import TensorRef
 
 from .builder import Builder, LoweringError, Rule, Virtual
 from .views import permuted, reshaped, same_place, shape_of, sliced
+
+
+def _int_prop(op: Operation, name: str) -> int:
+    attr = op.properties[name]
+    assert isinstance(attr, IntegerAttr)
+    return attr.value.data
 
 
 def bind_view(
@@ -46,16 +53,16 @@ def reshape(b: Builder, op: Operation) -> None:
     bind_view(b, op, result, op.operands[0], reshaped(b.ref(op.operands[0]), shape_of(result.type)))
 
 
-def transpose(b: Builder, op: Operation) -> None:
-    perm = int_values(op.properties["perm"])
+def transpose(b: Builder, op: qnn.TransposeOp) -> None:
+    perm = int_values(op.perm)
     if op in b.copies:
         b.emit("move", (b.ref(op.operands[0]), b.out(op.results[0])), (op.operands[0],), perm=perm)
         return
     bind_view(b, op, op.results[0], op.operands[0], permuted(b.ref(op.operands[0]), perm))
 
 
-def slice_(b: Builder, op: Operation) -> None:
-    starts, steps = int_values(op.properties["starts"]), int_values(op.properties["steps"])
+def slice_(b: Builder, op: qnn.SliceOp) -> None:
+    starts, steps = int_values(op.starts), int_values(op.steps)
     if any(s < 1 for s in steps):
         raise LoweringError("slices with negative steps have no NPU instruction")
     source = b.ref(op.operands[0])
@@ -66,7 +73,7 @@ def slice_(b: Builder, op: Operation) -> None:
 
 def split(b: Builder, op: Operation) -> None:
     source = b.ref(op.operands[0])
-    axis = op.properties["axis"].value.data % len(source.shape)
+    axis = _int_prop(op, "axis") % len(source.shape)
     start = 0
     for result in op.results:
         shape = shape_of(result.type)
@@ -78,7 +85,7 @@ def split(b: Builder, op: Operation) -> None:
 
 def concat(b: Builder, op: Operation) -> None:
     out = b.out(op.results[0])
-    axis = op.properties["axis"].value.data % len(out.shape)
+    axis = _int_prop(op, "axis") % len(out.shape)
     start = 0
     for value in op.operands:
         ref = b.ref(value)
@@ -115,13 +122,16 @@ def assemble(b: Builder, op: tile.InsertOp) -> None:
 def depth_to_space(b: Builder, op: Operation) -> None:
     """One move: the input read as [n, c, h, i, w, j] (i, j within a block) in output order."""
     ifm, ofm = b.ref(op.operands[0]), b.out(op.results[0])
-    block = op.properties["block_size"].value.data
+    block = _int_prop(op, "block_size")
     (n, c, h, w), (sn, sc, sh, sw) = ifm.shape, ifm.strides
     oc = c // (block * block)
-    mode = op.properties["mode"].data if "mode" in op.properties else "DCR"
+    mode = op.properties.get("mode", StringAttr("DCR"))
+    assert isinstance(mode, StringAttr)
     # DCR: channel (i * block + j) * oc + c; CRD: channel c * block^2 + i * block + j
     sc_, si, sj = (
-        (sc, block * oc * sc, oc * sc) if mode == "DCR" else (block * block * sc, block * sc, sc)
+        (sc, block * oc * sc, oc * sc)
+        if mode.data == "DCR"
+        else (block * block * sc, block * sc, sc)
     )
     src = TensorRef(
         ifm.region, ifm.offset, (n, oc, h, block, w, block), (sn, sc_, sh, si, sw, sj), ifm.dtype
@@ -132,7 +142,7 @@ def depth_to_space(b: Builder, op: Operation) -> None:
 def space_to_depth(b: Builder, op: Operation) -> None:
     """One move: the input's blocks [n, i, j, c, h, w] to output channel (i * block + j) * c + c."""
     ifm, ofm = b.ref(op.operands[0]), b.out(op.results[0])
-    block = op.properties["block_size"].value.data
+    block = _int_prop(op, "block_size")
     (n, c, h, w), (sn, sc, sh, sw) = ifm.shape, ifm.strides
     src = TensorRef(
         ifm.region,

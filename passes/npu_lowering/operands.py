@@ -3,7 +3,10 @@ tables, and constants appended to the constants region."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from npuc.dialects import qnn, tile
@@ -21,7 +24,7 @@ def activation_zero_point(value: SSAValue) -> int:
     return q.zero_point
 
 
-def output_stage(op: qnn.Requantizing) -> dict:
+def output_stage(op: qnn.Requantizing) -> dict[str, Any]:
     lo, hi = op.clamp_bounds()
     return {
         "ofm_zero_point": activation_zero_point(op.results[0]),
@@ -31,21 +34,22 @@ def output_stage(op: qnn.Requantizing) -> dict:
     }
 
 
-def constant_values(value: SSAValue, cache: dict) -> np.ndarray | None:
+def constant_values(value: SSAValue, cache: dict[Operation, np.ndarray]) -> np.ndarray | None:
     """The elements of a value computed from constants by loads and slices (else None)."""
     owner = value.owner
     if isinstance(owner, Operation) and is_constant(owner):
         if owner not in cache:
             ty = value.type
-            dtype = element_dtype(ty.get_element_type()).newbyteorder("<")  # type: ignore[attr-defined]
+            assert isinstance(ty, TensorType)
+            dtype = element_dtype(ty.get_element_type()).newbyteorder("<")
             data = np.frombuffer(constant_bytes(owner), dtype)
-            cache[owner] = data.reshape(ty.get_shape())  # type: ignore[attr-defined]
+            cache[owner] = data.reshape(ty.get_shape())
         return cache[owner]
     if isinstance(owner, tile.LoadOp | tile.SliceOp):
         source = constant_values(owner.source, cache)
         if source is None:
             return None
-        shape = owner.result.type.get_shape()  # type: ignore[attr-defined]
+        shape = owner.result.type.get_shape()
         index = tuple(
             slice(o, o + n) for o, n in zip(int_values(owner.offsets), shape, strict=True)
         )

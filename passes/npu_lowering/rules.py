@@ -23,4 +23,5 @@ COMPUTE = frozenset(compute.RULES)
 
 def lowerable(op: Operation) -> bool:
     """Whether a rule lowers `op` (the op has one and it covers this instance)."""
-    return op.name in RULES and SUPPORTS.get(op.name, lambda _: True)(op)
+    support = SUPPORTS.get(op.name)
+    return op.name in RULES and (support is None or support(op))

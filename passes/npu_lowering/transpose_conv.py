@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from npuc.dialects.arrays import int_values
 from npuc.dialects.npu_isa import TensorRef
@@ -105,7 +105,7 @@ def _copied(py: Phase, px: Phase) -> bool:
     return bool(py.taps and px.taps) and (len(py.taps) > 1 or len(px.taps) > 1)
 
 
-def _unsupported(op: ConvTranspose2dOp, cache: dict) -> str | None:
+def _unsupported(op: ConvTranspose2dOp, cache: dict[Operation, np.ndarray]) -> str | None:
     """Why the rule cannot lower this instance (None: it can); `cache` holds constant values."""
     if len(shape_of(op.input.type)) != 4 or len(shape_of(op.output.type)) != 4:
         return "it needs NCHW tensors"
@@ -159,7 +159,8 @@ def conv_transpose2d(b: Builder, op: ConvTranspose2dOp) -> None:
         if _copied(py, px):
             assert values is not None  # _unsupported checked it
             kernel = values[:, :, list(py.taps)][:, :, :, list(px.taps)].transpose(1, 0, 2, 3)
-            weights, reads = append_constant(b, kernel, wdtype), (op.input,)
+            weights = append_constant(b, kernel, wdtype)
+            reads: tuple[SSAValue, ...] = (op.input,)
         else:  # one tap: the transposed view of the planned weight
             tap = sliced(weight, (0, 0, py.taps[0], px.taps[0]), (*weight.shape[:2], 1, 1))
             weights, reads = permuted(tap, (1, 0, 2, 3)), (op.input, op.weight)

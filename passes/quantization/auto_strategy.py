@@ -67,7 +67,7 @@ Range = tuple[float, float]
 
 def fake_quantize(x: np.ndarray, lo: float, hi: float, bits: int, symmetric: bool) -> np.ndarray:
     """`x` quantized to the grid of [lo, hi] (as ranges.py describes it) and back, in x's dtype."""
-    lo_, hi_ = np.float64(lo), np.float64(hi)
+    lo_, hi_ = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
     return fake_quantize_grid(np.asarray(x, np.float64), lo_, hi_, bits, symmetric).astype(x.dtype)
 
 
@@ -102,11 +102,11 @@ class StrategyProbe:
             return
         candidates: dict[str, list[Range]] = {}
         for name in self.keys.values():
-            stats = self.stats.get(name)
-            if stats is None or stats.count == 0 or name in candidates:
+            found = self.stats.get(name)
+            if found is None or found.count == 0 or name in candidates:
                 continue
             candidates[name] = [
-                activation_range(stats, s, bits=bits, symmetric=symmetric) for s in CANDIDATES
+                activation_range(found, s, bits=bits, symmetric=symmetric) for s in CANDIDATES
             ]
         errors = {name: np.zeros(len(CANDIDATES)) for name in candidates}
         for call in self.calls:
@@ -153,14 +153,16 @@ class StrategyProbe:
                 )
 
     def _source(
-        self, value: SSAValue, env: Mapping[SSAValue, np.ndarray], candidates: Mapping
+        self, value: SSAValue, env: Mapping[SSAValue, np.ndarray], candidates: Mapping[str, Any]
     ) -> _Source | None:
         name = self.keys.get(value)
-        if name not in candidates or np.asarray(env[value]).dtype.kind != "f":
+        if name is None or name not in candidates or np.asarray(env[value]).dtype.kind != "f":
             return None
         return _Source(name, env[value], ())
 
-    def _quantized(self, source: _Source, lo: float, hi: float, bits: int, symmetric: bool):
+    def _quantized(
+        self, source: _Source, lo: float, hi: float, bits: int, symmetric: bool
+    ) -> np.ndarray:
         """The source quantized to [lo, hi] and moved like the value it stands for."""
         q = fake_quantize(source.array, lo, hi, bits, symmetric)
         for op, args in source.chain:

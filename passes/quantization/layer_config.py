@@ -142,7 +142,8 @@ def layer_config_from_json(data: Any, where: str = "layer configuration") -> Lay
                 for name, e in section.items()
             }
         )
-    return LayerOverrides(*sections, recorded=dict(data.get("layers", {})), source=where)
+    layers, op_types = sections
+    return LayerOverrides(layers, op_types, recorded=dict(data.get("layers", {})), source=where)
 
 
 # --------------------------------------------------------------------------- the report

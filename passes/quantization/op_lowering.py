@@ -12,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 from xdsl.dialects.builtin import (
     BoolAttr,
+    DenseArrayBase,
     IntegerAttr,
     StringAttr,
     TensorType,
@@ -19,11 +20,13 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.builtin import i64 as I64
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import IRDLOperation
 
 from npuc.dialects import nn, qnn
+from npuc.dialects.arrays import int_values
 from npuc.dialects.nn_base import shape_of
 from npuc.dialects.qnn import UniformQuantizedType, qtype
-from npuc.frontends.tflite import Unsupported
+from npuc.frontends.tflite_context import Unsupported
 from npuc.frontends.tflite_softmax import softmax_params
 from npuc.runtime.kernels import elementwise as ew
 from npuc.runtime.nn_interpreter import evaluate_op
@@ -54,6 +57,7 @@ from .schemes import round_half_away
 
 def copied_props(op: Operation, target: type[Operation]) -> dict[str, Attribute]:
     """The nn op's properties that the qnn op also defines (name included)."""
+    assert issubclass(target, IRDLOperation)
     wanted = target.get_irdl_definition().properties
     return {k: v for k, v in op.properties.items() if k in wanted}
 
@@ -84,7 +88,7 @@ def pre_activation_type(em: Emitter, layer: Layer) -> UniformQuantizedType:
 def finish(em: Emitter, layer: Layer, op: Operation, report: LayerReport) -> None:
     """Add a requantizing op, apply a fused leaky_relu as a LUT, record its output."""
     em.add(op)
-    result = op.results[0]
+    result: SSAValue = op.results[0]
     kind, _, _, alpha = fused_activation(layer.op)
     if kind == "leaky_relu":
         result = em.lut(layer, result, lambda x: ew.leaky_relu(x.astype(np.float32), alpha))
@@ -158,9 +162,11 @@ def lower_weighted(em: Emitter, layer: Layer) -> None:
         stored = round_half_away(bias / bias_scale)
         limit = 2 ** (plan.bias_bits - 1)
         report.bias_saturated = int(np.count_nonzero((stored < -limit) | (stored > limit - 1)))
-        stored_bias = np.clip(stored, -limit, limit - 1).astype(np.int32)
-        name = layer_name_of(op.operands[2].owner)  # type: ignore[arg-type]
-        operands.append(em.constant(stored_bias, tensor_of(op.operands[2], i32), name))
+        clipped = np.clip(stored, -limit, limit - 1).astype(np.int32)
+        stored_bias = clipped
+        owner = op.operands[2].owner
+        name = layer_name_of(owner) if isinstance(owner, Operation) else None
+        operands.append(em.constant(clipped, tensor_of(op.operands[2], i32), name))
     check_accumulator(em, layer, x, w, stored_bias, channel_axis)
     q_out = output_type_for(em, layer)
     props = copied_props(op, target)
@@ -228,6 +234,7 @@ def lower_prelu(em: Emitter, layer: Layer) -> None:
     """x >= 0 ? x : slope x as qnn.prelu (TFLite's PRELU): the constant slope quantized per
     tensor with the weight scheme, one rescaling for each side."""
     op, bits = layer.op, layer.bits
+    assert isinstance(op, nn.PReluOp)
     x = em.as_bits(op.lhs, bits)
     slope = em.weight(op.rhs, layer, None)
     sx, ss = qtype(x).scale, qtype(slope).scale
@@ -246,6 +253,7 @@ def lower_divide(em: Emitter, layer: Layer) -> None:
     """A division by a tensor as qnn.div (TFLite's DIV arithmetic, rounding "tflite"): one
     rescaling s_lhs / (s_rhs s_out); a zero divisor saturates (see qnn.div)."""
     op, bits = layer.op, layer.bits
+    assert isinstance(op, nn.DivOp)
     a, b = em.as_bits(op.lhs, bits), em.as_bits(op.rhs, bits)
     q_out = output_type_for(em, layer)
     real = qtype(a).scale / (qtype(b).scale * q_out.scale)
@@ -256,7 +264,9 @@ def lower_divide(em: Emitter, layer: Layer) -> None:
 
 def _pair(em: Emitter, real: float) -> tuple[int, int]:
     props = em.requant_props([real])
-    return props["multiplier"].get_values()[0], props["shift"].get_values()[0]  # type: ignore[attr-defined]
+    multiplier, shift = props["multiplier"], props["shift"]
+    assert isinstance(multiplier, DenseArrayBase) and isinstance(shift, DenseArrayBase)
+    return int_values(multiplier)[0], int_values(shift)[0]
 
 
 def lower_pool(em: Emitter, layer: Layer) -> None:

@@ -72,7 +72,7 @@ def _force_recorded_outputs(plan: Plan, overrides: LayerOverrides) -> None:
             for i, item in enumerate(inputs if isinstance(inputs, list) else [])
             if isinstance(item, Mapping)
             and isinstance(item.get("tensor"), str)
-            and isinstance(values.get(item.get("tensor")), BlockArgument)
+            and isinstance(values.get(str(item.get("tensor"))), BlockArgument)
         ]
         for role, item in [*((f"outputs[{i}]", o) for i, o in enumerate(outputs)), *graph_inputs]:
             where = _where(overrides, name, role)
@@ -157,7 +157,7 @@ def _check_recorded(report: QuantizeReport, overrides: LayerOverrides) -> None:
 
 
 def _check_tensors(
-    overrides: LayerOverrides, name: str, layer: LayerReport, role: str, items: list
+    overrides: LayerOverrides, name: str, layer: LayerReport, role: str, items: list[Any]
 ) -> None:
     actual = {t.tensor: t for t in getattr(layer, role)}
     for i, item in enumerate(items):

@@ -14,9 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import DictionaryAttr, FunctionType, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FunctionType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
@@ -134,7 +141,7 @@ def quantize_state(module: ModuleOp, rounding: str = "half_away_from_zero") -> N
                         f"state '{name}' is quantized per axis; npuc carries per-tensor state only"
                     )
                 m0, shift = quantize_multiplier(source.scale / q.scale)
-                op = qnn.RequantizeOp.create(
+                op: Operation = qnn.RequantizeOp.create(
                     operands=[value],
                     result_types=[ty],
                     properties={
@@ -148,7 +155,9 @@ def quantize_state(module: ModuleOp, rounding: str = "half_away_from_zero") -> N
             func.body.block.insert_op_before(op, ret)
             ret.operands = [op.results[0] if i == res else v for i, v in enumerate(ret.operands)]
         if name in init:
-            values = np.asarray(from_dense(init[name]))
+            stored = init[name]
+            assert isinstance(stored, DenseIntOrFPElementsAttr)
+            values = np.asarray(from_dense(stored))
             if values.dtype.kind == "f":
                 init[name] = to_dense(quantize_array(values, q, None), storage_element(q))
     if init:

@@ -16,7 +16,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -160,6 +160,7 @@ class Histogram:
             np.int64
         )[: self.bins]
         self.start = new_start
+        assert self.width is not None
         self.width *= 2.0**doublings
 
     def _move(self, start: int) -> None:
@@ -227,7 +228,9 @@ class TensorStatistics:
         self.outliers = 0
         self.auto: dict[str, str] = {}
         self.probe: StrategyProbe | None = None
-        self.ranges: dict[tuple, tuple[float, float]] = {}  # activation_range's, by request
+        self.ranges: dict[
+            tuple[Any, ...], tuple[float, float]
+        ] = {}  # activation_range's, by request
         self._batch: tuple[float, float] | None = None
 
     @property
@@ -370,7 +373,7 @@ class _Checker:
     def __init__(self, name: str, location: str | None):
         self.name, self.location = name, location
 
-    def fail(self, key: str, problem: str) -> None:
+    def fail(self, key: str, problem: str) -> NoReturn:
         what = f"'{key}' " if key else ""
         raise NpucError(f"statistics of tensor '{self.name}': {what}{problem}", self.location)
 
@@ -384,10 +387,10 @@ class _Checker:
         except OverflowError:  # an integer beyond the float range
             self.fail(key, "is out of the range of a float")
 
-    def number(self, data: dict, key: str, optional: bool = False) -> float | None:
+    def number(self, data: dict[str, Any], key: str, optional: bool = False) -> float | None:
         return self.value(key, data.get(key), optional)
 
-    def count(self, data: dict, key: str, optional: bool = False) -> int:
+    def count(self, data: dict[str, Any], key: str, optional: bool = False) -> int:
         value = data.get(key, 0 if optional else None)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
             self.fail(key, "must be a non-negative integer (below 2**63)")
@@ -597,9 +600,10 @@ def _output_aliases(
         if value in args:
             key = inputs[args.index(value)]
         else:
-            key = runner.keys.get(value)
-            if key not in intermediates:
+            named = runner.keys.get(value)
+            if named is None or named not in intermediates:
                 continue  # a returned constant: recorded under its output name
+            key = named
         if name == key or name in intermediates or name in inputs:
             continue  # same key, or the name belongs to another tensor
         aliases[name] = key
