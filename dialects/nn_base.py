@@ -33,7 +33,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from .nn_shapes import Shape, ShapeError
+from .nn_shapes import Props, Shape, ShapeError, Shapes
 
 F32Tensor = TensorType.constr(f32)
 I64Tensor = TensorType.constr(i64)
@@ -98,9 +98,7 @@ class NNOperation(IRDLOperation):
     assembly_format: ClassVar[str | None] = FUNCTIONAL_FORMAT
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         """Result shapes implied by operands and properties; None if the result type decides."""
         return None
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from xdsl.dialects.builtin import I64, DenseIntOrFPElementsAttr, IntegerAttr, StringAttr, TensorType
 from xdsl.ir import Attribute, OpResult
 from xdsl.irdl import (
@@ -30,7 +28,7 @@ from .nn_base import (
     prop_int,
     same_element,
 )
-from .nn_shapes import Shape, ShapeError
+from .nn_shapes import Props, Shape, ShapeError, Shapes
 
 # --------------------------------------------------------------------------- constants
 
@@ -88,9 +86,7 @@ class UnaryOperation(NNOperation):
     output: OpResult[TensorType[Attribute]] = result_def(F32Tensor)
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [operand_shapes[0]]
 
 
@@ -102,9 +98,7 @@ class BinaryOperation(NNOperation):
     output: OpResult[TensorType[Attribute]] = result_def(F32Tensor)
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [shapes.broadcast(*operand_shapes)]
 
 
@@ -191,9 +185,7 @@ class PReluOp(BinaryOperation):
     name = "nn.prelu"
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x, slope = operand_shapes
         if shapes.broadcast(x, slope) != x:
             raise ShapeError(f"slope {slope} does not broadcast to input {x}")
@@ -360,9 +352,7 @@ class AxisOperation(UnaryOperation):
     axis = prop_def(IntegerAttr[I64])
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         shapes.normalize_axis(prop_int(props, "axis", 0), len(operand_shapes[0]))
         return [operand_shapes[0]]
 

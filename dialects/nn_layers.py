@@ -41,7 +41,7 @@ from .nn_base import (
     prop_ints,
     same_element,
 )
-from .nn_shapes import Shape, ShapeError
+from .nn_shapes import Props, Shape, ShapeError, Shapes
 
 
 def _check_window(
@@ -73,9 +73,7 @@ class Conv2dOp(ActivationFusable):
     groups = prop_def(IntegerAttr[I64])
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x, w = operand_shapes[0], operand_shapes[1]
         if len(operand_shapes) == 3 and operand_shapes[2] != (w[0],):
             raise ShapeError(f"bias must have shape ({w[0]},), got {operand_shapes[2]}")
@@ -107,9 +105,7 @@ class ConvTranspose2dOp(ActivationFusable):
     groups = prop_def(IntegerAttr[I64])
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x, w = operand_shapes[0], operand_shapes[1]
         groups = prop_int(props, "groups", 1)
         if len(operand_shapes) == 3 and operand_shapes[2] != (w[1] * groups,):
@@ -138,9 +134,7 @@ class FullyConnectedOp(ActivationFusable):
     output = result_def(F32Tensor)
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x, w = operand_shapes[0], operand_shapes[1]
         if len(x) != 2 or len(w) != 2 or x[1] != w[1]:
             raise ShapeError(f"expects x [N, K] and weight [O, K], got {x} and {w}")
@@ -159,9 +153,7 @@ class MatMulOp(ActivationFusable):
     output = result_def(F32Tensor)
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [shapes.matmul(*operand_shapes)]
 
 
@@ -182,9 +174,7 @@ class MaxPool2dOp(NNOperation):
     ceil_mode = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [
             shapes.pool2d(
                 operand_shapes[0],
@@ -213,9 +203,7 @@ class AvgPool2dOp(ActivationFusable):
     count_include_pad = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [
             shapes.pool2d(
                 operand_shapes[0],
@@ -235,9 +223,7 @@ class GlobalPoolOperation(NNOperation):
     output = result_def(F32Tensor)
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x = operand_shapes[0]
         if len(x) < 3:
             raise ShapeError(f"expects an input of rank >= 3, got {x}")
@@ -281,9 +267,7 @@ class BatchNormOp(NNOperation):
     epsilon = prop_def(F32Attr)
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x = operand_shapes[0]
         if len(x) < 2:
             raise ShapeError(f"expects an input of rank >= 2, got {x}")
@@ -303,9 +287,7 @@ class InstanceNormOp(NNOperation):
     epsilon = prop_def(F32Attr)
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x = operand_shapes[0]
         if len(x) < 3:
             raise ShapeError(f"expects an input of rank >= 3, got {x}")
@@ -326,9 +308,7 @@ class LayerNormOp(NNOperation):
     epsilon = prop_def(F32Attr)
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x = operand_shapes[0]
         axis = shapes.normalize_axis(prop_int(props, "axis", -1), len(x))
         for s in operand_shapes[1:]:
@@ -353,9 +333,7 @@ class LrnOp(NNOperation):
     bias = prop_def(F32Attr)
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         size = prop_int(props, "size", 1)
         if size < 1 or size % 2 == 0:
             raise ShapeError(f"size must be a positive odd number, got {size}")
@@ -376,9 +354,7 @@ class ReduceOperation(NNOperation):
     keepdims = opt_prop_def(BoolAttr, BoolAttr.from_bool(True))
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         keep = props.get("keepdims")
         keepdims = True if keep is None else prop_bool(props, "keepdims")
         return [shapes.reduce(operand_shapes[0], prop_ints(props, "axes"), keepdims)]
@@ -446,9 +422,7 @@ class ArgReduceOperation(NNOperation):
     select_last_index = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         keep = props.get("keepdims")
         keepdims = True if keep is None else prop_bool(props, "keepdims")
         x = operand_shapes[0]

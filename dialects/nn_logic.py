@@ -7,15 +7,12 @@ condition. See docs/dialects/nn.md ("Element types").
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, result_def
 
 from . import nn_shapes as shapes
 from .nn_base import ANY_ELEMENT, BoolTensor, NNOperation, same_element
-from .nn_shapes import Shape
+from .nn_shapes import Props, Shape, Shapes
 
 AnyTensor = TensorType.constr(ANY_ELEMENT)
 
@@ -34,9 +31,7 @@ class CastOp(NNOperation):
     output = result_def(AnyTensor)
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [operand_shapes[0]]
 
 
@@ -48,9 +43,7 @@ class CompareOperation(NNOperation):
     output = result_def(BoolTensor)
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [shapes.broadcast(*operand_shapes)]
 
 
@@ -98,9 +91,7 @@ class NotOp(NNOperation):
     output = result_def(BoolTensor)
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [operand_shapes[0]]
 
 
@@ -112,9 +103,7 @@ class LogicalOperation(NNOperation):
     output = result_def(BoolTensor)
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [shapes.broadcast(*operand_shapes)]
 
 
@@ -150,9 +139,7 @@ class WhereOp(NNOperation):
     output = result_def(same_element(ANY_ELEMENT))
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [shapes.broadcast(*operand_shapes)]
 
 

@@ -5,7 +5,6 @@ resize, gather, depth/space rearrangements. They move values without arithmetic
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 
 from xdsl.dialects.builtin import (
     I64,
@@ -16,7 +15,6 @@ from xdsl.dialects.builtin import (
     StringAttr,
     f32,
 )
-from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -41,7 +39,7 @@ from .nn_base import (
     same_element,
     shape_of,
 )
-from .nn_shapes import Shape, ShapeError
+from .nn_shapes import Props, Shape, ShapeError, Shapes
 
 # Data movement works on every element type; input and result types agree.
 AnyT = same_element(ANY_ELEMENT)
@@ -93,9 +91,7 @@ class TransposeOp(NNOperation):
     perm = prop_def(I64Array)
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [shapes.transpose(operand_shapes[0], prop_ints(props, "perm"))]
 
 
@@ -109,9 +105,7 @@ class ConcatOp(NNOperation):
     axis = prop_def(IntegerAttr[I64])
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [shapes.concat(operand_shapes, prop_int(props, "axis", 0))]
 
 
@@ -149,9 +143,7 @@ class SliceOp(NNOperation):
     steps = prop_def(I64Array)
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [
             shapes.slice_(
                 operand_shapes[0],
@@ -181,9 +173,7 @@ class PadOp(NNOperation):
     value = opt_prop_def(F32Attr, FloatAttr(0.0, f32))
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         mode = props.get("mode")
         if isinstance(mode, StringAttr) and mode.data not in PAD_MODES:
             raise ShapeError(f'mode must be one of {", ".join(PAD_MODES)}, got "{mode.data}"')
@@ -254,9 +244,7 @@ class GatherOp(NNOperation):
     axis = prop_def(IntegerAttr[I64])
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [shapes.gather(operand_shapes[0], operand_shapes[1], prop_int(props, "axis", 0))]
 
 
@@ -271,9 +259,7 @@ class DepthToSpaceOp(NNOperation):
     mode = opt_prop_def(StringAttr, StringAttr("DCR"))
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         mode = props.get("mode")
         if isinstance(mode, StringAttr) and mode.data not in ("DCR", "CRD"):
             raise ShapeError('mode must be "DCR" or "CRD"')
@@ -290,7 +276,5 @@ class SpaceToDepthOp(NNOperation):
     block_size = prop_def(IntegerAttr[I64])
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [shapes.space_to_depth(operand_shapes[0], prop_int(props, "block_size", 1))]

@@ -8,7 +8,6 @@ Integer semantics: docs/quantization.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -19,6 +18,7 @@ from xdsl.dialects.builtin import (
     Signedness,
     StringAttr,
     TensorType,
+    i64,
 )
 from xdsl.ir import Attribute
 from xdsl.irdl import (
@@ -33,7 +33,7 @@ from xdsl.utils.exceptions import VerifyException
 from . import nn
 from . import nn_shapes as shapes
 from .nn_base import F32Tensor, NNOperation, shape_of
-from .nn_shapes import Shape, ShapeError
+from .nn_shapes import Props, Shape, ShapeError, Shapes
 from .qnn_base import (
     PerTensorRequantizing,
     QNNOperation,
@@ -218,9 +218,7 @@ class SoftmaxOp(QNNOperation):
     OUTPUT_ZERO_POINT: ClassVar[int] = -128
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [tuple(operand_shapes[0])]
 
     def verify_(self) -> None:
@@ -254,6 +252,20 @@ class SoftmaxOp(QNNOperation):
 
 
 # --------------------------------------------------------------------------- arithmetic
+
+
+def aligned_inputs(
+    left_shift: int, lhs: tuple[int, int], rhs: tuple[int, int]
+) -> dict[str, Attribute]:
+    """The input properties of an aligned sum: the left shift and each input's
+    (multiplier, shift)."""
+    return {
+        "left_shift": IntegerAttr(left_shift, i64),
+        "lhs_multiplier": IntegerAttr(lhs[0], i64),
+        "lhs_shift": IntegerAttr(lhs[1], i64),
+        "rhs_multiplier": IntegerAttr(rhs[0], i64),
+        "rhs_shift": IntegerAttr(rhs[1], i64),
+    }
 
 
 class AlignedSumOperation(PerTensorRequantizing):

@@ -8,7 +8,6 @@ Kernels: runtime/kernels/qnn_int16_lut.py.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -19,14 +18,13 @@ from xdsl.dialects.builtin import (
     IntegerType,
     StringAttr,
 )
-from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
 from npuc.tensors import from_dense
 
 from .nn_base import shape_of
-from .nn_shapes import Shape
+from .nn_shapes import Props, Shape, Shapes
 from .qnn_base import QNNOperation, QTensor, qtype
 
 I16 = IntegerType(16)
@@ -54,9 +52,7 @@ class Int16LutOperation(QNNOperation):
     output = result_def(QTensor)
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [tuple(operand_shapes[0])]
 
     def check_io(self, rank_min: int = 0) -> None:

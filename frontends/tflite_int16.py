@@ -77,6 +77,7 @@ from xdsl.ir import SSAValue
 from npuc.dialects import qnn
 from npuc.dialects.arrays import ints
 from npuc.dialects.nn_base import shape_of
+from npuc.dialects.qnn_elementwise import aligned_inputs
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.runtime.kernels.qnn_int16_lut import lut_lookup_513
 from npuc.tensors import to_dense
@@ -91,6 +92,7 @@ from .tflite_quant import (
     check_same_params,
     conv_multipliers,
     emit_elementwise,
+    emit_mul,
     fc_multipliers,
     folded_mean_multiplier,
     out_type,
@@ -229,24 +231,15 @@ def _aligned(op_type: type) -> Callable[[OpContext], SSAValue]:
             rhs = tflite_multiplier(s_b / twice_max)
             pair = tflite_multiplier(twice_max / ((1 << LEFT_SHIFT_16BIT) * s_out))
             left = LEFT_SHIFT_16BIT
-        props = requant_props([pair], clamp) | {
-            "left_shift": IntegerAttr(left, i64),
-            "lhs_multiplier": IntegerAttr(lhs[0], i64),
-            "lhs_shift": IntegerAttr(lhs[1], i64),
-            "rhs_multiplier": IntegerAttr(rhs[0], i64),
-            "rhs_shift": IntegerAttr(rhs[1], i64),
-        }
+        props = requant_props([pair], clamp) | aligned_inputs(left, lhs, rhs)
         return emit_elementwise(ctx, op_type, props)
 
     return convert
 
 
 def _mul(ctx: OpContext) -> SSAValue:
-    a_t, b_t, out = ctx.tensor(0), ctx.tensor(1), ctx.out()
-    check_int16(a_t, b_t, out)
-    pair = tflite_multiplier(tensor_scale(a_t) * tensor_scale(b_t) / tensor_scale(out))
-    props = requant_props([pair], activation_range(ctx, out))
-    return emit_elementwise(ctx, qnn.MulOp, props)
+    check_int16(ctx.tensor(0), ctx.tensor(1), ctx.out())
+    return emit_mul(ctx)
 
 
 def _quantize(ctx: OpContext) -> SSAValue:

@@ -65,6 +65,7 @@ from xdsl.ir import Attribute, SSAValue
 from npuc.dialects import qnn
 from npuc.dialects.arrays import ints
 from npuc.dialects.nn_base import shape_of
+from npuc.dialects.qnn_elementwise import aligned_inputs
 from npuc.tensors import to_dense
 
 from . import tflite_float as fops
@@ -82,6 +83,7 @@ from .tflite_quant import (
     check_same_params,
     conv_multipliers,
     emit_elementwise,
+    emit_mul,
     fc_multipliers,
     folded_mean_multiplier,
     out_type,
@@ -147,24 +149,16 @@ def _aligned(op_type: type) -> object:
         lhs = tflite_multiplier(s_a / twice_max)
         rhs = tflite_multiplier(s_b / twice_max)
         pair = tflite_multiplier(twice_max / ((1 << LEFT_SHIFT_8BIT) * s_out))
-        props = requant_props([pair], activation_range(ctx, out)) | {
-            "left_shift": IntegerAttr(LEFT_SHIFT_8BIT, i64),
-            "lhs_multiplier": IntegerAttr(lhs[0], i64),
-            "lhs_shift": IntegerAttr(lhs[1], i64),
-            "rhs_multiplier": IntegerAttr(rhs[0], i64),
-            "rhs_shift": IntegerAttr(rhs[1], i64),
-        }
+        clamp = activation_range(ctx, out)
+        props = requant_props([pair], clamp) | aligned_inputs(LEFT_SHIFT_8BIT, lhs, rhs)
         return emit_elementwise(ctx, op_type, props)
 
     return convert
 
 
 def _mul(ctx: OpContext) -> SSAValue:
-    a_t, b_t, out = ctx.tensor(0), ctx.tensor(1), ctx.out()
-    check_int8(a_t, b_t, out)
-    pair = tflite_multiplier(tensor_scale(a_t) * tensor_scale(b_t) / tensor_scale(out))
-    props = requant_props([pair], activation_range(ctx, out))
-    return emit_elementwise(ctx, qnn.MulOp, props)
+    check_int8(ctx.tensor(0), ctx.tensor(1), ctx.out())
+    return emit_mul(ctx)
 
 
 def pool(average: bool) -> object:
@@ -517,13 +511,8 @@ def _squared_difference(ctx: OpContext) -> SSAValue:
     rhs = tflite_multiplier(s_b / twice_max)
     shifted = float(np.float32(1 << (2 * LEFT_SHIFT_SQUARED_DIFFERENCE)) * np.float32(s_out))
     pair = tflite_multiplier(twice_max * twice_max / shifted)
-    props = requant_props([pair], _full_range(ctx)) | {
-        "left_shift": IntegerAttr(LEFT_SHIFT_SQUARED_DIFFERENCE, i64),
-        "lhs_multiplier": IntegerAttr(lhs[0], i64),
-        "lhs_shift": IntegerAttr(lhs[1], i64),
-        "rhs_multiplier": IntegerAttr(rhs[0], i64),
-        "rhs_shift": IntegerAttr(rhs[1], i64),
-    }
+    props = requant_props([pair], _full_range(ctx))
+    props |= aligned_inputs(LEFT_SHIFT_SQUARED_DIFFERENCE, lhs, rhs)
     return ctx.emit(
         qnn.SquaredDifferenceOp, [ctx.value(0), ctx.value(1)], props, result_types=[out_type(ctx)]
     )

@@ -152,6 +152,14 @@ def emit_elementwise(ctx: OpContext, op_type: type, props: dict[str, Attribute])
     return ctx.nhwc(ctx.emit(op_type, inner, props, result_types=[out_type(ctx, [n, c, h, w])]))
 
 
+def emit_mul(ctx: OpContext) -> SSAValue:
+    """MUL at either width: the int32 MultiplyByQuantizedMultiplier of a * b by
+    s_a s_b / s_out, clamped to the fused activation."""
+    a_t, b_t, out = ctx.tensor(0), ctx.tensor(1), ctx.out()
+    pair = tflite_multiplier(tensor_scale(a_t) * tensor_scale(b_t) / tensor_scale(out))
+    return emit_elementwise(ctx, qnn.MulOp, requant_props([pair], activation_range(ctx, out)))
+
+
 def check_same_params(ctx: OpContext, a: Tensor, b: Tensor) -> None:
     if quantized_type(a) != quantized_type(b):
         raise Unsupported(f"input and output quantization differ ('{a.name}', '{b.name}')")

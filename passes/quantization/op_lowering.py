@@ -26,6 +26,7 @@ from npuc.dialects import nn, qnn
 from npuc.dialects.arrays import int_values
 from npuc.dialects.nn_base import shape_of
 from npuc.dialects.qnn import UniformQuantizedType, qtype
+from npuc.dialects.qnn_elementwise import aligned_inputs
 from npuc.frontends.tflite_context import Unsupported
 from npuc.frontends.tflite_softmax import softmax_params
 from npuc.runtime.kernels import elementwise as ew
@@ -218,13 +219,7 @@ def lower_arithmetic(em: Emitter, layer: Layer) -> None:
         twice_max = 2 * max(sa, sb)
         props |= em.requant_props([twice_max / ((1 << left_shift) * q_out.scale)], q_out, bounds)
         (lm, ls), (rm, rs) = _pair(em, sa / twice_max), _pair(em, sb / twice_max)
-        props |= {
-            "left_shift": IntegerAttr(left_shift, I64),
-            "lhs_multiplier": IntegerAttr(lm, I64),
-            "lhs_shift": IntegerAttr(ls, I64),
-            "rhs_multiplier": IntegerAttr(rm, I64),
-            "rhs_shift": IntegerAttr(rs, I64),
-        }
+        props |= aligned_inputs(left_shift, (lm, ls), (rm, rs))
     else:
         props |= em.requant_props([sa * sb / q_out.scale], q_out, bounds)
     emit_requantizing(em, layer, target, [a, b], props, q_out)
