@@ -84,9 +84,9 @@ def test_no_entry_function_stays_a_user_error(tmp_path: Path):
 
 
 def test_npu_compile_names_the_stage_pass_op_and_layer(tmp_path: Path, monkeypatch, capsys):
-    from npuc.passes.npu_lowering import compute
+    from npuc.passes.npu_lowering import rules
 
-    monkeypatch.setitem(compute.RULES, "qnn.conv2d", fail)
+    monkeypatch.setitem(rules.RULES, "qnn.conv2d", fail)
     argv = [str(LENET), "-t", "mcu-64", "--calib-random", "2", "-q", "-o", str(tmp_path / "o")]
     status, stderr = run_main(npu_compile.main, argv, capsys)
     assert_internal_error(
@@ -103,9 +103,9 @@ def test_npu_compile_names_the_stage_pass_op_and_layer(tmp_path: Path, monkeypat
 
 
 def test_debug_and_npuc_debug_print_the_traceback(tmp_path: Path, monkeypatch, capsys):
-    from npuc.passes.npu_lowering import compute
+    from npuc.passes.npu_lowering import rules
 
-    monkeypatch.setitem(compute.RULES, "qnn.conv2d", fail)
+    monkeypatch.setitem(rules.RULES, "qnn.conv2d", fail)
     argv = [str(LENET), "-t", "mcu-64", "--calib-random", "2", "-q", "-o", str(tmp_path / "o")]
     status, stderr = run_main(npu_compile.main, [*argv, "--debug"], capsys)
     assert_internal_error(status, stderr, "npu-compile", "stage 'lower'", "op 'qnn.conv2d'")
