@@ -17,7 +17,7 @@ LATEST := .venv-latest
 export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: setup check-env lock demo test suite lint filecheck pytest test-latest bench fuzz clean
+.PHONY: setup check-env lock demo test suite lint typecheck filecheck pytest test-latest bench fuzz clean
 
 $(UV):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "npuc needs Python 3.11 or newer")'
@@ -52,14 +52,18 @@ lint:
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# mypy, strict on the core, dialects/ and passes/ ([tool.mypy] in pyproject.toml).
+typecheck:
+	$(BIN)/python .ci/typecheck.py
+
 filecheck:
 	$(BIN)/lit -sv filecheck
 
 pytest:
 	$(BIN)/pytest -q
 
-# Lint and FileCheck first, so pytest's summary is the closing line.
-suite: lint filecheck pytest
+# Lint, types and FileCheck first, so pytest's summary is the closing line.
+suite: lint typecheck filecheck pytest
 
 test: check-env
 	@$(MAKE) --no-print-directory suite

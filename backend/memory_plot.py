@@ -10,8 +10,8 @@ import io
 
 from PIL import Image, ImageDraw, ImageFont
 
-from .memory_ir import ACTIVATIONS, PlannedModule
-from .memory_report import liveness_regions
+from npuc.passes.memory.ir import ACTIVATIONS, PlannedModule
+from npuc.passes.memory.report import liveness_regions
 
 WIDTH, HEIGHT = 960, 480
 LEFT, RIGHT, TOP, BOTTOM = 90, 20, 40, 50

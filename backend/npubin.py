@@ -17,8 +17,8 @@ from xdsl.utils.target import Target
 
 from npuc.diagnostics import NpucError
 from npuc.dialects import npu_isa as isa
-
-from .npubin_format import (
+from npuc.dialects.npu import program_op
+from npuc.dialects.npubin_format import (
     COUNT,
     DEBUG_ENTRY,
     DEFAULT_ALIGNMENT,
@@ -66,9 +66,13 @@ class _Strings:
 
 def _tensor(t: isa.TensorRef) -> bytes:
     head = TENSOR.pack(
-        isa.REGION_KINDS.index(t.region), isa.DTYPE_NAMES.index(t.dtype), len(t.shape), 0, 0,
+        isa.REGION_KINDS.index(t.region),
+        isa.DTYPE_NAMES.index(t.dtype),
+        len(t.shape),
+        0,
+        0,
         t.offset,
-    )  # fmt: skip
+    )
     return head + b"".join(DIM.pack(d, s) for d, s in zip(t.shape, t.strides, strict=True))
 
 
@@ -99,9 +103,14 @@ def _instruction(inst: isa.Instruction, strings: _Strings) -> bytes:
     operands = b"".join(_tensor(t) for t in inst.operands)
     size = INSTRUCTION.size + len(params) + len(deps) + len(operands)
     head = INSTRUCTION.pack(
-        inst.spec.opcode, isa.ENGINES.index(inst.engine), len(inst.operands), len(inst.deps),
-        len(params), NO_LAYER if inst.layer is None else inst.layer, size,
-    )  # fmt: skip
+        inst.spec.opcode,
+        isa.ENGINES.index(inst.engine),
+        len(inst.operands),
+        len(inst.deps),
+        len(params),
+        NO_LAYER if inst.layer is None else inst.layer,
+        size,
+    )
     return head + params + deps + operands
 
 
@@ -137,8 +146,13 @@ def encode_program(program: isa.Program) -> bytes:
         _instruction(inst, strings) for inst in program.instructions
     )
     layers = layers.ljust(pad8(len(layers)), b"\0")
-    sections = [("REGIONS", regions), ("IO", io), ("LAYERS", layers), ("COMMANDS", commands),
-                ("CONSTANTS", program.constants)]  # fmt: skip
+    sections = [
+        ("REGIONS", regions),
+        ("IO", io),
+        ("LAYERS", layers),
+        ("COMMANDS", commands),
+        ("CONSTANTS", program.constants),
+    ]
     if program.debug:
         debug = COUNT.pack(len(program.debug), 0) + b"".join(
             DEBUG_ENTRY.pack(strings(k), strings(v)) for k, v in program.debug
@@ -176,20 +190,6 @@ def _assemble(sections: list[tuple[str, bytes]]) -> bytes:
     head = HEADER.pack(MAGIC, VERSION[0], minor, HEADER.size, len(sections), offset, 0, 0)[:-4]
     crc = zlib.crc32(head + table)
     return head + struct.pack("<I", crc) + table + bytes(body)
-
-
-def program_op(module: ModuleOp):
-    """The one npu.program of a module (NpucError otherwise)."""
-    from npuc.dialects.npu import ProgramOp
-
-    programs = [op for op in module.ops if isinstance(op, ProgramOp)]
-    others = [op.name for op in module.ops if not isinstance(op, ProgramOp)]
-    if len(programs) != 1 or others:
-        raise NpucError(
-            "the npubin target needs a module holding exactly one npu.program"
-            + (f" (found {', '.join(sorted(set(others)))})" if others else "")
-        )
-    return programs[0]
 
 
 def encode_module(module: ModuleOp) -> bytes:

@@ -39,6 +39,7 @@ from xdsl.ir import Operation, SSAValue
 from npuc import graph_io
 from npuc.diagnostics import InternalError, NpucError, user_file
 from npuc.dialects import nn, qnn
+from npuc.dialects.arrays import int_values
 from npuc.dialects.nn_base import ActivationFusable, shape_of
 from npuc.dialects.quant_types import UniformQuantizedType, storage_range
 from npuc.runtime.nn_interpreter import FunctionRunner
@@ -85,10 +86,6 @@ def _qtype(value: SSAValue) -> UniformQuantizedType | None:
 def _layer(op: Operation) -> str | None:
     attr = op.properties.get("name")
     return getattr(attr, "data", None)
-
-
-def _ints(attr: object) -> list[int]:
-    return [int(v) for v in attr.get_values()]  # type: ignore[attr-defined]
 
 
 def _real(multiplier: int, shift: int) -> float:
@@ -233,8 +230,13 @@ class _Exporter:
         scale, zp = self.qparams(q, q_name)
         shared = out is None
         out = out or self.fresh(f"{q_name}_dequantized")
-        self.node("DequantizeLinear", [q_name, scale, zp], [out], f"{q_name}_DequantizeLinear",
-                  **self.axis(q))  # fmt: skip
+        self.node(
+            "DequantizeLinear",
+            [q_name, scale, zp],
+            [out],
+            f"{q_name}_DequantizeLinear",
+            **self.axis(q),
+        )
         if shared:
             self.floats[value] = out
         return out
@@ -307,7 +309,7 @@ class _Exporter:
 
 
 def _check_multiplier(op: qnn.Requantizing, reals: np.ndarray, base: str) -> None:
-    multipliers, shifts = _ints(op.multiplier), _ints(op.shift)
+    multipliers, shifts = list(int_values(op.multiplier)), list(int_values(op.shift))
     actual = np.array([_real(m, s) for m, s in zip(multipliers, shifts, strict=True)])
     actual, expected = np.broadcast_arrays(actual, np.asarray(reals, np.float64).reshape(-1))
     if not np.allclose(actual, expected, rtol=RTOL, atol=0):
@@ -359,7 +361,7 @@ def _requantizing(onnx_op: str, attrs=None):
 
 
 def _single(op: qnn.Requantizing) -> tuple[int, int]:
-    return _ints(op.multiplier)[0], _ints(op.shift)[0]
+    return int_values(op.multiplier)[0], int_values(op.shift)[0]
 
 
 def _movement(onnx_op: str, attrs=None, extra_inputs=None):
@@ -393,7 +395,7 @@ def _window(op, *keys: str) -> dict[str, object]:
     for key in keys:
         attr = op.properties.get(key)
         if attr is not None and key in names:
-            found[names[key]] = _ints(attr)
+            found[names[key]] = list(int_values(attr))
     for flag in ("ceil_mode", "count_include_pad"):
         attr = op.properties.get(flag)
         if attr is not None and flag in keys:
@@ -406,7 +408,11 @@ def _conv_attrs(op) -> dict[str, object]:
 
 
 def _slice_inputs(op) -> list[tuple[str, np.ndarray]]:
-    starts, ends, steps = _ints(op.starts), _ints(op.ends), _ints(op.steps)
+    starts, ends, steps = (
+        list(int_values(op.starts)),
+        list(int_values(op.ends)),
+        list(int_values(op.steps)),
+    )
     # nn.slice's end -1 means "before index 0"; ONNX clamps INT64_MIN there.
     ends = [
         e if e != -1 else (np.iinfo(np.int64).min if s < 0 else 0)
@@ -426,7 +432,7 @@ def _pad_inputs(op) -> list[tuple[str, np.ndarray | None]]:
         raw = op.value.value.data
         q = _qtype(op.operands[0])
         value = np.array(raw if q is None else q.scale * (raw - q.zero_point), np.float32)
-    return [("pads", np.array(_ints(op.pads), np.int64)), ("value", value)]
+    return [("pads", np.array(list(int_values(op.pads)), np.int64)), ("value", value)]
 
 
 def _resize_inputs(op) -> list[tuple[str, np.ndarray | None]]:
@@ -517,7 +523,7 @@ def _reshape_inputs(op) -> list[tuple[str, np.ndarray]]:
 
 
 def _perm(op) -> dict[str, object]:
-    return {"perm": _ints(op.perm)}
+    return {"perm": list(int_values(op.perm))}
 
 
 def _axis(op) -> dict[str, object]:

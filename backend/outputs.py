@@ -17,12 +17,12 @@ from xdsl.dialects.builtin import ModuleOp
 from npuc.diagnostics import NpucError, user_file
 from npuc.dialects.npu_isa import Program
 from npuc.output_files import check_replaceable
+from npuc.passes.memory.ir import ACTIVATIONS, CONSTANTS, MUTABLE, PlannedModule
+from npuc.passes.memory.report import format_memory_report, memory_json_text, memory_usage
 from npuc.target import Target
 
 from .bundle import header_text, weights_bytes, weights_text
-from .memory_ir import ACTIVATIONS, CONSTANTS, MUTABLE, PlannedModule
 from .memory_plot import plot_profile
-from .memory_report import format_memory_report, memory_json_text, memory_usage
 
 
 def memory_files(

@@ -183,7 +183,7 @@ def buffer_list(attr: Attribute | None) -> list[BufferAttr] | None:
     if isinstance(attr, BufferAttr):
         return [attr]
     if isinstance(attr, ArrayAttr) and all(isinstance(a, BufferAttr) for a in attr.data):
-        return list(attr.data)  # type: ignore[arg-type]
+        return list(attr.data)
     return None
 
 

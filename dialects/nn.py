@@ -16,7 +16,8 @@ assembles the dialect.
 
 from xdsl.ir import Dialect
 
-from .nn_base import NNOperation, build, ints, shape_of
+from .arrays import ints
+from .nn_base import NNOperation, build, shape_of
 from .nn_elementwise import (
     AbsOp,
     AddOp,

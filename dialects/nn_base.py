@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -32,10 +33,9 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from .nn_shapes import Shape, ShapeError
+from .nn_shapes import Props, Shape, ShapeError, Shapes
 
 F32Tensor = TensorType.constr(f32)
-I64Array = DenseArrayBase.constr(i64)
 I64Tensor = TensorType.constr(i64)
 
 # Element types of `nn` tensors. Signless integers are signed (ONNX intN); uiN are unsigned.
@@ -52,7 +52,9 @@ IndexTensor = TensorType.constr(AttrSetConstraint.get(i32, i64))
 BoolTensor = TensorType.constr(i1)
 
 
-def same_element(constraint: AttrConstraint, var: str = "T") -> AttrConstraint:
+def same_element(
+    constraint: AttrConstraint[Attribute], var: str = "T"
+) -> AttrConstraint[TensorType[Attribute]]:
     """Tensors whose element type satisfies `constraint` and is one type across the op."""
     return TensorType.constr(VarConstraint(var, constraint))
 
@@ -64,10 +66,6 @@ def is_float(value: SSAValue | Attribute) -> bool:
 
 F32Attr = FloatAttr.constr(type=f32)
 FUNCTIONAL_FORMAT = "operands attr-dict `:` functional-type(operands, results)"
-
-
-def ints(values: Sequence[int]) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, list(values))
 
 
 def shape_of(value: SSAValue | Attribute) -> Shape:
@@ -97,12 +95,10 @@ class NNOperation(IRDLOperation):
     layer_name = opt_prop_def(StringAttr, prop_name="name")
     traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = FUNCTIONAL_FORMAT
+    assembly_format: ClassVar[str | None] = FUNCTIONAL_FORMAT
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         """Result shapes implied by operands and properties; None if the result type decides."""
         return None
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from xdsl.dialects.builtin import I64, DenseIntOrFPElementsAttr, IntegerAttr, StringAttr, TensorType
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, OpResult
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -28,7 +28,7 @@ from .nn_base import (
     prop_int,
     same_element,
 )
-from .nn_shapes import ShapeError
+from .nn_shapes import Props, Shape, ShapeError, Shapes
 
 # --------------------------------------------------------------------------- constants
 
@@ -83,10 +83,10 @@ class UnaryOperation(NNOperation):
     """Elementwise op on one f32 tensor; the result has the input's shape."""
 
     input = operand_def(F32Tensor)
-    output = result_def(F32Tensor)
+    output: OpResult[TensorType[Attribute]] = result_def(F32Tensor)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [operand_shapes[0]]
 
 
@@ -95,10 +95,10 @@ class BinaryOperation(NNOperation):
 
     lhs = operand_def(F32Tensor)
     rhs = operand_def(F32Tensor)
-    output = result_def(F32Tensor)
+    output: OpResult[TensorType[Attribute]] = result_def(F32Tensor)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [shapes.broadcast(*operand_shapes)]
 
 
@@ -185,7 +185,7 @@ class PReluOp(BinaryOperation):
     name = "nn.prelu"
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x, slope = operand_shapes
         if shapes.broadcast(x, slope) != x:
             raise ShapeError(f"slope {slope} does not broadcast to input {x}")
@@ -352,7 +352,7 @@ class AxisOperation(UnaryOperation):
     axis = prop_def(IntegerAttr[I64])
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         shapes.normalize_axis(prop_int(props, "axis", 0), len(operand_shapes[0]))
         return [operand_shapes[0]]
 

@@ -7,6 +7,8 @@ ends for `nn.pad`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from xdsl.dialects.builtin import (
     I64,
     BoolAttr,
@@ -14,6 +16,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i32,
 )
+from xdsl.ir import Attribute, OpResult
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -24,13 +27,13 @@ from xdsl.irdl import (
 )
 
 from . import nn_shapes as shapes
+from .arrays import I64Array
 from .nn_base import (
     ANY_ELEMENT,
     NUMERIC_ELEMENT,
     ActivationFusable,
     F32Attr,
     F32Tensor,
-    I64Array,
     I64Tensor,
     NNOperation,
     prop_bool,
@@ -38,10 +41,12 @@ from .nn_base import (
     prop_ints,
     same_element,
 )
-from .nn_shapes import ShapeError
+from .nn_shapes import Props, Shape, ShapeError, Shapes
 
 
-def _check_window(props, key: str, length: int, minimum: int) -> tuple[int, ...]:
+def _check_window(
+    props: Mapping[str, Attribute], key: str, length: int, minimum: int
+) -> tuple[int, ...]:
     values = prop_ints(props, key, (1,) * length if minimum == 1 else (0,) * length)
     if len(values) != length:
         raise ShapeError(f"{key} must have {length} values, got {len(values)}")
@@ -68,7 +73,7 @@ class Conv2dOp(ActivationFusable):
     groups = prop_def(IntegerAttr[I64])
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x, w = operand_shapes[0], operand_shapes[1]
         if len(operand_shapes) == 3 and operand_shapes[2] != (w[0],):
             raise ShapeError(f"bias must have shape ({w[0]},), got {operand_shapes[2]}")
@@ -100,7 +105,7 @@ class ConvTranspose2dOp(ActivationFusable):
     groups = prop_def(IntegerAttr[I64])
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x, w = operand_shapes[0], operand_shapes[1]
         groups = prop_int(props, "groups", 1)
         if len(operand_shapes) == 3 and operand_shapes[2] != (w[1] * groups,):
@@ -129,7 +134,7 @@ class FullyConnectedOp(ActivationFusable):
     output = result_def(F32Tensor)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x, w = operand_shapes[0], operand_shapes[1]
         if len(x) != 2 or len(w) != 2 or x[1] != w[1]:
             raise ShapeError(f"expects x [N, K] and weight [O, K], got {x} and {w}")
@@ -148,7 +153,7 @@ class MatMulOp(ActivationFusable):
     output = result_def(F32Tensor)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [shapes.matmul(*operand_shapes)]
 
 
@@ -169,7 +174,7 @@ class MaxPool2dOp(NNOperation):
     ceil_mode = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [
             shapes.pool2d(
                 operand_shapes[0],
@@ -198,7 +203,7 @@ class AvgPool2dOp(ActivationFusable):
     count_include_pad = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [
             shapes.pool2d(
                 operand_shapes[0],
@@ -218,7 +223,7 @@ class GlobalPoolOperation(NNOperation):
     output = result_def(F32Tensor)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x = operand_shapes[0]
         if len(x) < 3:
             raise ShapeError(f"expects an input of rank >= 3, got {x}")
@@ -242,7 +247,7 @@ class GlobalMaxPoolOp(GlobalPoolOperation):
 # --------------------------------------------------------------------------- normalisation
 
 
-def _channel_params(operand_shapes, channels: int, what: str) -> None:
+def _channel_params(operand_shapes: Sequence[Shape], channels: int, what: str) -> None:
     for s in operand_shapes[1:]:
         if s != (channels,):
             raise ShapeError(f"{what} parameters must have shape ({channels},), got {s}")
@@ -262,7 +267,7 @@ class BatchNormOp(NNOperation):
     epsilon = prop_def(F32Attr)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x = operand_shapes[0]
         if len(x) < 2:
             raise ShapeError(f"expects an input of rank >= 2, got {x}")
@@ -282,7 +287,7 @@ class InstanceNormOp(NNOperation):
     epsilon = prop_def(F32Attr)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x = operand_shapes[0]
         if len(x) < 3:
             raise ShapeError(f"expects an input of rank >= 3, got {x}")
@@ -303,7 +308,7 @@ class LayerNormOp(NNOperation):
     epsilon = prop_def(F32Attr)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x = operand_shapes[0]
         axis = shapes.normalize_axis(prop_int(props, "axis", -1), len(x))
         for s in operand_shapes[1:]:
@@ -328,7 +333,7 @@ class LrnOp(NNOperation):
     bias = prop_def(F32Attr)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         size = prop_int(props, "size", 1)
         if size < 1 or size % 2 == 0:
             raise ShapeError(f"size must be a positive odd number, got {size}")
@@ -344,12 +349,12 @@ class ReduceOperation(NNOperation):
     """Reduction over `axes` (all axes when empty)."""
 
     input = operand_def(F32Tensor)
-    output = result_def(F32Tensor)
+    output: OpResult[TensorType[Attribute]] = result_def(F32Tensor)
     axes = prop_def(I64Array)
     keepdims = opt_prop_def(BoolAttr, BoolAttr.from_bool(True))
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         keep = props.get("keepdims")
         keepdims = True if keep is None else prop_bool(props, "keepdims")
         return [shapes.reduce(operand_shapes[0], prop_ints(props, "axes"), keepdims)]
@@ -417,7 +422,7 @@ class ArgReduceOperation(NNOperation):
     select_last_index = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         keep = props.get("keepdims")
         keepdims = True if keep is None else prop_bool(props, "keepdims")
         x = operand_shapes[0]

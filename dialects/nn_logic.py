@@ -12,6 +12,7 @@ from xdsl.irdl import irdl_op_definition, operand_def, result_def
 
 from . import nn_shapes as shapes
 from .nn_base import ANY_ELEMENT, BoolTensor, NNOperation, same_element
+from .nn_shapes import Props, Shape, Shapes
 
 AnyTensor = TensorType.constr(ANY_ELEMENT)
 
@@ -30,7 +31,7 @@ class CastOp(NNOperation):
     output = result_def(AnyTensor)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [operand_shapes[0]]
 
 
@@ -42,7 +43,7 @@ class CompareOperation(NNOperation):
     output = result_def(BoolTensor)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [shapes.broadcast(*operand_shapes)]
 
 
@@ -90,7 +91,7 @@ class NotOp(NNOperation):
     output = result_def(BoolTensor)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [operand_shapes[0]]
 
 
@@ -102,7 +103,7 @@ class LogicalOperation(NNOperation):
     output = result_def(BoolTensor)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [shapes.broadcast(*operand_shapes)]
 
 
@@ -138,7 +139,7 @@ class WhereOp(NNOperation):
     output = result_def(same_element(ANY_ELEMENT))
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [shapes.broadcast(*operand_shapes)]
 
 

@@ -4,6 +4,8 @@ resize, gather, depth/space rearrangements. They move values without arithmetic
 
 from __future__ import annotations
 
+import math
+
 from xdsl.dialects.builtin import (
     I64,
     BoolAttr,
@@ -25,11 +27,11 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 
 from . import nn_shapes as shapes
+from .arrays import I64Array
 from .nn_base import (
     ANY_ELEMENT,
     F32Attr,
     F32Tensor,
-    I64Array,
     IndexTensor,
     NNOperation,
     prop_int,
@@ -37,7 +39,7 @@ from .nn_base import (
     same_element,
     shape_of,
 )
-from .nn_shapes import ShapeError
+from .nn_shapes import Props, Shape, ShapeError, Shapes
 
 # Data movement works on every element type; input and result types agree.
 AnyT = same_element(ANY_ELEMENT)
@@ -56,7 +58,7 @@ class ReshapeOp(NNOperation):
     def verify_(self) -> None:
         super().verify_()
         a, b = shape_of(self.input), shape_of(self.output)
-        if _numel(a) != _numel(b):
+        if math.prod(a) != math.prod(b):
             raise VerifyException(f"'nn.reshape': cannot reshape {a} into {b}")
 
 
@@ -79,13 +81,6 @@ class BroadcastOp(NNOperation):
             raise VerifyException(f"'nn.broadcast': {a} does not broadcast to {b}")
 
 
-def _numel(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
 @irdl_op_definition
 class TransposeOp(NNOperation):
     """Permute dimensions: result dim i is input dim perm[i]."""
@@ -96,7 +91,7 @@ class TransposeOp(NNOperation):
     perm = prop_def(I64Array)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [shapes.transpose(operand_shapes[0], prop_ints(props, "perm"))]
 
 
@@ -110,7 +105,7 @@ class ConcatOp(NNOperation):
     axis = prop_def(IntegerAttr[I64])
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [shapes.concat(operand_shapes, prop_int(props, "axis", 0))]
 
 
@@ -148,7 +143,7 @@ class SliceOp(NNOperation):
     steps = prop_def(I64Array)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [
             shapes.slice_(
                 operand_shapes[0],
@@ -178,7 +173,7 @@ class PadOp(NNOperation):
     value = opt_prop_def(F32Attr, FloatAttr(0.0, f32))
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         mode = props.get("mode")
         if isinstance(mode, StringAttr) and mode.data not in PAD_MODES:
             raise ShapeError(f'mode must be one of {", ".join(PAD_MODES)}, got "{mode.data}"')
@@ -249,7 +244,7 @@ class GatherOp(NNOperation):
     axis = prop_def(IntegerAttr[I64])
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [shapes.gather(operand_shapes[0], operand_shapes[1], prop_int(props, "axis", 0))]
 
 
@@ -264,7 +259,7 @@ class DepthToSpaceOp(NNOperation):
     mode = opt_prop_def(StringAttr, StringAttr("DCR"))
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         mode = props.get("mode")
         if isinstance(mode, StringAttr) and mode.data not in ("DCR", "CRD"):
             raise ShapeError('mode must be "DCR" or "CRD"')
@@ -281,5 +276,5 @@ class SpaceToDepthOp(NNOperation):
     block_size = prop_def(IntegerAttr[I64])
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [shapes.space_to_depth(operand_shapes[0], prop_int(props, "block_size", 1))]

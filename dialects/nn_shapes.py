@@ -7,9 +7,14 @@ builds an op whose declared type its verifier would reject.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+from xdsl.ir import Attribute
 
 Shape = tuple[int, ...]
+#: An op's operand shapes and properties, as shape inference reads them.
+Shapes = Sequence[Shape]
+Props = Mapping[str, Attribute]
 
 
 class ShapeError(ValueError):

@@ -17,7 +17,7 @@ npu_rules.py, shared with the binary loader.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,12 +25,14 @@ from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
     BoolAttr,
+    BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     Float32Type,
     IntegerAttr,
     IntegerType,
+    ModuleOp,
     Signedness,
     StringAttr,
     SymbolNameConstraint,
@@ -38,7 +40,7 @@ from xdsl.dialects.builtin import (
     i8,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -54,12 +56,18 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from npuc.diagnostics import NpucError
+
 from . import npu_isa as isa
+from .arrays import I64Array
 from .npu_attrs import IOAttr, RegionAttr, StateAttr, TensorAttr, TokenType
 from .npu_rules import check_hazards, check_instruction, check_program
 from .quant_types import UniformQuantizedType
 
-I64Array = DenseArrayBase.constr(i64)
+
+def _tensor(attr: Attribute) -> TensorAttr:
+    assert isinstance(attr, TensorAttr)
+    return attr
 
 
 def _error(op: IRDLOperation, e: Exception) -> VerifyException:
@@ -89,10 +97,41 @@ class ProgramOp(IRDLOperation):
         "attr-dict-with-keyword $body"
     )
 
+    @classmethod
+    def from_program(cls, program: isa.Program, host_bodies: Mapping[int, Region]) -> ProgramOp:
+        """The op stating `program`, the inverse of `program()`: properties equal to their
+        defaults are left out, and host instruction `i` takes the region `host_bodies[i]`
+        (the lowering builds them from the ops it moves to the host, the disassembler parses
+        them from the binary's text)."""
+        ops: list[NPUInstruction] = []
+        for index, inst in enumerate(program.instructions):
+            if inst.op == "host":
+                op: NPUInstruction = HostOp.from_instruction(inst, host_bodies[index])
+            else:
+                kind = INSTRUCTIONS[inst.op]
+                op = kind.create(result_types=[TokenType()], properties=kind.properties_of(inst))
+            op.operands = [ops[d].token for d in inst.deps]
+            ops.append(op)
+        props: dict[str, Attribute] = {
+            "sym_name": StringAttr(program.name),
+            "memory_regions": ArrayAttr([RegionAttr.from_region(r) for r in program.regions]),
+            "inputs": ArrayAttr([IOAttr.from_desc(d) for d in program.inputs]),
+            "outputs": ArrayAttr([IOAttr.from_desc(d) for d in program.outputs]),
+            "layers": ArrayAttr([StringAttr(name) for name in program.layers]),
+        }
+        if program.constants:
+            ty = TensorType(i8, [len(program.constants)])
+            props["constants"] = DenseIntOrFPElementsAttr(ty, BytesAttr(program.constants))
+        if program.debug:
+            props["debug"] = DictionaryAttr({k: StringAttr(v) for k, v in program.debug})
+        if program.state:
+            props["state"] = ArrayAttr([StateAttr.from_pair(p) for p in program.state])
+        return cls.create(properties=props, regions=[Region(Block(ops))])
+
     def constant_bytes(self) -> bytes:
         if self.constants is None:
             return b""
-        ty = self.constants.get_type()
+        ty = self.constants.type
         if ty.get_element_type() != i8 or len(ty.get_shape()) != 1:
             raise VerifyException("'npu.program': constants must be a rank-1 i8 tensor")
         from npuc.tensors import from_dense
@@ -145,6 +184,18 @@ class ProgramOp(IRDLOperation):
             raise _error(self, e) from None
 
 
+def program_op(module: ModuleOp) -> ProgramOp:
+    """The one npu.program of a module (NpucError otherwise)."""
+    programs = [op for op in module.ops if isinstance(op, ProgramOp)]
+    others = [op.name for op in module.ops if not isinstance(op, ProgramOp)]
+    if len(programs) != 1 or others:
+        raise NpucError(
+            "the npubin target needs a module holding exactly one npu.program"
+            + (f" (found {', '.join(sorted(set(others)))})" if others else "")
+        )
+    return programs[0]
+
+
 # --------------------------------------------------------------------------- instructions
 
 
@@ -188,7 +239,7 @@ class NPUInstruction(IRDLOperation):
         return isa.SPECS[self.OP]
 
     def operand_refs(self) -> tuple[isa.TensorRef, ...]:
-        return tuple(self.properties[role].ref() for role in self.spec.operands)
+        return tuple(_tensor(self.properties[role]).ref() for role in self.spec.operands)
 
     def params(self, operands: Sequence[isa.TensorRef]) -> dict[str, Any]:
         params = isa.default_params(self.OP, operands)
@@ -447,6 +498,18 @@ class HostOp(NPUInstruction):
     body = region_def("single_block")
     traits = traits_def(HasParent(ProgramOp), IsolatedFromAbove())
     assembly_format = "`ins` $ins `outs` $outs (`after` $deps^)? attr-dict-with-keyword $body"
+
+    @classmethod
+    def from_instruction(cls, inst: isa.Instruction, body: Region) -> HostOp:
+        """The npu.host of a host instruction, running `body` (its text is `inst`'s body)."""
+        n = inst.params["inputs"]
+        props: dict[str, Attribute] = {
+            "ins": ArrayAttr([TensorAttr.from_ref(t) for t in inst.operands[:n]]),
+            "outs": ArrayAttr([TensorAttr.from_ref(t) for t in inst.operands[n:]]),
+        }
+        if inst.layer is not None:
+            props["layer"] = IntegerAttr(inst.layer, i64)
+        return cls.create(result_types=[TokenType()], properties=props, regions=[body])
 
     def operand_refs(self) -> tuple[isa.TensorRef, ...]:
         return tuple(t.ref() for t in (*self.ins, *self.outs))

@@ -112,11 +112,12 @@ class TensorAttr(ParametrizedAttribute):
             parser.parse_punctuation(",")
             shape = _parse_ints(parser)
             parser.parse_punctuation(",")
-            strides = None
+            strides: Sequence[int] | None = None
             if parser.parse_optional_punctuation("[") is not None:
-                strides = [parser.parse_integer()]
+                listed = [parser.parse_integer()]
                 while parser.parse_optional_punctuation(",") is not None:
-                    strides.append(parser.parse_integer())
+                    listed.append(parser.parse_integer())
+                strides = listed
                 parser.parse_punctuation("]")
                 parser.parse_punctuation(",")
             start = parser.pos
@@ -127,8 +128,13 @@ class TensorAttr(ParametrizedAttribute):
                 )
         if strides is None:
             strides = row_major(shape)
-        return [StringAttr(region), IntAttr(offset), _ints(shape), _ints(strides),
-                StringAttr(dtype)]  # fmt: skip
+        return [
+            StringAttr(region),
+            IntAttr(offset),
+            _ints(shape),
+            _ints(strides),
+            StringAttr(dtype),
+        ]
 
 
 @irdl_attr_definition
@@ -179,9 +185,11 @@ class IOAttr(ParametrizedAttribute):
     @staticmethod
     def from_desc(d: IODesc) -> IOAttr:
         return IOAttr(
-            StringAttr(d.name), TensorAttr.from_ref(d.tensor), FloatData(d.scale),
+            StringAttr(d.name),
+            TensorAttr.from_ref(d.tensor),
+            FloatData(d.scale),
             IntAttr(d.zero_point),
-        )  # fmt: skip
+        )
 
     def desc(self) -> IODesc:
         return IODesc(self.io_name.data, self.tensor.ref(), self.scale.data, self.zero_point.data)
@@ -227,14 +235,15 @@ class StateAttr(ParametrizedAttribute):
     def from_pair(pair: StatePair) -> StateAttr:
         ty = TensorType(i8, [len(pair.initial)])
         return StateAttr(
-            IntAttr(pair.input), IntAttr(pair.output),
+            IntAttr(pair.input),
+            IntAttr(pair.output),
             DenseIntOrFPElementsAttr(ty, BytesAttr(pair.initial)),
-        )  # fmt: skip
+        )
 
     def pair(self) -> StatePair:
         from npuc.tensors import from_dense
 
-        ty = self.initial.get_type()
+        ty = self.initial.type
         if ty.get_element_type() != i8 or len(ty.get_shape()) != 1:
             raise VerifyException("#npu.state: the initial value must be a rank-1 i8 tensor")
         data = np.ascontiguousarray(from_dense(self.initial)).tobytes()

@@ -91,8 +91,7 @@ class TensorRef:
     def apart_from(self, other: TensorRef) -> bool:
         """Whether the two views' byte ranges [offset, end) cannot meet: other regions, or
         ranges that do not overlap (strided views may still miss each other inside)."""
-        return self.region != other.region or self.end <= other.offset or (
-            other.end <= self.offset)  # fmt: skip
+        return self.region != other.region or self.end <= other.offset or (other.end <= self.offset)
 
     def is_contiguous(self) -> bool:
         return self.strides == row_major(self.shape)
@@ -201,56 +200,106 @@ SPECS: dict[str, OpSpec] = {
     for spec in (
         OpSpec("dma", 1, "dma", ("src", "dst"), ("dst",), ()),
         OpSpec(
-            "conv2d", 2, "compute", ("ifm", "weights", "bias_scale", "ofm"), ("ofm",),
+            "conv2d",
+            2,
+            "compute",
+            ("ifm", "weights", "bias_scale", "ofm"),
+            ("ofm",),
             (
-                _u("strides", 2, (1, 1)), _u("pads", 4, (0, 0, 0, 0)),
-                _u("dilations", 2, (1, 1)), _u("groups", default=1),
-                _i("ifm_zero_point"), _i("ofm_zero_point"), *_CLAMP,
+                _u("strides", 2, (1, 1)),
+                _u("pads", 4, (0, 0, 0, 0)),
+                _u("dilations", 2, (1, 1)),
+                _u("groups", default=1),
+                _i("ifm_zero_point"),
+                _i("ofm_zero_point"),
+                *_CLAMP,
                 _enum("rounding", ROUNDING),
             ),
         ),
         OpSpec(
-            "matmul", 3, "compute", ("lhs", "rhs", "bias_scale", "ofm"), ("ofm",),
+            "matmul",
+            3,
+            "compute",
+            ("lhs", "rhs", "bias_scale", "ofm"),
+            ("ofm",),
             (_i("lhs_zero_point"), _i("ofm_zero_point"), *_CLAMP, _enum("rounding", ROUNDING)),
         ),
         OpSpec(
-            "pool", 4, "compute", ("ifm", "ofm"), ("ofm",),
+            "pool",
+            4,
+            "compute",
+            ("ifm", "ofm"),
+            ("ofm",),
             (
-                _u("kernel", 2, (1, 1)), _u("strides", 2, (1, 1)), _u("pads", 4, (0, 0, 0, 0)),
-                _u("dilations", 2, (1, 1)), _i("ifm_zero_point"), _i("ofm_zero_point"),
-                _i("multiplier", 1 << 30), _i("shift", 30), *_CLAMP,
-                _enum("mode", POOL_MODES, True), _enum("rounding", ROUNDING),
-                _flag("ceil_mode"), _flag("count_include_pad"),
+                _u("kernel", 2, (1, 1)),
+                _u("strides", 2, (1, 1)),
+                _u("pads", 4, (0, 0, 0, 0)),
+                _u("dilations", 2, (1, 1)),
+                _i("ifm_zero_point"),
+                _i("ofm_zero_point"),
+                _i("multiplier", 1 << 30),
+                _i("shift", 30),
+                *_CLAMP,
+                _enum("mode", POOL_MODES, True),
+                _enum("rounding", ROUNDING),
+                _flag("ceil_mode"),
+                _flag("count_include_pad"),
             ),
         ),
         OpSpec(
-            "eltwise", 5, "compute", ("lhs", "rhs", "ofm"), ("ofm",),
+            "eltwise",
+            5,
+            "compute",
+            ("lhs", "rhs", "ofm"),
+            ("ofm",),
             (
-                _i("lhs_zero_point"), _i("rhs_zero_point"), _i("ofm_zero_point"),
-                _i("left_shift"), _i("lhs_multiplier"), _i("lhs_shift"),
-                _i("rhs_multiplier"), _i("rhs_shift"), _i("multiplier", 1 << 30),
-                _i("shift", 30), *_CLAMP, _enum("kind", ELTWISE_KINDS, True),
-                _enum("rounding", ROUNDING), _enum("overshift", OVERSHIFT),
+                _i("lhs_zero_point"),
+                _i("rhs_zero_point"),
+                _i("ofm_zero_point"),
+                _i("left_shift"),
+                _i("lhs_multiplier"),
+                _i("lhs_shift"),
+                _i("rhs_multiplier"),
+                _i("rhs_shift"),
+                _i("multiplier", 1 << 30),
+                _i("shift", 30),
+                *_CLAMP,
+                _enum("kind", ELTWISE_KINDS, True),
+                _enum("rounding", ROUNDING),
+                _enum("overshift", OVERSHIFT),
             ),
         ),
         OpSpec("lut", 6, "compute", ("ifm", "table", "ofm"), ("ofm",), (_i("table_base"),)),
         OpSpec(
-            "softmax", 7, "compute", ("ifm", "ofm"), ("ofm",),
+            "softmax",
+            7,
+            "compute",
+            ("ifm", "ofm"),
+            ("ofm",),
             (_i("input_multiplier"), _i("input_left_shift"), _i("diff_min")),
         ),
         OpSpec(
-            "move", 8, "compute", ("ifm", "ofm"), ("ofm",),
+            "move",
+            8,
+            "compute",
+            ("ifm", "ofm"),
+            ("ofm",),
             (
-                _i("pad_value"), Field("perm", "B", MAX_RANK, variable=True),
+                _i("pad_value"),
+                Field("perm", "B", MAX_RANK, variable=True),
                 Field("pads", "I", 2 * MAX_RANK, variable=True),
             ),
         ),
         OpSpec(
-            "host", 9, "host", (), (),
+            "host",
+            9,
+            "host",
+            (),
+            (),
             (Field("body", "I", string=True, default=""), _u("inputs")),
         ),
     )
-}  # fmt: skip
+}
 OPCODES = {spec.opcode: spec for spec in SPECS.values()}
 
 
@@ -295,6 +344,14 @@ class Instruction:
     def read(self) -> tuple[TensorRef, ...]:
         written = self.written_roles()
         return tuple(self.operand(r) for r in self.roles() if r not in written)
+
+    def macs(self) -> int:
+        """Multiply-accumulates of a conv2d or matmul (0 for other kinds)."""
+        if self.op == "conv2d":
+            return self.operand("ofm").numel * math.prod(self.operand("weights").shape[1:])
+        if self.op == "matmul":
+            return self.operand("ofm").numel * self.operand("lhs").shape[2]
+        return 0
 
 
 def default_params(op: str, operands: Sequence[TensorRef]) -> dict[str, Any]:

@@ -139,8 +139,9 @@ def _check_conv2d(inst: Instruction, p: Mapping[str, Any]) -> None:
         raise ISAError("groups must be positive")
     ifm, weights, ofm = inst.operand("ifm"), inst.operand("weights"), inst.operand("ofm")
     try:
-        want = conv2d(ifm.shape, weights.shape, p["strides"], p["pads"], p["dilations"],
-                      p["groups"])  # fmt: skip
+        want = conv2d(
+            ifm.shape, weights.shape, p["strides"], p["pads"], p["dilations"], p["groups"]
+        )
     except ShapeError as e:
         raise ISAError(str(e)) from e
     if ofm.shape != want:
@@ -189,9 +190,17 @@ def _check_pool(inst: Instruction, p: Mapping[str, Any]) -> None:
         if max(p["pads"][a], p["pads"][a + 2]) >= span:
             raise ISAError(f"pads {list(p['pads'])} must be smaller than the window")
         try:
-            out.append(pooled_size(ifm.shape[2 + a], p["kernel"][a], p["strides"][a],
-                                   p["pads"][a], p["pads"][a + 2], p["dilations"][a],
-                                   p["ceil_mode"]))  # fmt: skip
+            out.append(
+                pooled_size(
+                    ifm.shape[2 + a],
+                    p["kernel"][a],
+                    p["strides"][a],
+                    p["pads"][a],
+                    p["pads"][a + 2],
+                    p["dilations"][a],
+                    p["ceil_mode"],
+                )
+            )
         except ShapeError as e:
             raise ISAError(str(e)) from e
     want = (*ifm.shape[:2], *out)
@@ -220,8 +229,11 @@ def _check_eltwise(inst: Instruction, p: Mapping[str, Any]) -> None:
     if kind in ("maximum", "minimum"):
         _same_dtype(inst, "lhs", "rhs", "ofm")
     else:
-        for name, role in (("lhs_zero_point", "lhs"), ("rhs_zero_point", "rhs"),
-                           ("ofm_zero_point", "ofm")):  # fmt: skip
+        for name, role in (
+            ("lhs_zero_point", "lhs"),
+            ("rhs_zero_point", "rhs"),
+            ("ofm_zero_point", "ofm"),
+        ):
             _zero_point(p, name, inst.operand(role))
         _multiplier(p, "multiplier", "shift")
     if kind in ("add", "sub", "squared_difference"):
@@ -270,8 +282,9 @@ def _check_move(inst: Instruction, p: Mapping[str, Any]) -> None:
     rank = len(ofm.shape)
     if len(p["pads"]) != 2 * rank:
         raise ISAError(f"pads needs {2 * rank} entries (begins, then ends), got {len(p['pads'])}")
-    inner = [d - b - e for d, b, e in zip(ofm.shape, p["pads"][:rank], p["pads"][rank:],
-                                          strict=True)]  # fmt: skip
+    inner = [
+        d - b - e for d, b, e in zip(ofm.shape, p["pads"][:rank], p["pads"][rank:], strict=True)
+    ]
     if min(inner) < 1 or math.prod(inner) != ifm.numel:
         raise ISAError(f"the unpadded ofm {inner} must hold the ifm's {ifm.numel} elements")
     if is_integer(ifm.dtype):
@@ -289,10 +302,16 @@ def _check_host(inst: Instruction, p: Mapping[str, Any]) -> None:
 
 
 _CHECKS = {
-    "dma": _check_dma, "conv2d": _check_conv2d, "matmul": _check_matmul, "pool": _check_pool,
-    "eltwise": _check_eltwise, "lut": _check_lut, "softmax": _check_softmax,
-    "move": _check_move, "host": _check_host,
-}  # fmt: skip
+    "dma": _check_dma,
+    "conv2d": _check_conv2d,
+    "matmul": _check_matmul,
+    "pool": _check_pool,
+    "eltwise": _check_eltwise,
+    "lut": _check_lut,
+    "softmax": _check_softmax,
+    "move": _check_move,
+    "host": _check_host,
+}
 
 
 def check_instruction(inst: Instruction) -> None:
@@ -395,10 +414,12 @@ def check_state_pair(program: Program, pair: StatePair, earlier: Sequence[StateP
     if any(p.output == pair.output for p in earlier):
         raise ISAError(f"output {pair.output} is the state output of an earlier pair")
     source, result = program.inputs[pair.input], program.outputs[pair.output]
-    for what, a, b in (("shape", list(source.tensor.shape), list(result.tensor.shape)),
-                       ("element type", source.tensor.dtype, result.tensor.dtype),
-                       ("scale", source.scale, result.scale),
-                       ("zero point", source.zero_point, result.zero_point)):  # fmt: skip
+    for what, a, b in (
+        ("shape", list(source.tensor.shape), list(result.tensor.shape)),
+        ("element type", source.tensor.dtype, result.tensor.dtype),
+        ("scale", source.scale, result.scale),
+        ("zero point", source.zero_point, result.zero_point),
+    ):
         if a != b:
             raise ISAError(
                 f"input {pair.input} '{source.name}' has {what} {a}, output {pair.output} "
@@ -437,8 +458,11 @@ def check_tables(program: Program, inst: Instruction) -> None:
     table = np.frombuffer(data, "<i4").reshape(-1, 4)
     weights = inst.operand("weights" if inst.op == "conv2d" else "rhs")
     lo, hi = dtype_range(weights.dtype)
-    for column, name, (a, b) in ((1, "multiplier", MULTIPLIER), (2, "shift", SHIFT),
-                                 (3, "weight zero point", (lo, hi))):  # fmt: skip
+    for column, name, (a, b) in (
+        (1, "multiplier", MULTIPLIER),
+        (2, "shift", SHIFT),
+        (3, "weight zero point", (lo, hi)),
+    ):
         bad = np.flatnonzero((table[:, column] < a) | (table[:, column] > b))
         if bad.size:
             raise ISAError(
@@ -489,8 +513,9 @@ MAX_RUNS = 1 << 16  # contiguous runs of a view: beyond, overlapping byte ranges
 def runs(t: TensorRef) -> tuple[np.ndarray, int] | None:
     """The view's bytes as equal-length contiguous runs: (sorted starts, length), or None when
     there are too many. Broadcast dimensions (stride 0) add no bytes."""
-    dims = sorted((s * t.itemsize, d) for d, s in zip(t.shape, t.strides, strict=True)
-                  if d > 1 and s > 0)  # fmt: skip
+    dims = sorted(
+        (s * t.itemsize, d) for d, s in zip(t.shape, t.strides, strict=True) if d > 1 and s > 0
+    )
     length = t.itemsize
     while dims and dims[0][0] == length:
         length *= dims.pop(0)[1]
@@ -572,8 +597,12 @@ def _conflict(
     program: Program, a: int, b: int, writes: list[TensorRef], reads: list[TensorRef]
 ) -> None:
     earlier = program.instructions[a]
-    accesses = {"reads": reads, "writes": writes, "read": earlier.read(),
-                "written": earlier.written()}  # fmt: skip
+    accesses = {
+        "reads": reads,
+        "writes": writes,
+        "read": earlier.read(),
+        "written": earlier.written(),
+    }
     for mine, theirs, what in _HAZARDS:
         for x in accesses[mine]:
             for y in accesses[theirs]:

@@ -4,14 +4,38 @@ Element types are `!qnn.uniform<...>` (dialects/quant_types.py); accumulators
 are i32 and biases are i32 tensors at scale `scale_in * scale_w`. Every
 rescaling is explicit (multiplier, shift, rounding), so the integer program is
 fully determined by the IR. The arithmetic is specified in docs/quantization.md
-and implemented once in `npuc.runtime.kernels.integer`.
+and implemented once in `npuc.integer`. The ops live in `qnn_elementwise.py`,
+`qnn_layers.py`, `qnn_movement.py` and `qnn_int16.py` (16-bit table activations); this
+module assembles the dialect.
 """
 
 from xdsl.ir import Dialect
 
 from .qnn_base import QNNOperation, Requantizing, qtype
-from .qnn_int16 import INT16_OPS
-from .qnn_more import MORE_OPS
+from .qnn_elementwise import (
+    AddOp,
+    ConstantOp,
+    DequantizeOp,
+    DivOp,
+    LutOp,
+    MulOp,
+    PReluOp,
+    QuantizeOp,
+    RequantizeOp,
+    SoftmaxOp,
+    SquaredDifferenceOp,
+    SubOp,
+)
+from .qnn_int16 import SigmoidLutOp, SoftmaxLutOp
+from .qnn_layers import (
+    AvgPool2dOp,
+    Conv2dOp,
+    ConvTranspose2dOp,
+    FullyConnectedOp,
+    GlobalAvgPoolOp,
+    MatMulOp,
+    ReduceSumOp,
+)
 from .qnn_movement import (
     ArgMaxOp,
     ArgMinOp,
@@ -25,29 +49,13 @@ from .qnn_movement import (
     PadOp,
     ReduceMaxOp,
     ReshapeOp,
+    ResizeBilinearOp,
     ResizeOp,
     SliceOp,
     SpaceToDepthOp,
     SplitOp,
     TransposeOp,
 )
-from .qnn_ops import (
-    AddOp,
-    AvgPool2dOp,
-    ConstantOp,
-    Conv2dOp,
-    DequantizeOp,
-    FullyConnectedOp,
-    GlobalAvgPoolOp,
-    LutOp,
-    MatMulOp,
-    MulOp,
-    QuantizeOp,
-    RequantizeOp,
-    SoftmaxOp,
-    SubOp,
-)
-from .qnn_transpose import ConvTranspose2dOp
 from .quant_types import UniformQuantizedType
 
 QNN = Dialect(
@@ -85,8 +93,13 @@ QNN = Dialect(
         ReduceMaxOp,
         ArgMaxOp,
         ArgMinOp,
-        *MORE_OPS,
-        *INT16_OPS,
+        ReduceSumOp,
+        SquaredDifferenceOp,
+        PReluOp,
+        ResizeBilinearOp,
+        DivOp,
+        SigmoidLutOp,
+        SoftmaxLutOp,
     ],
     [UniformQuantizedType],
 )
@@ -103,6 +116,7 @@ __all__ = [
     "ConvTranspose2dOp",
     "DepthToSpaceOp",
     "DequantizeOp",
+    "DivOp",
     "FullyConnectedOp",
     "GatherOp",
     "GlobalAvgPoolOp",
@@ -113,18 +127,24 @@ __all__ = [
     "MaximumOp",
     "MinimumOp",
     "MulOp",
+    "PReluOp",
     "PadOp",
     "QNNOperation",
     "QuantizeOp",
     "ReduceMaxOp",
+    "ReduceSumOp",
     "RequantizeOp",
     "Requantizing",
     "ReshapeOp",
+    "ResizeBilinearOp",
     "ResizeOp",
+    "SigmoidLutOp",
     "SliceOp",
+    "SoftmaxLutOp",
     "SoftmaxOp",
     "SpaceToDepthOp",
     "SplitOp",
+    "SquaredDifferenceOp",
     "SubOp",
     "TransposeOp",
     "UniformQuantizedType",

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import I64, IntegerAttr, StringAttr, TensorType, i32
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import SSAValue
 from xdsl.irdl import opt_prop_def, prop_def
 from xdsl.utils.exceptions import VerifyException
 
-from npuc.runtime.kernels.integer import ROUNDING_MODES
+from npuc.integer import ROUNDING_MODES
 
-from .nn_base import I64Array, NNOperation, shape_of
-from .nn_shapes import Shape
+from .arrays import I64Array
+from .nn_base import NNOperation, shape_of
+from .nn_shapes import Props, Shape, Shapes
 from .quant_types import UniformQuantizedType
 
 QTensor = TensorType.constr(UniformQuantizedType)
@@ -35,9 +36,7 @@ class QNNOperation(NNOperation):
     SHAPE_RULE: ClassVar[type[NNOperation] | None] = None
 
     @classmethod
-    def infer_shapes(
-        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
-    ) -> list[Shape] | None:
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return cls.SHAPE_RULE.infer_shapes(operand_shapes, props) if cls.SHAPE_RULE else None
 
     def verify_(self) -> None:

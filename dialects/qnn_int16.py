@@ -3,7 +3,7 @@
 TFLite computes int16 LOGISTIC, TANH and SOFTMAX with small tables and linear
 interpolation instead of one entry per input value; these ops carry the tables and the
 index arithmetic explicitly (docs/quantization.md, "16-bit LOGISTIC, TANH and SOFTMAX").
-Kernels: runtime/kernels/qnn_int16_lut.py. They join the dialect through INT16_OPS.
+Kernels: runtime/kernels/qnn_int16_lut.py.
 """
 
 from __future__ import annotations
@@ -24,14 +24,16 @@ from xdsl.utils.exceptions import VerifyException
 from npuc.tensors import from_dense
 
 from .nn_base import shape_of
+from .nn_shapes import Props, Shape, Shapes
 from .qnn_base import QNNOperation, QTensor, qtype
 
 I16 = IntegerType(16)
 Q15_SCALE = 2.0**-15
 
 
-def _table(op_name: str, attr: DenseIntOrFPElementsAttr, what: str, entries: int,
-           lo: int, hi: int) -> np.ndarray:  # fmt: skip
+def _table(
+    op_name: str, attr: DenseIntOrFPElementsAttr, what: str, entries: int, lo: int, hi: int
+) -> np.ndarray:
     """The table's values after checking its type, size and range."""
     if not isinstance(attr.get_element_type(), IntegerType):
         raise VerifyException(f"'{op_name}': {what} must hold integers")
@@ -50,7 +52,7 @@ class Int16LutOperation(QNNOperation):
     output = result_def(QTensor)
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [tuple(operand_shapes[0])]
 
     def check_io(self, rank_min: int = 0) -> None:
@@ -143,9 +145,8 @@ class SoftmaxLutOp(Int16LutOperation):
             raise VerifyException(f"'{self.name}': input_multiplier must be in [0, 2^31)")
         if not self.MIN_SHIFT <= self.input_shift.value.data <= 62:
             raise VerifyException(f"'{self.name}': input_shift must be in [16, 62]")
-        for what, attr in (("exp_table", self.exp_table),
-                           ("reciprocal_table", self.reciprocal_table)):  # fmt: skip
+        for what, attr in (
+            ("exp_table", self.exp_table),
+            ("reciprocal_table", self.reciprocal_table),
+        ):
             _table(self.name, attr, what, 513, -32768, 32767)
-
-
-INT16_OPS = [SigmoidLutOp, SoftmaxLutOp]

@@ -6,6 +6,7 @@ arg-reductions), so no multiplier enters. Integer semantics: docs/quantization.m
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -32,7 +33,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from . import nn
 from . import nn_shapes as shapes
-from .nn_base import I64Array, NNOperation, shape_of
+from .arrays import I64Array
+from .nn_base import NNOperation, shape_of
 from .nn_movement import COORDINATE_MODES, NEAREST_MODES
 from .nn_shapes import ShapeError
 from .qnn_base import QNNOperation, QTensor, qtype
@@ -82,15 +84,8 @@ class ReshapeOp(MovementOperation):
     def verify_(self) -> None:
         super().verify_()
         a, b = shape_of(self.input), shape_of(self.output)
-        if _numel(a) != _numel(b):
+        if math.prod(a) != math.prod(b):
             raise VerifyException(f"'qnn.reshape': cannot reshape {a} into {b}")
-
-
-def _numel(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 @irdl_op_definition
@@ -318,3 +313,40 @@ class ArgMinOp(ArgReduceOperation):
 
     name = "qnn.argmin"
     SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.ArgMinOp
+
+
+@irdl_op_definition
+class ResizeBilinearOp(QNNOperation):
+    """Bilinear resampling of stored integers, NCHW (TFLite's ResizeBilinearInteger).
+
+    Per spatial axis of input size I and output size O: scale = (1024 I + O / 2) / O,
+    or with `align_corners` and O > 1, (1024 (I - 1) + (O - 1) / 2) / (O - 1) (integer
+    divisions); output index o samples v = o * scale (+ scale / 2 - 512 with
+    `half_pixel_centers`), lo = max(trunc(v / 1024), 0), hi = min(trunc((v + 1023) / 1024),
+    I - 1), weights 1024 - (v - 1024 lo) on lo and v - 1024 lo on hi. The four products
+    q * w_y * w_x are summed exactly and divided by 2^20, rounded half away from zero
+    (`rounding = "half_away_from_zero"`) or half up (`"half_up"`). The result keeps the
+    input's quantization.
+    """
+
+    name = "qnn.resize_bilinear"
+    input = operand_def(QTensor)
+    output = result_def(QTensor)
+    align_corners = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
+    half_pixel_centers = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
+    rounding = opt_prop_def(StringAttr, StringAttr("half_away_from_zero"))
+
+    def verify_(self) -> None:
+        super().verify_()
+        x, y = shape_of(self.input), shape_of(self.output)
+        if len(x) != 4 or len(y) != 4 or tuple(x[:2]) != tuple(y[:2]):
+            raise VerifyException(f"'{self.name}': needs NCHW input and result of one N, C")
+        if min(*x[2:], *y[2:]) < 1:
+            raise VerifyException(f"'{self.name}': spatial sizes must be positive")
+        if self.align_corners.value.data and self.half_pixel_centers.value.data:
+            raise VerifyException(
+                f"'{self.name}': align_corners and half_pixel_centers exclude each other"
+            )
+        if self.rounding.data not in ("half_away_from_zero", "half_up"):
+            raise VerifyException(f"'{self.name}': rounding must be half_away_from_zero or half_up")
+        self.same_type_as_input(self.output)

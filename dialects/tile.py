@@ -23,10 +23,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    DenseArrayBase,
     StringAttr,
     TensorType,
-    i64,
 )
 from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import (
@@ -44,14 +42,16 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from .arrays import I64Array
 from .quant_types import UniformQuantizedType
 
-I64Array = DenseArrayBase.constr(i64)
 LAYER_ATTR = "tile.layer"
 PART_ATTR = "tile.part"
 
 
-def region_element_type(element: Attribute, offsets: Sequence[int], sizes: Sequence[int]):
+def region_element_type(
+    element: Attribute, offsets: Sequence[int], sizes: Sequence[int]
+) -> Attribute:
     """The element type of the region [offsets, offsets + sizes) of a tensor of `element`s.
 
     Only a per-axis quantized type changes: its scales and zero points are sliced along

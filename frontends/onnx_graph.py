@@ -319,8 +319,12 @@ class GraphImporter:
                 f"tensor '{tensor.name}' has a negative dimension ({dims})", self.location
             )
         dtype = _elem_dtype(tensor.data_type)
-        check_tensor(dims, dtype.itemsize if dtype is not None else 1, f"tensor '{tensor.name}'",
-                     self.location)  # fmt: skip
+        check_tensor(
+            dims,
+            dtype.itemsize if dtype is not None else 1,
+            f"tensor '{tensor.name}'",
+            self.location,
+        )
         external = tensor.data_location == onnx.TensorProto.EXTERNAL
         if external and self.base_dir is None:
             raise NpucError(

@@ -1,8 +1,9 @@
 """Quantized ONNX patterns as `qnn` ops: one float node whose inputs are quantized and whose
 output is quantized (by a following QuantizeLinear, or by a QLinear op's output parameters).
 
-Each emitter gets the float node's `NodeContext`, the import's `QuantState` and a `Target`
-(the output type and the real bounds of a folded Relu/Clip) and returns the node's results
+Each emitter gets the float node's `NodeContext`, the import's quantization state
+(`QuantOperands`) and a `Target` (the output type and the real bounds of a folded Relu/Clip)
+and returns the node's results
 as `qnn` values, or None when the pattern cannot be expressed exactly; the caller then keeps
 the node in float (hybrid). Requantization multipliers come from the model's float scales
 with `quantize_multiplier`, and round half to even like ONNX's QuantizeLinear.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import onnx
@@ -21,17 +22,15 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from npuc.dialects import qnn
-from npuc.dialects.nn_base import NNOperation, ints, shape_of
+from npuc.dialects.arrays import ints
+from npuc.dialects.nn_base import NNOperation, shape_of
 from npuc.dialects.nn_shapes import ShapeError
 from npuc.dialects.quant_types import UniformQuantizedType
-from npuc.runtime.kernels.integer import dequantize, quantize_multipliers
+from npuc.integer import dequantize, quantize_multipliers
 from npuc.tensors import to_dense
 
-from .onnx_graph import NodeContext, Unsupported
+from .onnx_graph import GraphImporter, NodeContext, Unsupported
 from .onnx_layers import window
-
-if TYPE_CHECKING:
-    from .onnx_quantized import QuantState
 
 ROUNDING = "half_to_even"  # ONNX QuantizeLinear rounds half to even
 QConst = tuple[np.ndarray, UniformQuantizedType]  # stored integers and their type
@@ -47,7 +46,15 @@ class Target:
     fold: onnx.NodeProto | None = None
 
 
-Emitter = Callable[[NodeContext, "QuantState", "Target | None"], "list[SSAValue] | None"]
+class QuantOperands(Protocol):
+    """What an emitter asks of the import's quantization state (onnx_quantized.QuantState)."""
+
+    def operand(self, ctx: NodeContext, i: int) -> SSAValue | QConst | None: ...
+
+    def clip_bounds(self, importer: GraphImporter, node: onnx.NodeProto) -> Bounds | None: ...
+
+
+Emitter = Callable[[NodeContext, QuantOperands, "Target | None"], "list[SSAValue] | None"]
 
 
 class Abort(Exception):
@@ -197,7 +204,7 @@ def run_pattern(ctx: NodeContext, body: Callable[[Build], list[SSAValue]]) -> li
 # --------------------------------------------------------------------------- operands
 
 
-def run_time(st: QuantState, ctx: NodeContext, i: int) -> SSAValue:
+def run_time(st: QuantOperands, ctx: NodeContext, i: int) -> SSAValue:
     """Input i as a per-tensor quantized run-time value (else the pattern does not apply)."""
     operand = st.operand(ctx, i)
     if not isinstance(operand, SSAValue) or qtype_of(operand).per_axis:  # type: ignore[union-attr]
@@ -205,14 +212,14 @@ def run_time(st: QuantState, ctx: NodeContext, i: int) -> SSAValue:
     return operand
 
 
-def constant(st: QuantState, ctx: NodeContext, i: int) -> QConst:
+def constant(st: QuantOperands, ctx: NodeContext, i: int) -> QConst:
     operand = st.operand(ctx, i)
     if not isinstance(operand, tuple):
         raise Abort
     return operand
 
 
-def _bias(st: QuantState, ctx: NodeContext, i: int, acc_scales: np.ndarray) -> np.ndarray | None:
+def _bias(st: QuantOperands, ctx: NodeContext, i: int, acc_scales: np.ndarray) -> np.ndarray | None:
     """An int32 bias at the accumulator scale s_x * s_w.
 
     A DequantizeLinear'd int32 bias at that scale is taken as it is; other quantized or float
@@ -252,7 +259,7 @@ def _weight_scales(q: UniformQuantizedType, channels: int) -> np.ndarray:
 # --------------------------------------------------------------------------- compute patterns
 
 
-def conv(ctx: NodeContext, st: QuantState, target: Target | None) -> list[SSAValue] | None:
+def conv(ctx: NodeContext, st: QuantOperands, target: Target | None) -> list[SSAValue] | None:
     def body(b: Build) -> list[SSAValue]:
         if target is None:
             raise Abort
@@ -292,9 +299,15 @@ def conv(ctx: NodeContext, st: QuantState, target: Target | None) -> list[SSAVal
 
 
 def _fully_connected(
-    b: Build, ctx: NodeContext, st: QuantState, target: Target, x: SSAValue, w: np.ndarray,
-    wq: UniformQuantizedType, bias_index: int | None,
-) -> SSAValue:  # fmt: skip
+    b: Build,
+    ctx: NodeContext,
+    st: QuantOperands,
+    target: Target,
+    x: SSAValue,
+    w: np.ndarray,
+    wq: UniformQuantizedType,
+    bias_index: int | None,
+) -> SSAValue:
     """x [N, K] @ w[O, K]^T + bias; w per-tensor or per-axis on axis 0."""
     xq = qtype_of(x)
     w_scales = _weight_scales(wq, w.shape[0])
@@ -317,13 +330,17 @@ def _as_rows(w: np.ndarray, wq: UniformQuantizedType) -> tuple[np.ndarray, Unifo
         raise Abort
     if wq.per_axis:
         wq = UniformQuantizedType(
-            wq.storage, wq.scale_values(), wq.zero_point_values(), axis=0,
-            storage_min=wq.qmin, storage_max=wq.qmax,
-        )  # fmt: skip
+            wq.storage,
+            wq.scale_values(),
+            wq.zero_point_values(),
+            axis=0,
+            storage_min=wq.qmin,
+            storage_max=wq.qmax,
+        )
     return np.ascontiguousarray(w.T), wq
 
 
-def gemm(ctx: NodeContext, st: QuantState, target: Target | None) -> list[SSAValue] | None:
+def gemm(ctx: NodeContext, st: QuantOperands, target: Target | None) -> list[SSAValue] | None:
     def body(b: Build) -> list[SSAValue]:
         if target is None or ctx.attr("transA", 0) or float(ctx.attr("alpha", 1.0)) != 1.0:
             raise Abort
@@ -342,7 +359,7 @@ def gemm(ctx: NodeContext, st: QuantState, target: Target | None) -> list[SSAVal
     return run_pattern(ctx, body)
 
 
-def matmul(ctx: NodeContext, st: QuantState, target: Target | None) -> list[SSAValue] | None:
+def matmul(ctx: NodeContext, st: QuantOperands, target: Target | None) -> list[SSAValue] | None:
     def body(b: Build) -> list[SSAValue]:
         if target is None:
             raise Abort
@@ -369,7 +386,7 @@ def matmul(ctx: NodeContext, st: QuantState, target: Target | None) -> list[SSAV
     return run_pattern(ctx, body)
 
 
-def _binary_operands(b: Build, st: QuantState, ctx: NodeContext) -> list[SSAValue]:
+def _binary_operands(b: Build, st: QuantOperands, ctx: NodeContext) -> list[SSAValue]:
     """Both inputs as per-tensor quantized values (a quantized constant becomes qnn.constant)."""
     values = []
     for i in (0, 1):
@@ -389,7 +406,7 @@ def _binary_operands(b: Build, st: QuantState, ctx: NodeContext) -> list[SSAValu
 def aligned_sum(op_type: type[NNOperation]) -> Emitter:
     """Add/Sub in TFLite's scheme: both sides rescaled to 2 * max(scale) / 2^left_shift first."""
 
-    def emit(ctx: NodeContext, st: QuantState, target: Target | None) -> list[SSAValue] | None:
+    def emit(ctx: NodeContext, st: QuantOperands, target: Target | None) -> list[SSAValue] | None:
         def body(b: Build) -> list[SSAValue]:
             if target is None:
                 raise Abort
@@ -413,7 +430,7 @@ def aligned_sum(op_type: type[NNOperation]) -> Emitter:
     return emit
 
 
-def mul(ctx: NodeContext, st: QuantState, target: Target | None) -> list[SSAValue] | None:
+def mul(ctx: NodeContext, st: QuantOperands, target: Target | None) -> list[SSAValue] | None:
     def body(b: Build) -> list[SSAValue]:
         if target is None:
             raise Abort
@@ -425,7 +442,7 @@ def mul(ctx: NodeContext, st: QuantState, target: Target | None) -> list[SSAValu
     return run_pattern(ctx, body)
 
 
-def clamp(ctx: NodeContext, st: QuantState, target: Target | None) -> list[SSAValue] | None:
+def clamp(ctx: NodeContext, st: QuantOperands, target: Target | None) -> list[SSAValue] | None:
     """A standalone Relu/Clip: a requantize to the output type whose clamp is the activation."""
 
     def body(b: Build) -> list[SSAValue]:
@@ -441,7 +458,7 @@ def clamp(ctx: NodeContext, st: QuantState, target: Target | None) -> list[SSAVa
     return run_pattern(ctx, body)
 
 
-def concat(ctx: NodeContext, st: QuantState, target: Target | None) -> list[SSAValue] | None:
+def concat(ctx: NodeContext, st: QuantOperands, target: Target | None) -> list[SSAValue] | None:
     """Every input requantized to the output type where it differs, then qnn.concat."""
 
     def body(b: Build) -> list[SSAValue]:

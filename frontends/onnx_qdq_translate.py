@@ -18,7 +18,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from npuc.dialects import nn, nn_elementwise, qnn
 from npuc.dialects.nn_base import NNOperation, shape_of
 from npuc.dialects.quant_types import UniformQuantizedType, storage_range
-from npuc.runtime.kernels.integer import dequantize, quantize
+from npuc.integer import dequantize, quantize
 from npuc.runtime.nn_interpreter import evaluate_op
 from npuc.tensors import to_dense
 
@@ -95,9 +95,13 @@ def _props(
 
 
 def translate(
-    ctx: NodeContext, ops: list[Operation], mapping: dict[SSAValue, SSAValue],
-    results: Sequence[SSAValue], target: Target | None, pad_value: int | None = None,
-) -> list[SSAValue] | None:  # fmt: skip
+    ctx: NodeContext,
+    ops: list[Operation],
+    mapping: dict[SSAValue, SSAValue],
+    results: Sequence[SSAValue],
+    target: Target | None,
+    pad_value: int | None = None,
+) -> list[SSAValue] | None:
     """The qnn form of the nn ops a float converter emitted, or None.
 
     `mapping` takes the float views of quantized inputs to the quantized values.
@@ -148,9 +152,12 @@ def translate(
 
 
 def _lut(
-    b: Build, ops: list[Operation], mapping: dict[SSAValue, SSAValue],
-    results: Sequence[SSAValue], target: Target | None,
-) -> SSAValue:  # fmt: skip
+    b: Build,
+    ops: list[Operation],
+    mapping: dict[SSAValue, SSAValue],
+    results: Sequence[SSAValue],
+    target: Target | None,
+) -> SSAValue:
     """qnn.lut whose table is the chain evaluated on every stored input value.
 
     Entries are Q(f(DQ(q))) in float32 rounded half to even, as onnxruntime's QLinear

@@ -65,10 +65,23 @@ STORAGE_RANGES = {name: storage_range(*STORAGE_TYPES[name]) for name in STORAGE.
 # Plain ONNX ops that may read integer (QOperator) tensors: data movement maps to qnn ops;
 # the others' results are not quantized (indices, shapes), so the float view is exact.
 INTEGER_MOVEMENT = {
-    "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "MaxPool", "GlobalMaxPool",
-    "Concat", "Split", "Slice", "Pad", "Resize", "DepthToSpace", "SpaceToDepth", "Identity",
+    "Reshape",
+    "Flatten",
+    "Squeeze",
+    "Unsqueeze",
+    "Transpose",
+    "MaxPool",
+    "GlobalMaxPool",
+    "Concat",
+    "Split",
+    "Slice",
+    "Pad",
+    "Resize",
+    "DepthToSpace",
+    "SpaceToDepth",
+    "Identity",
     "Dropout",
-}  # fmt: skip
+}
 INTEGER_FLOAT_VIEW = {"ArgMax", "ArgMin", "Shape", "Size"}
 
 
@@ -446,9 +459,13 @@ def _erase(op: Operation) -> None:
 
 
 def _translated(
-    ctx: NodeContext, results: Sequence[Value | None], ops: list[Operation],
-    mapping: dict[SSAValue, SSAValue], target: Target | None, pad_value: int | None = None,
-) -> list[Value | None] | None:  # fmt: skip
+    ctx: NodeContext,
+    results: Sequence[Value | None],
+    ops: list[Operation],
+    mapping: dict[SSAValue, SSAValue],
+    target: Target | None,
+    pad_value: int | None = None,
+) -> list[Value | None] | None:
     """The qnn form of a float converter's emitted ops (erased on success), or None."""
     values = [r for r in results if r is not None]
     if not values or not all(isinstance(r, SSAValue) for r in values):
@@ -485,9 +502,10 @@ def _wrap(op_type: str, base: Converter, state: Callable[[NodeContext], QuantSta
             if target is None and not st.only_quantized_users(ctx.node.output):
                 return base(ctx)
             views = {
-                v: st.dq[ctx.node.input[i]] for i in present
+                v: st.dq[ctx.node.input[i]]
+                for i in present
                 if ctx.node.input[i] in st.dq and isinstance(v := ctx.input(i), SSAValue)
-            }  # fmt: skip
+            }
             floats, ops, _ = _float_run(ctx, base, {})
             results = _translated(ctx, floats, ops, views, target)
             if results is None:
@@ -601,9 +619,13 @@ def _qlinear(
 
 
 def _qlinear_pattern(
-    sctx: NodeContext, st: QuantState, spec: QLinearSpec, base: Converter,
-    runtime: Mapping[str, SSAValue], target: Target,
-) -> Sequence[Value | None] | None:  # fmt: skip
+    sctx: NodeContext,
+    st: QuantState,
+    spec: QLinearSpec,
+    base: Converter,
+    runtime: Mapping[str, SSAValue],
+    target: Target,
+) -> Sequence[Value | None] | None:
     emitter = PATTERNS.get(spec.float_op)
     if emitter is not None:
         return emitter(sctx, st, target)

@@ -2,7 +2,8 @@
 
 Float operators become `nn` ops; int8 operators become `qnn` ops with the model's
 own scales and zero points and TFLite's integer arithmetic (`rounding = "tflite"`,
-multipliers computed as TFLite computes them; see tflite_qops).
+multipliers computed as TFLite computes them; see tflite_int8.py and tflite_int16.py;
+the table of converters is tflite_converters.py).
 
 Layout: every value keeps its TFLite (NHWC) shape, so element-wise ops, reshapes
 and axes map one to one. Spatial ops (convolutions, pools, resizes) are wrapped
@@ -24,8 +25,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import IntegerType, ModuleOp, StringAttr, TensorType, f32, i32, i64
@@ -35,46 +35,32 @@ from xdsl.utils.exceptions import VerifyException
 
 from npuc.diagnostics import NpucError
 from npuc.dialects import nn, qnn
-from npuc.dialects.nn_base import NNOperation, build, ints, shape_of
+from npuc.dialects.nn_base import NNOperation
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.graph_io import ENTRY, io_attrs
 from npuc.limits import check_tensor
 from npuc.tensors import to_dense
 
+from . import tflite_converters as converters
 from .tflite_constants import fold_constants
+from .tflite_context import (
+    CONTROL_FLOW,
+    STORAGE,
+    Converter,
+    OpContext,
+    Unsupported,
+    element_type,
+    is_quantized,
+    tensor_type,
+)
 from .tflite_model import Graph, Operator, Tensor, decode_all
 
-# Operators that run other subgraphs, with the options naming them.
-CONTROL_FLOW = {
-    "IF": ("ThenSubgraphIndex", "ElseSubgraphIndex"),
-    "WHILE": ("CondSubgraphIndex", "BodySubgraphIndex"),
-    "CALL": ("Subgraph",),
-}
-
 __all__ = ["import_tflite", "supported_ops"]
-
-NCHW = (0, 3, 1, 2)
-NHWC = (0, 2, 3, 1)
-STORAGE = {np.dtype(np.int8): "i8", np.dtype(np.uint8): "u8", np.dtype(np.int16): "i16"}
-
-
-class Unsupported(Exception):
-    """An operator npuc cannot import, with the reason."""
-
-
-Converter = Callable[["OpContext"], "SSAValue | Sequence[SSAValue]"]
-
-
-def _converters() -> tuple[dict[str, Converter], dict[str, Converter]]:
-    from . import tflite_ops, tflite_qops
-
-    return tflite_ops.CONVERTERS, tflite_qops.CONVERTERS
 
 
 def supported_ops() -> dict[str, list[str]]:
     """TFLite builtin operators the importer understands, for float and int8 models."""
-    float_ops, quant_ops = _converters()
-    return {"float": sorted(float_ops), "int8": sorted(quant_ops)}
+    return {"float": converters.names("float"), "int8": converters.names("int8")}
 
 
 def import_tflite(
@@ -119,180 +105,6 @@ def import_tflite(
 STATEFUL = frozenset({"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE"})
 
 
-def tensor_type(t: Tensor, shape: Sequence[int] | None = None) -> TensorType:
-    """The IR type of a TFLite tensor: f32, a quantized type, or i32/i64 for indices."""
-    dims = list(t.shape if shape is None else shape)
-    return TensorType(element_type(t), dims)
-
-
-def element_type(t: Tensor) -> Attribute:
-    if t.dtype == np.float32:
-        return f32
-    if t.dtype in STORAGE and t.quant is not None:
-        return quantized_type(t)
-    if t.dtype == np.int32:
-        return i32
-    if t.dtype == np.int64:
-        return i64
-    raise Unsupported(f"tensor '{t.name}' of type {t.type_name} not supported")
-
-
-def quantized_type(t: Tensor, axis: int | None = None) -> UniformQuantizedType:
-    """The tensor's own scales and zero points; per-axis types may move their axis."""
-    q = t.quant
-    if q is None or t.dtype not in STORAGE:
-        raise Unsupported(f"tensor '{t.name}' of type {t.type_name} is not a quantized "
-                          "int8, uint8 or int16 tensor")  # fmt: skip
-    scales = [float(s) for s in q.scales]
-    if not all(s > 0 and np.isfinite(s) for s in scales):
-        raise Unsupported(f"tensor '{t.name}' has a scale that is not positive and finite")
-    if q.axis is None or len(scales) == 1:
-        return UniformQuantizedType(STORAGE[t.dtype], scales[0], int(q.zero_points[0]))
-    return UniformQuantizedType(
-        STORAGE[t.dtype], scales, [int(z) for z in q.zero_points],
-        axis=q.axis if axis is None else axis,
-    )  # fmt: skip
-
-
-def check_bias(t: Tensor) -> None:
-    """A bias's zero point must be 0 (LiteRT's delegates refuse others; its reference
-    kernels ignore them, so no result would be right)."""
-    if t.quant is not None and np.any(t.quant.zero_points != 0):
-        zp = int(t.quant.zero_points[np.flatnonzero(t.quant.zero_points)[0]])
-        raise ValueError(f"bias '{t.name}' has zero point {zp}; a bias's zero point must be 0")
-
-
-def is_quantized(t: Tensor) -> bool:
-    return t.dtype in STORAGE and t.quant is not None
-
-
-class OpContext:
-    """What a converter sees of one operator, and how it emits IR."""
-
-    def __init__(self, importer: _Import, op: Operator):
-        self.importer = importer
-        self.op = op
-        self.graph = importer.graph
-        self.name = self.out().name if op.outputs else f"op_{op.index}"
-        self.options: dict[str, Any] = op.options
-
-    # ------------------------------------------------------------------ reading
-
-    def opt(self, key: str, default: Any = None) -> Any:
-        return self.options.get(key, default)
-
-    def has(self, i: int) -> bool:
-        return i < len(self.op.inputs) and self.op.inputs[i] >= 0
-
-    def tensor(self, i: int) -> Tensor:
-        if not self.has(i):
-            raise Unsupported(f"input {i} is missing")
-        return self.graph.tensors[self.op.inputs[i]]
-
-    def out(self, i: int = 0) -> Tensor:
-        return self.graph.tensors[self.op.outputs[i]]
-
-    def const(self, i: int) -> np.ndarray | None:
-        return self.tensor(i).data if self.has(i) else None
-
-    def need_const(self, i: int, what: str) -> np.ndarray:
-        data = self.const(i)
-        if data is None:
-            raise Unsupported(f"{what} must be a constant")
-        return data
-
-    def value(self, i: int) -> SSAValue:
-        return self.importer.value(self.tensor(i))
-
-    def shape(self, i: int) -> tuple[int, ...]:
-        return shape_of(self.value(i)) if self.tensor(i).data is None else self.tensor(i).shape
-
-    # ------------------------------------------------------------------ emitting
-
-    def emit(
-        self,
-        op_type: type[NNOperation],
-        operands: Sequence[SSAValue | None],
-        props: Mapping[str, Attribute] | None = None,
-        *,
-        result_types: Sequence[Attribute] | None = None,
-        element_type: Attribute = f32,
-    ) -> SSAValue:
-        op = build(
-            op_type, operands, props, name=self.name, result_types=result_types,
-            element_type=element_type,
-        )  # fmt: skip
-        self.importer.block.add_op(op)
-        return op.results[0]
-
-    def emit_multi(
-        self,
-        op_type: type[NNOperation],
-        operands: Sequence[SSAValue],
-        props: Mapping[str, Attribute],
-        result_types: Sequence[Attribute],
-    ) -> list[SSAValue]:
-        op = build(op_type, operands, props, name=self.name, result_types=result_types)
-        self.importer.block.add_op(op)
-        return list(op.results)
-
-    def constant(
-        self, array: np.ndarray, ty: Attribute | None = None, name: str | None = None
-    ) -> SSAValue:
-        """An nn.constant (f32/i32/i64 data) or qnn.constant (with a quantized type `ty`)."""
-        return self.importer.constant(array, name or self.name, ty)
-
-    def transpose(self, value: SSAValue, perm: Sequence[int]) -> SSAValue:
-        """transpose(value), folding a transpose that undoes the one producing `value`."""
-        perm = [int(p) for p in perm]
-        if perm == list(range(len(perm))):
-            return value
-        owner = value.owner
-        if isinstance(owner, nn.TransposeOp | qnn.TransposeOp):
-            inner = [int(p) for p in owner.perm.get_values()]
-            if [inner[p] for p in perm] == list(range(len(perm))):
-                return owner.input
-        ty = value.type
-        assert isinstance(ty, TensorType)
-        op_type = qnn.TransposeOp if is_qvalue(value) else nn.TransposeOp
-        return self.emit(op_type, [value], {"perm": ints(perm)}, element_type=ty.element_type)
-
-    def hoisted(self, values: Sequence[SSAValue]) -> list[SSAValue] | None:
-        """The NCHW values behind operands that are all NCHW -> NHWC transposes of one shape.
-
-        Element-wise ops then run in NCHW, so the transposes around them cancel too.
-        """
-        inner = []
-        for v in values:
-            owner = v.owner
-            if not isinstance(owner, nn.TransposeOp | qnn.TransposeOp):
-                return None
-            if tuple(int(p) for p in owner.perm.get_values()) != NHWC:
-                return None
-            inner.append(owner.input)
-        return inner if len({shape_of(v) for v in inner}) == 1 else None
-
-    def nchw(self, value: SSAValue) -> SSAValue:
-        return self.transpose(value, NCHW)
-
-    def nhwc(self, value: SSAValue) -> SSAValue:
-        return self.transpose(value, NHWC)
-
-    def reshape(self, value: SSAValue, shape: Sequence[int]) -> SSAValue:
-        shape = [int(d) for d in shape]
-        if list(shape_of(value)) == shape:
-            return value
-        ty = value.type
-        assert isinstance(ty, TensorType)
-        op_type = qnn.ReshapeOp if is_qvalue(value) else nn.ReshapeOp
-        return self.emit(op_type, [value], result_types=[TensorType(ty.element_type, shape)])
-
-
-def is_qvalue(value: SSAValue) -> bool:
-    ty = value.type
-    return isinstance(ty, TensorType) and isinstance(ty.element_type, UniformQuantizedType)
-
-
 class _Import:
     def __init__(
         self,
@@ -325,8 +137,9 @@ class _Import:
         unknown = [n for n in names if n not in self.by_name]
         if unknown:
             shown = ", ".join(t.name for t in self.graph.tensors[:40])
-            raise self.error(f"unknown {kind} tensor name(s): {', '.join(unknown)}; "
-                             f"tensors are: {shown}")  # fmt: skip
+            raise self.error(
+                f"unknown {kind} tensor name(s): {', '.join(unknown)}; tensors are: {shown}"
+            )
         return [self.by_name[n].index for n in names]
 
     def run(
@@ -341,8 +154,10 @@ class _Import:
         in_names = [graph.tensors[t].name for t in in_ids]
         unknown = sorted(set(input_shapes) - set(in_names))
         if unknown:
-            raise self.error(f"--input-shape names unknown input(s) {', '.join(unknown)}; "
-                             f"inputs are: {', '.join(in_names)}")  # fmt: skip
+            raise self.error(
+                f"--input-shape names unknown input(s) {', '.join(unknown)}; "
+                f"inputs are: {', '.join(in_names)}"
+            )
         arg_types = [self._arg_type(graph.tensors[t], input_shapes) for t in in_ids]
         state = None
         if any(op.op_type in STATEFUL for op in graph.operators):
@@ -371,11 +186,12 @@ class _Import:
         self._erase_dead()
         out_names = [graph.tensors[t].name for t in out_ids]
         func = FuncOp(
-            ENTRY, ([a.type for a in self.block.args], [r.type for r in results]),
+            ENTRY,
+            ([a.type for a in self.block.args], [r.type for r in results]),
             Region(self.block),
             arg_attrs=io_attrs([*in_names, *states], [None] * len(in_names) + states),
             res_attrs=io_attrs([*out_names, *states], [None] * len(out_names) + states),
-        )  # fmt: skip
+        )
         if state:
             func.attributes.update(state.init_attr())
         module = ModuleOp([func])
@@ -401,8 +217,10 @@ class _Import:
                 for i, (s, d) in enumerate(zip(t.signature, shape, strict=True))
             ]
             if any(s < 0 for s in t.signature[1:]) and t.name not in input_shapes:
-                dims = ",".join("?" if s < 0 and i else str(d) for i, (s, d) in
-                                enumerate(zip(t.signature, shape, strict=True)))  # fmt: skip
+                dims = ",".join(
+                    "?" if s < 0 and i else str(d)
+                    for i, (s, d) in enumerate(zip(t.signature, shape, strict=True))
+                )
                 raise self.error(
                     f"input '{t.name}' has dynamic dimensions; give its shape with "
                     f"--input-shape {t.name}:{dims} (a size for each ?), or an --input array "
@@ -411,12 +229,16 @@ class _Import:
         if t.name in input_shapes:
             given = [int(d) for d in input_shapes[t.name]]
             if len(given) != len(shape) or any(d <= 0 for d in given):
-                raise self.error(f"input shape {given} for '{t.name}' must have rank "
-                                 f"{len(shape)} and positive dimensions")  # fmt: skip
+                raise self.error(
+                    f"input shape {given} for '{t.name}' must have rank "
+                    f"{len(shape)} and positive dimensions"
+                )
             shape = given
         if t.dtype != np.float32 and not is_quantized(t):
-            raise self.error(f"input '{t.name}' has type {t.type_name}; npuc takes float32 "
-                             "or quantized int8/uint8/int16 inputs")  # fmt: skip
+            raise self.error(
+                f"input '{t.name}' has type {t.type_name}; npuc takes float32 "
+                "or quantized int8/uint8/int16 inputs"
+            )
         check_tensor(shape, t.dtype.itemsize, f"input '{t.name}'", self.location)
         try:
             return tensor_type(t, shape)
@@ -440,8 +262,10 @@ class _Import:
             op = producer.get(t)
             if op is None:
                 if self.graph.tensors[t].data is None:
-                    raise self.error(f"tensor '{self.graph.tensors[t].name}' has no producer "
-                                     "and is not a graph input or constant")  # fmt: skip
+                    raise self.error(
+                        f"tensor '{self.graph.tensors[t].name}' has no producer "
+                        "and is not a graph input or constant"
+                    )
                 continue
             if op.index not in needed:
                 needed.add(op.index)
@@ -454,13 +278,13 @@ class _Import:
             self.poisoned.update(op.outputs)
             return
         try:
-            if op.custom and op.op_type not in _converters()[0]:
+            if op.custom and (op.op_type, "float") not in converters.CONVERTERS:
                 raise Unsupported("custom operators are not supported")
             if op.op_type in STATEFUL and self.state is not None:
                 self.state.convert(ctx)
                 return
-            converter = self._converter(op)
-            results = converter(ctx)
+            convert = self._converter(ctx)
+            results = convert(ctx)
             results = [results] if isinstance(results, SSAValue) else list(results)
             if len(results) != len(op.outputs):
                 raise Unsupported(f"expected {len(op.outputs)} results, made {len(results)}")
@@ -479,28 +303,29 @@ class _Import:
             self.issues.append((op.op_type, ctx.name, f"invalid operator: {text}"))
             self.poisoned.update(op.outputs)
 
-    def _converter(self, op: Operator) -> Converter:
-        float_ops, quant_ops = _converters()
+    def _converter(self, ctx: OpContext) -> Converter:
+        op = ctx.op
         # The data tensors decide: constant inputs may be int32 shapes or axes.
         data = [self.graph.tensors[t] for t in (*op.inputs, *op.outputs) if t >= 0]
         data = [t for t in data if t.data is None or t.dtype in STORAGE]
         quantized = any(is_quantized(t) for t in data) and op.op_type != "DEQUANTIZE"
-        table = quant_ops if quantized else float_ops
-        if op.op_type not in table and op.op_type in CONTROL_FLOW:
+        convert = converters.converter(ctx, quantized)
+        if convert is None and op.op_type in CONTROL_FLOW:
             refs = ", ".join(str(op.options.get(k)) for k in CONTROL_FLOW[op.op_type])
             raise Unsupported(f"control flow over subgraphs ({refs}) is not supported")
-        if op.op_type not in table:
-            if op.op_type in float_ops or op.op_type in quant_ops:
+        if convert is None:
+            if any((op.op_type, kind) in converters.CONVERTERS for kind in ("float", "int8")):
                 kind = "quantized" if quantized else "float"
                 raise Unsupported(f"{kind} {op.op_type} not supported")
             raise Unsupported("operator not supported")
-        return table[op.op_type]
+        return convert
 
     def _bind(self, t: Tensor, value: SSAValue) -> None:
         want = tensor_type(t)
         if value.type != want:
-            raise ValueError(f"result {value.type} does not match the tensor type {want} of "
-                             f"'{t.name}'")  # fmt: skip
+            raise ValueError(
+                f"result {value.type} does not match the tensor type {want} of '{t.name}'"
+            )
         self.values[t.index] = value
 
     def value(self, t: Tensor) -> SSAValue:

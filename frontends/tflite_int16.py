@@ -34,64 +34,80 @@ arithmetic reproduced, kernel by kernel (reference kernels):
   the int8 converters (same parameters in and out; zero point 0 leaves no tie issue).
 - QUANTIZE (float -> int16, or int8/int16 requantization) and DEQUANTIZE: as int8.
 
-LOGISTIC, TANH, SOFTMAX: tflite_int16_luts; TRANSPOSE_CONV, BATCH_MATMUL, MEAN, DIV, the
-activations, the stored-value ops and LiteRT's 16-bit refusals: tflite_int16_more.
+LOGISTIC, TANH, SOFTMAX: tflite_int16_luts.py. The other operators LiteRT's reference op
+resolver runs on int16 data (its Prepare checks mirrored here); the 16-bit forms LiteRT
+rejects or mis-computes are refused with the reason:
+
+- TRANSPOSE_CONV (int8 filter, zero points 0, int64 bias or none): the int64 scatter
+  accumulator of reference_integer_ops::TransposeConv, + bias, rescaled with the 64-bit
+  MultiplyByQuantizedMultiplier like CONV_2D (`tflite64_multiplier`, `half_up`). LiteRT
+  reads an int32 bias as int64 (every output saturates): refused.
+- BATCH_MATMUL (both operands int16, zero points 0): reference_ops::BatchMatMul<int16_t,
+  int64_t>, the same 64-bit rescaling of GetQuantizedConvolutionMultipler's multiplier.
+- MEAN (zero points 0): QuantizedMeanOrSum as for int8, 1/count folded into the multiplier.
+- DIV: DivElementwise as for int8 (`qnn.div`), on int16 storage.
+- RELU, RELU6, LEAKY_RELU (zero points 0): ReluX / QuantizeLeakyRelu with float32
+  multipliers as for int8; LEAKY_RELU is `qnn.prelu` with a constant alpha.
+- PRELU: the int8 arithmetic (`qnn.prelu`) with an int8 alpha. LiteRT reads the alpha
+  buffer as int8 whatever its type, so an int16 alpha (its bytes) is refused.
+- GELU: LUTPopulate<int16_t> in float32 (513 entries, GeluTransform with the C library's
+  erfcf / tanhf, which are not correctly rounded) read by LUTLookup's interpolation. The
+  result is a function of the stored value: npuc emits it as a 65536-entry `qnn.lut`, every
+  entry computed with the kernel's own steps.
+- MAXIMUM, MINIMUM, GATHER, REDUCE_MAX (zero point 0), RESIZE_BILINEAR: the stored values,
+  as for int8 (one quantization in and out).
+- CONCATENATION and EXPAND_DIMS need zero point 0 at 16 bits (LiteRT's Prepare); the other
+  data movement runs the int8 converters unchanged.
+
+Refused: SUM (LiteRT's reference kernel runs its uint8 code on the int16 buffers; results
+depend on uninitialised memory), SQUARED_DIFFERENCE, RELU_N1_TO_1, HARD_SWISH, ARG_MAX and
+ARG_MIN (LiteRT's Prepare or Eval rejects int16).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
+import math
 from collections.abc import Callable
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType, i32, i64
+from xdsl.dialects.builtin import BoolAttr, IntegerAttr, StringAttr, TensorType, i32, i64
 from xdsl.ir import SSAValue
 
 from npuc.dialects import qnn
+from npuc.dialects.arrays import ints
 from npuc.dialects.nn_base import shape_of
+from npuc.dialects.qnn_elementwise import aligned_inputs
+from npuc.dialects.quant_types import UniformQuantizedType
+from npuc.runtime.kernels.qnn_int16_lut import lut_lookup_513
 from npuc.tensors import to_dense
 
-from . import tflite_ops as fops
-from . import tflite_qops as qops
-from .tflite import OpContext, Tensor, Unsupported, check_bias
+from . import tflite_float as fops
+from . import tflite_int8 as int8
+from .tflite_context import Converter, OpContext, Tensor, Unsupported, check_bias, quantized_type
+from .tflite_quant import (
+    ACC_LIMIT,
+    activation_range,
+    check_int16,
+    check_same_params,
+    conv_multipliers,
+    emit_elementwise,
+    emit_mul,
+    folded_mean_multiplier,
+    out_type,
+    pot_exponent,
+    quantized_weight,
+    reduce_props,
+    requant_props,
+    round_away,
+    tensor_scale,
+    tflite64_multiplier,
+    tflite_multiplier,
+)
 
 LEFT_SHIFT_16BIT = 15
-ACC_LIMIT = 1 << 47  # MultiplyByQuantizedMultiplier(int64_t, ...) assumes |x| < 2^47
-REDUCED_CAP = 0x7FFF0000
-
-
-def tflite64_multiplier(pair: tuple[int, int]) -> tuple[int, int]:
-    """npuc (m0, shift) of TFLite's 64-bit MultiplyByQuantizedMultiplier for a Q31 (m0, shift).
-
-    reduced = (m0 + 2^15) >> 16 (0x7FFF when m0 >= 0x7FFF0000); total_shift =
-    15 - shift_tflite = shift - 16; the result is `half_up` rounding of acc * reduced / 2^total.
-    """
-    m0, shift = pair
-    if m0 == 0:
-        return 0, 0
-    reduced = (m0 + (1 << 15)) >> 16 if m0 < REDUCED_CAP else 0x7FFF
-    total = shift - 16
-    if total < 1:
-        raise Unsupported(f"16x8 requantization multiplier {m0} * 2^-{shift} is too large")
-    return reduced, total
-
-
-def is_16x8(ctx: OpContext) -> bool:
-    """Whether the op's data input or output is an int16 tensor."""
-    tensors = [ctx.out()]
-    if ctx.op.inputs and ctx.has(0):
-        tensors.append(ctx.tensor(0))
-    return any(t.dtype == np.int16 for t in tensors)
-
-
-def _check_int16(*tensors: Tensor) -> None:
-    for t in tensors:
-        if t.dtype != np.int16 or t.quant is None:
-            raise Unsupported(f"tensor '{t.name}' is {t.type_name}; 16x8 kernels need int16")
-        if t.quant.axis is not None and len(t.quant.scales) > 1:
-            raise Unsupported(f"activation '{t.name}' is quantized per channel")
-        if int(t.quant.zero_points[0]) != 0:
-            raise Unsupported(f"int16 tensor '{t.name}' has zero point "
-                              f"{int(t.quant.zero_points[0])}; TFLite needs 0")  # fmt: skip
 
 
 def _bias(ctx: OpContext, index: int, required: bool) -> tuple[SSAValue | None, np.ndarray]:
@@ -106,8 +122,9 @@ def _bias(ctx: OpContext, index: int, required: bool) -> tuple[SSAValue | None, 
     if data.dtype != np.int64:
         # LiteRT's reference 16x8 kernels do not give int32 biases the int64 kernels'
         # results (measured); unverified arithmetic is not imported.
-        raise Unsupported(f"16x8 bias '{name}' of type {ctx.tensor(index).type_name} "
-                          "(int64 expected)")  # fmt: skip
+        raise Unsupported(
+            f"16x8 bias '{name}' of type {ctx.tensor(index).type_name} (int64 expected)"
+        )
     if np.any(np.abs(data) > np.iinfo(np.int32).max):
         raise Unsupported(f"int64 bias '{name}' has entries beyond int32 (qnn biases are i32)")
     op = qnn.ConstantOp.create(
@@ -122,7 +139,7 @@ def _weight(ctx: OpContext, w: np.ndarray, source_axis: int) -> SSAValue:
     t = ctx.tensor(1)
     if t.quant is not None and np.any(np.asarray(t.quant.zero_points) != 0):
         raise Unsupported(f"16x8 weights '{t.name}' must be symmetric (zero point 0)")
-    return qops._weight(ctx, w, source_axis)
+    return quantized_weight(ctx, w, source_axis)
 
 
 def _rescale(
@@ -134,7 +151,7 @@ def _rescale(
 ) -> dict:
     """Requantization properties of TFLite's 64-bit rescaling: `half_up` on the 15-bit
     reduced multiplier (`reduce`: conv) or on the Q31 one (fully connected)."""
-    clamp = qops.activation_range(ctx, ctx.out())
+    clamp = activation_range(ctx, ctx.out())
     per_channel = np.abs(w.astype(np.int64)).reshape(w.shape[0], -1).sum(axis=1)
     bound = int((per_channel * (1 << 15) + np.abs(np.broadcast_to(bias, per_channel.shape))).max())
     if bound >= ACC_LIMIT:
@@ -144,141 +161,465 @@ def _rescale(
     elif bound * max(m for m, _ in pairs) >= 1 << 62:
         # npuc's wide requantization narrows larger products by magnitude, which is
         # exact for the odd-symmetric rules only.
-        raise Unsupported(f"16x8 fully connected accumulator bound {bound} needs products "
-                          "beyond 2^62 in half_up rescaling")  # fmt: skip
-    props = qops.requant_props(pairs, clamp)
+        raise Unsupported(
+            f"16x8 fully connected accumulator bound {bound} needs products "
+            "beyond 2^62 in half_up rescaling"
+        )
+    props = requant_props(pairs, clamp)
     props["rounding"] = StringAttr("half_up")
     return props
 
 
 def _conv(ctx: OpContext, depthwise: bool) -> SSAValue:
     x_t, out = ctx.tensor(0), ctx.out()
-    _check_int16(x_t, out)
+    check_int16(x_t, out)
     w, groups = fops.conv_weight(ctx, depthwise)
     weight = _weight(ctx, w, 3 if depthwise else 0)
     bias, wide = _bias(ctx, 2, required=True)
-    pairs = qops.conv_multipliers(ctx, w.shape[0])
+    pairs = conv_multipliers(ctx, w.shape[0])
     props = fops.conv_props(ctx, w.shape[2:]) | {"groups": IntegerAttr(groups, i64)}
     props |= _rescale(ctx, pairs, w, wide, reduce=True)
     n, h, wd, c = out.shape
-    y = ctx.emit(qnn.Conv2dOp, [ctx.nchw(ctx.value(0)), weight, bias], props,
-                 result_types=[qops._out_type(ctx, [n, c, h, wd])])  # fmt: skip
+    y = ctx.emit(
+        qnn.Conv2dOp,
+        [ctx.nchw(ctx.value(0)), weight, bias],
+        props,
+        result_types=[out_type(ctx, [n, c, h, wd])],
+    )
     return ctx.nhwc(y)
 
 
 def _fully_connected(ctx: OpContext) -> SSAValue:
     x_t, out = ctx.tensor(0), ctx.out()
-    _check_int16(x_t, out)
+    check_int16(x_t, out)
     w = ctx.need_const(1, "the weights")
     weight = _weight(ctx, w, 0)
     bias, wide = _bias(ctx, 2, required=False)
     # LiteRT's 16x8 kernel multiplies the scales in double, per tensor too (conv's rule),
     # not in float32 as the int8 kernel's GetQuantizedConvolutionMultipler does.
     per_tensor = len(ctx.tensor(1).quant.scales) == 1
-    pairs = qops.conv_multipliers(ctx, 1 if per_tensor else w.shape[0])
+    pairs = conv_multipliers(ctx, 1 if per_tensor else w.shape[0])
     k = w.shape[1]
     x = ctx.reshape(ctx.value(0), [int(np.prod(ctx.shape(0))) // k, k])
     rows = shape_of(x)[0]
     props = _rescale(ctx, pairs, w, wide, reduce=False)
-    y = ctx.emit(qnn.FullyConnectedOp, [x, weight, bias], props,
-                 result_types=[qops._out_type(ctx, [rows, w.shape[0]])])  # fmt: skip
+    y = ctx.emit(
+        qnn.FullyConnectedOp,
+        [x, weight, bias],
+        props,
+        result_types=[out_type(ctx, [rows, w.shape[0]])],
+    )
     return ctx.reshape(y, out.shape)
-
-
-def _pot_exponent(scale: float) -> int | None:
-    """TFLite's CheckedLog2 in float32: round(log2(scale)) when within 1e-3 of an integer."""
-    log2 = np.float32(np.log(np.float32(scale))) * (np.float32(1) / np.float32(np.log(2.0)))
-    rounded = np.floor(np.abs(log2) + np.float32(0.5)) * np.sign(log2)
-    return int(rounded) if abs(np.float32(log2 - rounded)) < np.float32(1e-3) else None
 
 
 def _aligned(op_type: type) -> Callable[[OpContext], SSAValue]:
     def convert(ctx: OpContext) -> SSAValue:
         a_t, b_t, out = ctx.tensor(0), ctx.tensor(1), ctx.out()
-        _check_int16(a_t, b_t, out)
-        s_a, s_b, s_out = qops._scale(a_t), qops._scale(b_t), qops._scale(out)
-        exps = [_pot_exponent(s) for s in (s_a, s_b, s_out)]
+        check_int16(a_t, b_t, out)
+        s_a, s_b, s_out = tensor_scale(a_t), tensor_scale(b_t), tensor_scale(out)
+        exps = [pot_exponent(s) for s in (s_a, s_b, s_out)]
         pot = bool(ctx.opt("PotScaleInt16", True)) and all(e is not None for e in exps)
-        clamp = qops.activation_range(ctx, out)
+        clamp = activation_range(ctx, out)
         if pot:
             lhs_r, rhs_r = exps[2] - exps[0], exps[2] - exps[1]  # right shifts, TFLite's -shift
             if lhs_r < 0 or rhs_r < 0 or (lhs_r and rhs_r):
-                raise Unsupported(f"16-bit {ctx.op.op_type} with power-of-two scales needs "
-                                  "one input at the output's scale, one no coarser")  # fmt: skip
+                raise Unsupported(
+                    f"16-bit {ctx.op.op_type} with power-of-two scales needs "
+                    "one input at the output's scale, one no coarser"
+                )
             left, pair = 1, (1 << 30, 30)  # exact: (x << 1) * 2^30 / 2^31 = x
             lhs, rhs = (1 << 30, 31 + lhs_r), (1 << 30, 31 + rhs_r)
         else:
             twice_max = 2 * max(s_a, s_b)
-            lhs = qops.tflite_multiplier(s_a / twice_max)
-            rhs = qops.tflite_multiplier(s_b / twice_max)
-            pair = qops.tflite_multiplier(twice_max / ((1 << LEFT_SHIFT_16BIT) * s_out))
+            lhs = tflite_multiplier(s_a / twice_max)
+            rhs = tflite_multiplier(s_b / twice_max)
+            pair = tflite_multiplier(twice_max / ((1 << LEFT_SHIFT_16BIT) * s_out))
             left = LEFT_SHIFT_16BIT
-        props = qops.requant_props([pair], clamp) | {
-            "left_shift": IntegerAttr(left, i64),
-            "lhs_multiplier": IntegerAttr(lhs[0], i64), "lhs_shift": IntegerAttr(lhs[1], i64),
-            "rhs_multiplier": IntegerAttr(rhs[0], i64), "rhs_shift": IntegerAttr(rhs[1], i64),
-        }  # fmt: skip
-        return qops._elementwise(ctx, op_type, props)
+        props = requant_props([pair], clamp) | aligned_inputs(left, lhs, rhs)
+        return emit_elementwise(ctx, op_type, props)
 
     return convert
 
 
 def _mul(ctx: OpContext) -> SSAValue:
-    a_t, b_t, out = ctx.tensor(0), ctx.tensor(1), ctx.out()
-    _check_int16(a_t, b_t, out)
-    pair = qops.tflite_multiplier(qops._scale(a_t) * qops._scale(b_t) / qops._scale(out))
-    props = qops.requant_props([pair], qops.activation_range(ctx, out))
-    return qops._elementwise(ctx, qnn.MulOp, props)
+    check_int16(ctx.tensor(0), ctx.tensor(1), ctx.out())
+    return emit_mul(ctx)
 
 
 def _quantize(ctx: OpContext) -> SSAValue:
     x_t, out = ctx.tensor(0), ctx.out()
     if x_t.dtype == np.float32:
-        return ctx.emit(qnn.QuantizeOp, [ctx.value(0)], result_types=[qops._out_type(ctx)])
+        return ctx.emit(qnn.QuantizeOp, [ctx.value(0)], result_types=[out_type(ctx)])
     for t in (x_t, out):
         if t.dtype not in (np.int8, np.int16) or t.quant is None or len(t.quant.scales) > 1:
             raise Unsupported(f"QUANTIZE of '{t.name}' ({t.type_name}) not supported")
-    pair = qops.tflite_multiplier(qops._scale(x_t) / qops._scale(out))
-    q = qops.quantized_type(out)
-    return ctx.emit(qnn.RequantizeOp, [ctx.value(0)], qops.requant_props([pair], (q.qmin, q.qmax)),
-                    result_types=[qops._out_type(ctx)])  # fmt: skip
+    pair = tflite_multiplier(tensor_scale(x_t) / tensor_scale(out))
+    q = quantized_type(out)
+    return ctx.emit(
+        qnn.RequantizeOp,
+        [ctx.value(0)],
+        requant_props([pair], (q.qmin, q.qmax)),
+        result_types=[out_type(ctx)],
+    )
 
 
 def _zero_point_free(convert: Callable) -> Callable[[OpContext], SSAValue]:
     """An int8 converter reused at 16 bits after TFLite's int16 checks."""
 
     def wrapped(ctx: OpContext) -> SSAValue:
-        _check_int16(ctx.tensor(0), ctx.out())
+        check_int16(ctx.tensor(0), ctx.out())
         return convert(ctx)
 
     return wrapped
 
 
-CONVERTERS: dict[str, Callable] = {
+F32 = np.float32
+INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
+EVERY_INT16 = np.arange(INT16_MIN, INT16_MAX + 1, dtype=np.int64)
+
+
+def _int16(*tensors: Tensor) -> None:
+    """int16 storage, per-tensor quantization (any zero point)."""
+    for t in tensors:
+        if t.dtype != np.int16 or t.quant is None or len(t.quant.scales) > 1:
+            raise Unsupported(f"tensor '{t.name}' is {t.type_name}; expected per-tensor int16")
+
+
+def _full_range(ctx: OpContext) -> tuple[int, int]:
+    q = quantized_type(ctx.out())
+    return q.qmin, q.qmax
+
+
+# --------------------------------------------------------------------------- weighted
+
+
+def _transpose_conv(ctx: OpContext) -> SSAValue:
+    x_t, w_t, out = ctx.tensor(2), ctx.tensor(1), ctx.out()
+    check_int16(x_t, out)
+    w = ctx.need_const(1, "the filter")  # OHWI
+    if w_t.dtype != np.int8 or w_t.quant is None:
+        raise Unsupported(f"16x8 filter '{w_t.name}' is {w_t.type_name}; int8 expected")
+    if np.any(np.asarray(w_t.quant.zero_points) != 0):
+        raise Unsupported(f"16x8 filter '{w_t.name}' must be symmetric (zero point 0)")
+    per_channel = len(w_t.quant.scales) > 1
+    if per_channel and w_t.quant.axis != 0:
+        raise Unsupported(f"weights quantized on axis {w_t.quant.axis}, expected 0")
+    bias, wide = _bias(ctx, 3, required=False)
+    channels = w.shape[0]
+    scales = [float(s) for s in w_t.quant.scales] * (1 if per_channel else channels)
+    s_in, s_out = tensor_scale(x_t), tensor_scale(out)
+    pairs = [tflite_multiplier(s_in * s_w / s_out) for s_w in scales]
+    weight = ctx.constant(
+        w.transpose(3, 0, 1, 2), quantized_type(w_t, axis=1 if per_channel else None), name=w_t.name
+    )
+    props = fops.transpose_conv_props(ctx, w.shape[1:3])
+    props |= _rescale(ctx, pairs, w, wide, reduce=True)
+    n, h, wd, c = out.shape
+    y = ctx.emit(
+        qnn.ConvTranspose2dOp,
+        [ctx.nchw(ctx.value(2)), weight, bias],
+        props,
+        result_types=[out_type(ctx, [n, c, h, wd])],
+    )
+    return ctx.nhwc(y)
+
+
+def _batch_matmul(ctx: OpContext) -> SSAValue:
+    a_t, b_t, out = ctx.tensor(0), ctx.tensor(1), ctx.out()
+    check_int16(a_t, b_t, out)
+    a, b = ctx.value(0), ctx.value(1)
+    if ctx.opt("AdjX", False):
+        a = fops.swap_last(ctx, a)
+    if ctx.opt("AdjY", False):
+        b = fops.swap_last(ctx, b)
+    depth = ctx.shape(0)[-2 if ctx.opt("AdjX", False) else -1]
+    if depth * (1 << 30) >= ACC_LIMIT:
+        raise Unsupported(f"16-bit BATCH_MATMUL over {depth} products may exceed TFLite's 2^47")
+    product = float(F32(a_t.quant.scales[0]) * F32(b_t.quant.scales[0]))
+    pair = tflite64_multiplier(tflite_multiplier(product / tensor_scale(out)))
+    props = requant_props([pair], _full_range(ctx)) | {"rounding": StringAttr("half_up")}
+    return ctx.emit(qnn.MatMulOp, [a, b], props, result_types=[out_type(ctx)])
+
+
+# --------------------------------------------------------------------------- arithmetic
+
+
+def _mean(ctx: OpContext) -> SSAValue:
+    x_t, out = ctx.tensor(0), ctx.out()
+    check_int16(x_t, out)
+    props, count = reduce_props(ctx)
+    if count << 15 >= 1 << 31:  # the int32 sum of QuantizedMeanOrSum
+        raise Unsupported(f"16-bit MEAN over {count} elements may overflow int32")
+    pair = folded_mean_multiplier(tflite_multiplier(tensor_scale(x_t) / tensor_scale(out)), count)
+    props |= requant_props([pair], _full_range(ctx))
+    return ctx.emit(qnn.ReduceSumOp, [ctx.value(0)], props, result_types=[out_type(ctx)])
+
+
+def _div(ctx: OpContext) -> SSAValue:
+    a_t, b_t, out = ctx.tensor(0), ctx.tensor(1), ctx.out()
+    _int16(a_t, b_t, out)
+    s_a, s_b, s_out = (F32(t.quant.scales[0]) for t in (a_t, b_t, out))
+    pair = tflite_multiplier(float(s_a / (s_b * s_out)))  # float32 arithmetic, as in Prepare
+    props = requant_props([pair], activation_range(ctx, out))
+    props["overshift"] = StringAttr("x86")
+    return ctx.emit(qnn.DivOp, [ctx.value(0), ctx.value(1)], props, result_types=[out_type(ctx)])
+
+
+# --------------------------------------------------------------------------- activations
+
+
+def _relu(lo: float, hi: float | None) -> Callable[[OpContext], SSAValue]:
+    """ReluX: MultiplyByQuantizedMultiplier by float32 s_in / s_out, then the clamp."""
+
+    def convert(ctx: OpContext) -> SSAValue:
+        x_t, out = ctx.tensor(0), ctx.out()
+        check_int16(x_t, out)
+        s_in, s_out = F32(x_t.quant.scales[0]), F32(out.quant.scales[0])
+        pair = tflite_multiplier(float(s_in / s_out))
+        low = max(INT16_MIN, round_away(float(F32(lo) / s_out)))
+        high = INT16_MAX if hi is None else min(INT16_MAX, round_away(float(F32(hi) / s_out)))
+        return ctx.emit(
+            qnn.RequantizeOp,
+            [ctx.value(0)],
+            requant_props([pair], (min(low, high), high)),
+            result_types=[out_type(ctx)],
+        )
+
+    return convert
+
+
+def _leaky_relu(ctx: OpContext) -> SSAValue:
+    """QuantizeLeakyRelu as qnn.prelu with a constant alpha of 1 at scale alpha (0 at scale 1
+    for alpha = 0): identity float32 s_in / s_out, alpha float32 s_in * alpha / s_out."""
+    x_t, out = ctx.tensor(0), ctx.out()
+    check_int16(x_t, out)
+    alpha = F32(ctx.opt("Alpha", 0.2))
+    if not alpha >= 0:
+        raise Unsupported(f"16-bit LEAKY_RELU with alpha {alpha} (negative alphas unsupported)")
+    s_in, s_out = F32(x_t.quant.scales[0]), F32(out.quant.scales[0])
+    identity = tflite_multiplier(float(s_in / s_out))
+    slope = tflite_multiplier(float(s_in * alpha / s_out))
+    alpha_type = UniformQuantizedType("i16", float(alpha) if alpha > 0 else 1.0, 0)
+    alpha_value = ctx.constant(
+        np.array([1 if alpha > 0 else 0], np.int16), alpha_type, name=f"{ctx.name}_alpha"
+    )
+    props = requant_props([identity], _full_range(ctx)) | {
+        "alpha_multiplier": IntegerAttr(slope[0], i64),
+        "alpha_shift": IntegerAttr(slope[1], i64),
+    }
+    return ctx.emit(qnn.PReluOp, [ctx.value(0), alpha_value], props, result_types=[out_type(ctx)])
+
+
+def _prelu(ctx: OpContext) -> SSAValue:
+    x_t, alpha_t, out = ctx.tensor(0), ctx.tensor(1), ctx.out()
+    _int16(x_t, out)
+    if alpha_t.dtype != np.int8 or alpha_t.quant is None or len(alpha_t.quant.scales) > 1:
+        # LiteRT reads the alpha buffer as int8 whatever its type (an int16 alpha's bytes).
+        raise Unsupported(
+            f"16-bit PRELU alpha '{alpha_t.name}' is {alpha_t.type_name}; "
+            "LiteRT's kernel reads it as per-tensor int8"
+        )
+    s_in, s_alpha, s_out = (F32(t.quant.scales[0]) for t in (x_t, alpha_t, out))
+    identity = tflite_multiplier(float(s_in / s_out))
+    slope = tflite_multiplier(float(s_in * s_alpha / s_out))
+    props = requant_props([identity], _full_range(ctx)) | {
+        "alpha_multiplier": IntegerAttr(slope[0], i64),
+        "alpha_shift": IntegerAttr(slope[1], i64),
+    }
+    return ctx.emit(qnn.PReluOp, [ctx.value(0), ctx.value(1)], props, result_types=[out_type(ctx)])
+
+
+def lut_populate_int16_f32(
+    transform: Callable[[np.ndarray], np.ndarray],
+    s_in: float,
+    zp_in: int,
+    s_out: float,
+    zp_out: int,
+) -> np.ndarray:
+    """LUTPopulateInt16<float>: 512 samples biased by half the midpoint interpolation error,
+    and the end point, every step in float32 with std::round (half away from zero)."""
+
+    def rnd(x: np.ndarray) -> np.ndarray:
+        return (np.sign(x) * np.floor(np.abs(x) + F32(0.5))).astype(F32)
+
+    input_min = F32(s_in) * F32(INT16_MIN - zp_in)
+    input_max = F32(s_in) * F32(INT16_MAX - zp_in)
+    output_min = F32(s_out) * F32(INT16_MIN - zp_out)
+    output_max = F32(s_out) * F32(INT16_MAX - zp_out)
+    step = (input_max - input_min) / F32(512)
+    half_step = step / F32(2)
+    inverse = F32(65536) / (output_max - output_min)
+    i = np.arange(512).astype(F32)
+    at = input_min + i * step
+    val = transform(at).astype(F32)
+    val_mid = transform(at + half_step).astype(F32)
+    val_next = transform(input_min + (i + F32(1)) * step).astype(F32)
+    sample = rnd(val * inverse)
+    interpolated = rnd((val_next * inverse + rnd(val * inverse)) / F32(2))
+    bias = rnd((interpolated - rnd(val_mid * inverse)) / F32(2))
+    last = rnd(transform(np.array([input_max], F32)).astype(F32) * inverse)
+    table = np.concatenate([sample - bias, last])
+    return np.clip(table, INT16_MIN, INT16_MAX).astype(np.int64)
+
+
+@functools.cache
+def _libm(name: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The C library's float function `name` (what LiteRT's kernel calls), elementwise.
+
+    glibc's erfcf and tanhf are not correctly rounded; the table needs their exact values.
+    """
+    path = ctypes.util.find_library("m")
+    try:
+        fn = getattr(ctypes.CDLL(path), name)
+    except (OSError, AttributeError, TypeError) as e:
+        raise Unsupported(f"16-bit GELU needs the C library's {name} ({e})") from e
+    fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
+    return lambda x: np.array([fn(float(v)) for v in np.ravel(x)], F32).reshape(np.shape(x))
+
+
+def gelu_f32(x: np.ndarray) -> np.ndarray:
+    """GeluTransform: `0.5f * x * erfcf(x * float(-M_SQRT1_2))`, all float32."""
+    x = np.asarray(x, F32)
+    return F32(0.5) * x * _libm("erfcf")(x * F32(-math.sqrt(0.5)))
+
+
+def gelu_approximate_f32(x: np.ndarray) -> np.ndarray:
+    """GeluTransformApproximate: `0.5f * x * (1 + tanhf(k * (x + 0.044715f * x^3)))`, float32."""
+    x = np.asarray(x, F32)
+    inner = F32(math.sqrt(2 / math.pi)) * (x + F32(0.044715) * x * x * x)
+    return F32(0.5) * x * (F32(1) + _libm("tanhf")(inner))
+
+
+def _gelu(ctx: OpContext) -> SSAValue:
+    x_t, out = ctx.tensor(0), ctx.out()
+    _int16(x_t, out)
+    fn = gelu_approximate_f32 if ctx.opt("Approximate", False) else gelu_f32
+    table = lut_populate_int16_f32(
+        fn,
+        tensor_scale(x_t),
+        int(x_t.quant.zero_points[0]),
+        tensor_scale(out),
+        int(out.quant.zero_points[0]),
+    )
+    values = lut_lookup_513(EVERY_INT16, table)
+    props = {"table": to_dense(values.astype(np.int32), i32)}
+    return ctx.emit(qnn.LutOp, [ctx.value(0)], props, result_types=[out_type(ctx)])
+
+
+# --------------------------------------------------------------------------- stored values
+
+
+def _same(ctx: OpContext, *tensors: Tensor) -> None:
+    _int16(*tensors)
+    for t in tensors[1:]:
+        check_same_params(ctx, tensors[0], t)
+
+
+def _extremum(op_type: type) -> Callable[[OpContext], SSAValue]:
+    def convert(ctx: OpContext) -> SSAValue:
+        _same(ctx, ctx.out(), ctx.tensor(0), ctx.tensor(1))
+        return emit_elementwise(ctx, op_type, {})
+
+    return convert
+
+
+def _gather(ctx: OpContext) -> SSAValue:
+    _same(ctx, ctx.out(), ctx.tensor(0))
+    if ctx.opt("BatchDims", 0):
+        raise Unsupported("GATHER with batch_dims is not supported")
+    data = np.asarray(ctx.need_const(1, "the indices")).astype(np.int64)
+    axis = int(ctx.opt("Axis", 0)) % len(ctx.shape(0))
+    size = ctx.shape(0)[axis]
+    if data.size and (data.min() < 0 or data.max() >= size):
+        raise ValueError(f"gather indices must lie in [0, {size}) (TFLite rejects others)")
+    return ctx.emit(
+        qnn.GatherOp,
+        [ctx.value(0), ctx.constant(data)],
+        {"axis": IntegerAttr(axis, i64)},
+        result_types=[out_type(ctx)],
+    )
+
+
+def _reduce_max(ctx: OpContext) -> SSAValue:
+    x_t, out = ctx.tensor(0), ctx.out()
+    check_int16(x_t, out)
+    check_same_params(ctx, x_t, out)
+    rank = len(ctx.shape(0))
+    axes = sorted({int(a) % rank for a in np.ravel(ctx.need_const(1, "the axes"))})
+    props = {"axes": ints(axes), "keepdims": BoolAttr.from_bool(bool(ctx.opt("KeepDims", False)))}
+    return ctx.emit(qnn.ReduceMaxOp, [ctx.value(0)], props, result_types=[out_type(ctx)])
+
+
+def _resize_bilinear(ctx: OpContext) -> SSAValue:
+    _same(ctx, ctx.out(), ctx.tensor(0))
+    n, h, w, c = ctx.out().shape
+    props = {
+        "align_corners": BoolAttr.from_bool(bool(ctx.opt("AlignCorners", False))),
+        "half_pixel_centers": BoolAttr.from_bool(bool(ctx.opt("HalfPixelCenters", False))),
+    }
+    y = ctx.emit(
+        qnn.ResizeBilinearOp,
+        [ctx.nchw(ctx.value(0))],
+        props,
+        result_types=[out_type(ctx, [n, c, h, w])],
+    )
+    return ctx.nhwc(y)
+
+
+def _zero_points_checked(convert8: Callable) -> Callable[[OpContext], SSAValue]:
+    """An int8 data-movement converter behind LiteRT's int16 zero-point check."""
+
+    def convert(ctx: OpContext) -> SSAValue:
+        for i in range(len(ctx.op.inputs)):
+            if ctx.has(i) and ctx.tensor(i).dtype == np.int16:
+                check_int16(ctx.tensor(i))
+        check_int16(ctx.out())
+        return convert8(ctx)
+
+    return convert
+
+
+def _refused(reason: str) -> Callable[[OpContext], SSAValue]:
+    def convert(ctx: OpContext) -> SSAValue:
+        raise Unsupported(f"16-bit {ctx.op.op_type}: {reason}")
+
+    return convert
+
+
+_REJECTED = "LiteRT's reference kernels reject int16 data"
+INT16X8: dict[str, Converter] = {
     "CONV_2D": lambda ctx: _conv(ctx, depthwise=False),
     "DEPTHWISE_CONV_2D": lambda ctx: _conv(ctx, depthwise=True),
     "FULLY_CONNECTED": _fully_connected,
     "ADD": _aligned(qnn.AddOp),
     "SUB": _aligned(qnn.SubOp),
     "MUL": _mul,
-    "AVERAGE_POOL_2D": _zero_point_free(qops._pool(average=True)),
-    "MAX_POOL_2D": _zero_point_free(qops._pool(average=False)),
+    "AVERAGE_POOL_2D": _zero_point_free(int8.pool(average=True)),
+    "MAX_POOL_2D": _zero_point_free(int8.pool(average=False)),
     "QUANTIZE": _quantize,
+    "TRANSPOSE_CONV": _transpose_conv,
+    "BATCH_MATMUL": _batch_matmul,
+    "MEAN": _mean,
+    "DIV": _div,
+    "RELU": _relu(0.0, None),
+    "RELU6": _relu(0.0, 6.0),
+    "LEAKY_RELU": _leaky_relu,
+    "PRELU": _prelu,
+    "GELU": _gelu,
+    "MAXIMUM": _extremum(qnn.MaximumOp),
+    "MINIMUM": _extremum(qnn.MinimumOp),
+    "GATHER": _gather,
+    "REDUCE_MAX": _reduce_max,
+    "RESIZE_BILINEAR": _resize_bilinear,
+    "SUM": _refused(
+        "LiteRT's reference kernel runs its uint8 code on the int16 buffers "
+        "(results depend on uninitialised memory)"
+    ),
+    "SQUARED_DIFFERENCE": _refused(_REJECTED),
+    "RELU_N1_TO_1": _refused(_REJECTED),
+    "HARD_SWISH": _refused(_REJECTED),
+    "ARG_MAX": _refused(_REJECTED),
+    "ARG_MIN": _refused(_REJECTED),
+    "CONCATENATION": _zero_points_checked(int8.INT8["CONCATENATION"]),
+    "EXPAND_DIMS": _zero_points_checked(int8.INT8["EXPAND_DIMS"]),
 }
-
-
-def install(converters: dict[str, Callable]) -> None:
-    """Route 16x8 operators of `converters` (the int8 table) to the converters here."""
-    for name, convert16 in CONVERTERS.items():
-        convert8 = converters[name]
-
-        def dispatch(ctx: OpContext, convert8=convert8, convert16=convert16) -> SSAValue:
-            return convert16(ctx) if is_16x8(ctx) else convert8(ctx)
-
-        converters[name] = dispatch
-
-
-install(qops.CONVERTERS)
-
-# LOGISTIC, TANH, SOFTMAX; TRANSPOSE_CONV, BATCH_MATMUL and the rest (each installs itself)
-from . import tflite_int16_luts, tflite_int16_more  # noqa: E402, F401

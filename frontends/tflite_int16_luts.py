@@ -16,7 +16,6 @@ What LiteRT's reference op resolver runs for int16 (activations.cc, kReference):
   builds in double (exp on [-10, 0], 1 / (1 + x) on [0, 1]) and
   QuantizeMultiplier(float(scale * beta) / (10 / 65535)): `qnn.softmax_lut`.
 
-Importing the module (tflite_int16 does) routes these operators with int16 data here.
 """
 
 from __future__ import annotations
@@ -31,10 +30,8 @@ from xdsl.ir import SSAValue
 from npuc.dialects import qnn_int16 as q16
 from npuc.tensors import to_dense
 
-from . import tflite_qops
-from .tflite import OpContext, Unsupported, tensor_type
-from .tflite_int16 import _check_int16, _pot_exponent, is_16x8
-from .tflite_qops import tflite_multiplier
+from .tflite_context import Converter, OpContext, Unsupported, tensor_type
+from .tflite_quant import check_int16, pot_exponent, tflite_multiplier
 
 INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
 LUT_STEPS = 512
@@ -110,8 +107,9 @@ def softmax_tables() -> tuple[np.ndarray, np.ndarray]:
     """SoftmaxPrepare's int16 tables: exp on [-10, 0] and 1 / (1 + x) on [0, 1]."""
     span = INT16_MAX - INT16_MIN
     exp_table = lut_populate_int16(math.exp, 10.0 / span, INT16_MAX, 2.0 / span, 0)
-    recip_table = lut_populate_int16(lambda v: 1.0 / (1.0 + v), 1.0 / span, INT16_MIN,
-                                     2.0 / span, 0)  # fmt: skip
+    recip_table = lut_populate_int16(
+        lambda v: 1.0 / (1.0 + v), 1.0 / span, INT16_MIN, 2.0 / span, 0
+    )
     return exp_table, recip_table
 
 
@@ -122,15 +120,17 @@ def softmax_multiplier(input_scale: float, beta: float) -> tuple[int, int]:
     if m0 == 0:
         return 0, 31
     if shift < q16.SoftmaxLutOp.MIN_SHIFT:
-        raise Unsupported(f"16-bit SOFTMAX: input scale * beta = {product} scales differences "
-                          "beyond int32 (TFLite's left shift overflows)")  # fmt: skip
+        raise Unsupported(
+            f"16-bit SOFTMAX: input scale * beta = {product} scales differences "
+            "beyond int32 (TFLite's left shift overflows)"
+        )
     return m0, shift
 
 
 def sigmoid_params(input_scale: float, function: str) -> tuple[int, int]:
     """(multiplier, shift) of reference_integer_ops::Logistic/Tanh after Prepare, with the
     power-of-two case resolved (multiplier 3 << shift, shift 0)."""
-    exponent = _pot_exponent(input_scale)
+    exponent = pot_exponent(input_scale)
     allowed = (0,) if function == "logistic" else (0, 1)
     if exponent is not None and 12 + exponent in allowed:
         return 3 << (12 + exponent), 0
@@ -141,18 +141,20 @@ def sigmoid_params(input_scale: float, function: str) -> tuple[int, int]:
         multiplier *= 2.0
     m = int(multiplier)
     if not q16.SigmoidLutOp.fits_int32(m, shift):
-        raise Unsupported(f"16-bit {function.upper()}: input scale {input_scale} gives "
-                          f"multiplier {m}, outside TFLite's int32 arithmetic")  # fmt: skip
+        raise Unsupported(
+            f"16-bit {function.upper()}: input scale {input_scale} gives "
+            f"multiplier {m}, outside TFLite's int32 arithmetic"
+        )
     return m, shift
 
 
 def _sigmoid(function: str) -> Callable[[OpContext], SSAValue]:
     def convert(ctx: OpContext) -> SSAValue:
         x_t, out = ctx.tensor(0), ctx.out()
-        _check_int16(x_t, out)
+        check_int16(x_t, out)
         s_out = float(out.quant.scales[0])
         exact = function == "logistic" and np.float32(s_out) != np.float32(2.0**-15)
-        if _pot_exponent(s_out) != -15 or exact:
+        if pot_exponent(s_out) != -15 or exact:
             raise Unsupported(f"16-bit {ctx.op.op_type} output must have scale 2^-15")
         multiplier, shift = sigmoid_params(float(x_t.quant.scales[0]), function)
         props = {
@@ -161,15 +163,16 @@ def _sigmoid(function: str) -> Callable[[OpContext], SSAValue]:
             "input_shift": IntegerAttr(shift, i64),
             "table": to_dense(SIGMOID_TABLE_U16.astype(np.int32), i32),
         }
-        return ctx.emit(q16.SigmoidLutOp, [ctx.value(0)], props,
-                        result_types=[tensor_type(out, ctx.shape(0))])  # fmt: skip
+        return ctx.emit(
+            q16.SigmoidLutOp, [ctx.value(0)], props, result_types=[tensor_type(out, ctx.shape(0))]
+        )
 
     return convert
 
 
 def _softmax(ctx: OpContext) -> SSAValue:
     x_t, out = ctx.tensor(0), ctx.out()
-    _check_int16(x_t, out)
+    check_int16(x_t, out)
     if abs(np.float32(out.quant.scales[0]) - np.float32(2.0**-15)) > np.float32(0.001 / 32768):
         raise Unsupported("16-bit SOFTMAX output must have scale 1/32768")
     shape = ctx.shape(0)
@@ -183,26 +186,11 @@ def _softmax(ctx: OpContext) -> SSAValue:
         "exp_table": to_dense(exp_table.astype(np.int16), q16.I16),
         "reciprocal_table": to_dense(recip_table.astype(np.int16), q16.I16),
     }
-    return ctx.emit(q16.SoftmaxLutOp, [ctx.value(0)], props,
-                    result_types=[tensor_type(out, shape)])  # fmt: skip
+    return ctx.emit(q16.SoftmaxLutOp, [ctx.value(0)], props, result_types=[tensor_type(out, shape)])
 
 
-CONVERTERS: dict[str, Callable[[OpContext], SSAValue]] = {
+INT16X8: dict[str, Converter] = {
     "LOGISTIC": _sigmoid("logistic"),
     "TANH": _sigmoid("tanh"),
     "SOFTMAX": _softmax,
 }
-
-
-def _install(converters: dict[str, Callable]) -> None:
-    """Route the operators above to these converters when their data is int16."""
-    for name, convert16 in CONVERTERS.items():
-        convert8 = converters[name]
-
-        def dispatch(ctx: OpContext, convert8=convert8, convert16=convert16) -> SSAValue:
-            return convert16(ctx) if is_16x8(ctx) else convert8(ctx)
-
-        converters[name] = dispatch
-
-
-_install(tflite_qops.CONVERTERS)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from npuc.runtime.kernels.integer import requantize
+from npuc.integer import requantize
 
 F32 = np.float32
 Q = np.arange(-128, 128, dtype=np.int64)  # every int8 input, in table order

@@ -170,8 +170,10 @@ def _tensor(index: int, t: Any, buffers: list[bytes]) -> Tensor:
         count = int(np.prod(shape)) if shape else 1
         if (sparsity := t.Sparsity()) is not None:
             if len(raw) % dtype.itemsize:
-                raise NpucError(f"invalid TFLite model: sparse tensor '{name}' holds "
-                                f"{len(raw)} bytes of {_type_name(ttype)}")  # fmt: skip
+                raise NpucError(
+                    f"invalid TFLite model: sparse tensor '{name}' holds "
+                    f"{len(raw)} bytes of {_type_name(ttype)}"
+                )
             data = densify(sparsity, np.frombuffer(raw, dtype), shape, name)
         elif len(raw) != count * dtype.itemsize:
             raise NpucError(
@@ -180,8 +182,9 @@ def _tensor(index: int, t: Any, buffers: list[bytes]) -> Tensor:
             )
         else:
             data = np.frombuffer(raw, dtype).reshape(shape).copy()
-    return Tensor(index, name, shape, dtype, _type_name(ttype), data,
-                  _quant(t, name, shape), signature)  # fmt: skip
+    return Tensor(
+        index, name, shape, dtype, _type_name(ttype), data, _quant(t, name, shape), signature
+    )
 
 
 def _type_name(ttype: int) -> str:
@@ -201,17 +204,23 @@ def _quant(t: Any, name: str, shape: tuple[int, ...]) -> Quant | None:
     if zps.size == 1 and scales.size > 1:
         zps = np.repeat(zps, scales.size)
     if zps.size != scales.size:
-        raise NpucError(f"invalid TFLite model: tensor '{name}' has {scales.size} scales "
-                        f"but {zps.size} zero points")  # fmt: skip
+        raise NpucError(
+            f"invalid TFLite model: tensor '{name}' has {scales.size} scales "
+            f"but {zps.size} zero points"
+        )
     axis = int(q.QuantizedDimension()) if scales.size > 1 else None
     if axis is not None:
         if not 0 <= axis < len(shape):
-            raise NpucError(f"invalid TFLite model: tensor '{name}' is quantized along "
-                            f"dimension {axis}, but its shape {list(shape)} has rank "
-                            f"{len(shape)}")  # fmt: skip
+            raise NpucError(
+                f"invalid TFLite model: tensor '{name}' is quantized along "
+                f"dimension {axis}, but its shape {list(shape)} has rank "
+                f"{len(shape)}"
+            )
         if shape[axis] != scales.size:
-            raise NpucError(f"invalid TFLite model: tensor '{name}' has {scales.size} scales "
-                            f"for dimension {axis} of size {shape[axis]}")  # fmt: skip
+            raise NpucError(
+                f"invalid TFLite model: tensor '{name}' has {scales.size} scales "
+                f"for dimension {axis} of size {shape[axis]}"
+            )
     return Quant(scales, zps, axis)
 
 

@@ -22,8 +22,8 @@ from xdsl.ir import SSAValue
 
 from npuc.dialects import qnn
 
-from .tflite import OpContext, Unsupported, quantized_type, tensor_type
-from .tflite_qops import tflite_multiplier
+from .tflite_context import OpContext, Unsupported, quantized_type, tensor_type
+from .tflite_quant import tflite_multiplier
 
 SCALED_DIFF_INTEGER_BITS = 5
 TOTAL_SIGNED_BITS = 31

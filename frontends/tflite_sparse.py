@@ -43,8 +43,9 @@ def densify(sparsity: Any, values: np.ndarray, shape: tuple[int, ...], name: str
     block_map = [] if isinstance(block_map, int) else [int(d) for d in block_map]
     levels = sparsity.DimMetadataLength()
     if sorted(order) != list(range(n + len(block_map))) or levels != len(order):
-        raise NpucError(f"invalid TFLite model: sparse tensor '{name}' has an inconsistent "
-                        "traversal order")  # fmt: skip
+        raise NpucError(
+            f"invalid TFLite model: sparse tensor '{name}' has an inconsistent traversal order"
+        )
     pos = np.zeros(1, np.int64)  # position of every partial path within its level
     coords: list[np.ndarray] = [np.zeros(0, np.int64)] * len(order)
     sizes = [0] * len(order)
@@ -67,13 +68,16 @@ def densify(sparsity: Any, values: np.ndarray, shape: tuple[int, ...], name: str
             index = indices[pos]
             size = int(index.max()) + 1 if len(index) else 0
         else:
-            raise NpucError(f"invalid TFLite model: sparse tensor '{name}' has dimension "
-                            f"format {meta.Format()}")  # fmt: skip
+            raise NpucError(
+                f"invalid TFLite model: sparse tensor '{name}' has dimension format {meta.Format()}"
+            )
         coords = [c[parents] for c in coords[:level]] + [index] + coords[level + 1 :]
         sizes[level] = size
     if len(pos) != values.size:
-        raise NpucError(f"invalid TFLite model: sparse tensor '{name}' stores {values.size} "
-                        f"values, its indices address {len(pos)}")  # fmt: skip
+        raise NpucError(
+            f"invalid TFLite model: sparse tensor '{name}' stores {values.size} "
+            f"values, its indices address {len(pos)}"
+        )
     expanded = {order[level]: coords[level] for level in range(levels)}
     full = [expanded[d] for d in range(n)]
     for j, d in enumerate(block_map):
@@ -83,6 +87,8 @@ def densify(sparsity: Any, values: np.ndarray, shape: tuple[int, ...], name: str
     try:
         out[tuple(full)] = values
     except IndexError:
-        raise NpucError(f"invalid TFLite model: sparse tensor '{name}' has an index beyond "
-                        f"its shape {list(shape)}") from None  # fmt: skip
+        raise NpucError(
+            f"invalid TFLite model: sparse tensor '{name}' has an index beyond "
+            f"its shape {list(shape)}"
+        ) from None
     return out

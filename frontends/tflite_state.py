@@ -36,8 +36,7 @@ from npuc.diagnostics import NpucError
 from npuc.graph_io import STATE_INIT_ATTR
 from npuc.tensors import to_dense
 
-# tflite imports this module lazily, so importing it here is not circular.
-from .tflite import CONTROL_FLOW, OpContext, Unsupported, _Import, tensor_type
+from .tflite_context import CONTROL_FLOW, Importer, OpContext, Unsupported, tensor_type
 from .tflite_model import Graph, Operator
 
 __all__ = ["State", "run_sequence", "signature_subgraphs"]
@@ -75,7 +74,7 @@ def _variable_name(op: Operator) -> str:
 class State:
     """The variables of one subgraph while it is imported: their types and current values."""
 
-    def __init__(self, importer: _Import, graphs: Sequence[Graph], visiting: frozenset[int]):
+    def __init__(self, importer: Importer, graphs: Sequence[Graph], visiting: frozenset[int]):
         self.importer = importer
         self.graphs = graphs
         self.visiting = visiting  # subgraphs being imported: CALL_ONCE cycles are errors
@@ -102,8 +101,9 @@ class State:
                 importer.issues.append((op.op_type, name, str(e)))
                 continue
             if self.types.setdefault(name, ty) != ty:
-                importer.issues.append((op.op_type, name, f"variable used as {self.types[name]} "
-                                        f"and as {ty}"))  # fmt: skip
+                importer.issues.append(
+                    (op.op_type, name, f"variable used as {self.types[name]} and as {ty}")
+                )
 
     @property
     def names(self) -> list[str]:
@@ -164,7 +164,7 @@ class State:
         refs = subgraph_refs(op)
         if len(refs) != 1 or not 0 < refs[0] < len(self.graphs) or refs[0] in self.visiting:
             raise Unsupported(f"invalid initialisation subgraph index {refs}")
-        values = evaluate_init(self.graphs, refs[0], self.importer.location, self.visiting)
+        values = evaluate_init(self.importer, self.graphs, refs[0], self.visiting)
         # Later CALL_ONCEs do not overwrite: TFLite runs each once, in order, on the first call.
         for name, array in values.items():
             self.init.setdefault(name, array)
@@ -177,16 +177,17 @@ def _dtype(ty: TensorType) -> np.dtype:
 
 
 def evaluate_init(
-    graphs: Sequence[Graph], index: int, location: str, visiting: frozenset[int]
+    parent: Importer, graphs: Sequence[Graph], index: int, visiting: frozenset[int]
 ) -> dict[str, np.ndarray]:
-    """The variables an initialisation subgraph assigns, computed with the interpreter."""
+    """The variables an initialisation subgraph assigns, computed with the interpreter; the
+    subgraph is imported by an importer of the same kind as `parent`."""
     from npuc.graph_io import initial_state
-    from npuc.runtime.qnn_kernels import run_module
+    from npuc.runtime.qnn_interpreter import run_module
 
     graph = graphs[index]
     if graph.inputs:
         raise Unsupported(f"initialisation subgraph {index} takes inputs")
-    importer = _Import(graph, location, graphs=graphs, visiting=visiting | {index})
+    importer = type(parent)(graph, parent.location, graphs=graphs, visiting=visiting | {index})
     try:
         module = importer.run({}, None, None)
     except NpucError as e:
@@ -215,7 +216,7 @@ def run_sequence(
     state results. `run` defaults to the qnn reference interpreter's `run_module`.
     """
     from npuc.graph_io import entry_function, initial_state, state_names
-    from npuc.runtime.qnn_kernels import run_module
+    from npuc.runtime.qnn_interpreter import run_module
 
     run = run or run_module
     func = entry_function(module)
@@ -238,15 +239,17 @@ def sequence_feeds(
     random data, different at each step. State arguments are left to `run_sequence`.
     """
     from npuc.graph_io import entry_function, state_names
-    from npuc.runtime.qnn_kernels import random_inputs
+    from npuc.runtime.qnn_interpreter import random_inputs
 
     if steps < 1:
         raise NpucError(f"--sequence must be at least 1, not {steps}")
     state = {name for _, _, name in state_names(entry_function(module))}
     for name, array in given.items():
         if array.ndim < 1 or array.shape[0] != steps:
-            raise NpucError(f"input '{name}' has shape {tuple(array.shape)}; with --sequence "
-                            f"{steps} it needs a leading axis of length {steps}")  # fmt: skip
+            raise NpucError(
+                f"input '{name}' has shape {tuple(array.shape)}; with --sequence "
+                f"{steps} it needs a leading axis of length {steps}"
+            )
     feeds = []
     generated: list[str] = []
     for k in range(steps):

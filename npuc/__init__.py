@@ -2,7 +2,7 @@
 
 from typing import Any
 
-__version__ = "0.1.0"
+from .version import __version__
 
 _API = (
     "apply_pipeline",

@@ -12,17 +12,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
 from .diagnostics import NpucError, working_on
-from .registry import DEFAULT_PIPELINE, DIALECTS, PASSES
+from .dialects.context import make_context
+from .registry import DEFAULT_PIPELINE, PASSES
 
 ModelSource = str | os.PathLike[str] | ModuleOp
-
-
-def make_context() -> Context:
-    """A context that knows npuc's dialects (loaded lazily)."""
-    ctx = Context()
-    for name, factory in DIALECTS.items():
-        ctx.register_dialect(name, factory)
-    return ctx
 
 
 def parse_mlir(
@@ -120,7 +113,7 @@ def run(
     A model file's dynamic input dimensions take their sizes from the `inputs` arrays.
     """
     from .input_shapes import shapes_from_data
-    from .runtime.qnn_kernels import run_module
+    from .runtime.qnn_interpreter import run_module
 
     if inputs and not isinstance(model, ModuleOp):
         shapes = {name: np.shape(array) for name, array in inputs.items()}
@@ -146,6 +139,6 @@ def random_inputs(module: ModuleOp, skip=(), seed: int = 0) -> dict[str, np.ndar
     A quantized input gets reals too (quantized on entry), drawn from the same
     stream, so a float model and its quantized version see the same data.
     """
-    from .runtime.qnn_kernels import random_inputs as generate
+    from .runtime.qnn_interpreter import random_inputs as generate
 
     return generate(module, skip, seed)

@@ -65,8 +65,12 @@ class Stages:
         self.index += 1
         out = self.stream or sys.stderr
         if self.enabled:
-            print(f"[{self.index}/{self.total}] {label}{': ' + detail if detail else ''} ...",
-                  end="", file=out, flush=True)  # fmt: skip
+            print(
+                f"[{self.index}/{self.total}] {label}{': ' + detail if detail else ''} ...",
+                end="",
+                file=out,
+                flush=True,
+            )
         start = time.perf_counter()
         try:
             with working_on("stage", label):
@@ -93,8 +97,9 @@ def check_options(options: CompileOptions) -> None:
     if options.calib_random is not None and options.calib_random < 1:
         raise NpucError("--calib-random needs a positive number of samples")
     if options.calib_random is not None and options.calib_random > MAX_COUNT:
-        raise NpucError(f"--calib-random takes at most {MAX_COUNT} samples, got "
-                        f"{options.calib_random}")  # fmt: skip
+        raise NpucError(
+            f"--calib-random takes at most {MAX_COUNT} samples, got {options.calib_random}"
+        )
     if options.calib is not None and not Path(options.calib).is_dir():
         raise NpucError(f"--calib: no such directory: {options.calib}")
     if options.tiling and options.tiling != "none":
@@ -112,10 +117,10 @@ def compile_model(
     """Run every stage; returns the files to write (name -> bytes) and a summary."""
     from .api import apply_pipeline, load_model
     from .backend.bundle import check_name, identifier_from
-    from .backend.memory_ir import read_plan
     from .backend.npubin import encode_program
     from .backend.outputs import memory_files, memory_summary, with_program_constants
     from .passes.lower_to_npu import program_of
+    from .passes.memory.ir import read_plan
     from .printing import print_module
     from .registry import DEFAULT_PIPELINE
     from .runtime.cycle_model import estimate
@@ -170,8 +175,11 @@ def compile_model(
         apply_pipeline(module, f"lower-to-npu{{host={host}}}")
         program = _with_target(program_of(module), options.target)
     with stages.stage("emit", str(options.output)):
-        files.update(memory_files(name, module, planned, target, options.model.name,
-                                  with_ir=False, program=program))  # fmt: skip
+        files.update(
+            memory_files(
+                name, module, planned, target, options.model.name, with_ir=False, program=program
+            )
+        )
         files[f"{name}.npubin"] = encode_program(program)
         files[f"{name}.npu.mlir"] = print_module(module).encode()
         profile = estimate(program, target)

@@ -1,27 +1,18 @@
-"""User errors and internal errors, as the tools report them.
+"""User errors and what npuc was doing when an error arose.
 
-A user error (NpucError, xDSL's parse and verifier errors, an OSError on a file the user
-named, running out of memory) is a diagnostic with a location and exit status 1. Anything
-else escaping a tool is a bug in npuc: an internal error, exit status 70 (EX_SOFTWARE),
-reported with what npuc was doing (the stage, pass, step, op and layer recorded by
-`working_on`/`note_context`) and, with --debug or NPUC_DEBUG=1, the traceback.
+A user error (NpucError) carries a message and a location; the tools report it as a one-line
+diagnostic (npuc/tools/reporting.py). Anything else is a bug in npuc, reported with the stage,
+pass, step, op and layer that `working_on`/`note_context` recorded.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
-import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
-
-EXIT_USER_ERROR = 1
-EXIT_INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h)
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 
 class NpucError(Exception):
@@ -100,9 +91,10 @@ def named_file(path: str | os.PathLike[str] | None) -> Iterator[None]:
     try:
         yield
     except NpucError as e:
-        prefix = f"{os.fspath(path)}: " if path else None
+        where = os.fspath(path) if path else None
+        prefix = f"{where}: " if where else None
         if prefix and e.location is None and e.message.startswith(prefix):
-            raise type(e)(e.message.removeprefix(prefix), os.fspath(path)) from None
+            raise type(e)(e.message.removeprefix(prefix), where) from None
         raise
 
 
@@ -151,7 +143,9 @@ class working_on:  # lower case: used like a function, `with working_on("stage",
         self._frame = _Frame(self._kind, self._subject, _CURRENT.get())
         self._token = _CURRENT.set(self._frame)
 
-    def __exit__(self, kind, error, tb) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: object
+    ) -> None:
         _CURRENT.reset(self._token)
         if isinstance(error, Exception):
             _remember(error, self._frame)
@@ -192,80 +186,7 @@ def _describe(kind: str, subject: Any) -> str:
         return repr(subject)
 
 
-# --------------------------------------------------------------------------- reporting
-
-
-_DEBUG: ContextVar[bool] = ContextVar("npuc_debug", default=False)
-
-
-class DebugAction(argparse.Action):
-    """`--debug`: internal errors print their traceback (for the tool run parsing it)."""
-
-    def __init__(self, option_strings, dest, **kwargs):
-        kwargs.setdefault("help", "print the traceback of an internal error (or NPUC_DEBUG=1)")
-        super().__init__(option_strings, dest, nargs=0, default=False, **kwargs)
-
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
-        setattr(namespace, self.dest, True)
-        _DEBUG.set(True)  # reset when the enclosing reported_errors ends
-
-
-def _debugging() -> bool:
-    return _DEBUG.get() or os.environ.get("NPUC_DEBUG", "") not in ("", "0")
-
-
-@contextmanager
-def reported_errors(tool: str) -> Iterator[None]:
-    """Report what escapes a tool: user errors exit 1, internal errors 70, Ctrl-C 130."""
-    from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
-
-    from .limits import tensor_limit
-
-    token = _DEBUG.set(False)
-    try:
-        with tensor_limit(None):  # --max-tensor-bytes holds for this run only
-            yield
-    except NpucError as e:
-        _fail(tool, e.diagnostic())
-    except DiagnosticException as e:
-        _fail(tool, f"error: {e}" + _failing_op(e))
-    except (ParseError, ArgSpecParseError) as e:
-        _fail(tool, str(e))
-    except OSError as e:
-        if e.filename is None:
-            _internal_error(tool, e)
-        # The file system refused a path (too long, a loop, no permission): the user's to fix.
-        _fail(tool, NpucError(e.strerror or str(e), os.fsdecode(e.filename)).diagnostic())
-    except MemoryError as e:  # resources, not a bug: the input asked for too much
-        context = error_context(e)
-        _fail(
-            tool, f"error: {OUT_OF_MEMORY}" + (f"\n  while working on: {context}" * bool(context))
-        )
-    except KeyboardInterrupt:
-        print(f"{tool}: interrupted", file=sys.stderr)
-        raise SystemExit(EXIT_INTERRUPTED) from None
-    except Exception as e:
-        _internal_error(tool, e)
-    finally:
-        _DEBUG.reset(token)
-
-
-def _internal_error(tool: str, error: Exception) -> None:
-    debug = _debugging()
-    if debug:
-        traceback.print_exception(error, file=sys.stderr)
-    message = str(error)
-    lines = [f"{tool}: internal error: {type(error).__name__}" + (f": {message}" * bool(message))]
-    context = error_context(error)
-    if context:
-        lines.append(f"  while working on: {context}")
-    if not debug:
-        lines.append("rerun with --debug (or NPUC_DEBUG=1) for the traceback")
-    print("\n".join(lines), file=sys.stderr)
-    raise SystemExit(EXIT_INTERNAL_ERROR) from None
-
-
-def _failing_op(error: Exception) -> str:
+def failing_op(error: Exception) -> str:
     """The op that xDSL marked in the IR it attached to a verifier error, not the whole module."""
     for note in getattr(error, "__notes__", []):
         lines = note.splitlines()
@@ -274,8 +195,3 @@ def _failing_op(error: Exception) -> str:
                 op = lines[i - 1].strip()
                 return f"\n  in: {op if len(op) < 400 else op[:400] + ' ...'}"
     return ""
-
-
-def _fail(tool: str, text: str) -> None:
-    print(f"{tool}: {text}" if not text.startswith(tool) else text, file=sys.stderr)
-    raise SystemExit(EXIT_USER_ERROR)

@@ -73,11 +73,14 @@ def name_attrs(names: Sequence[str]) -> ArrayAttr[DictionaryAttr]:
 
 def io_attrs(names: Sequence[str], states: Sequence[str | None]) -> ArrayAttr[DictionaryAttr]:
     """Like `name_attrs`, with `nn.state` on the entries whose state name is not None."""
-    return ArrayAttr([
-        DictionaryAttr({NAME_ATTR: StringAttr(n)}
-                       | ({STATE_ATTR: StringAttr(s)} if s is not None else {}))
-        for n, s in zip(names, states, strict=True)
-    ])  # fmt: skip
+    return ArrayAttr(
+        [
+            DictionaryAttr(
+                {NAME_ATTR: StringAttr(n)} | ({STATE_ATTR: StringAttr(s)} if s is not None else {})
+            )
+            for n, s in zip(names, states, strict=True)
+        ]
+    )
 
 
 def _states(attrs: ArrayAttr[DictionaryAttr] | None) -> dict[str, int]:

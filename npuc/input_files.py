@@ -12,9 +12,20 @@ from .diagnostics import NpucError
 
 #: What numpy's .npy/.npz readers raise on a corrupt file: its header is a Python literal
 #: (read with tokenize and ast), an .npz a zip archive, a memory map may not fit the file.
-ARRAY_FILE_ERRORS = (OSError, ValueError, EOFError, KeyError, TypeError, SyntaxError,
-                     OverflowError, MemoryError, RecursionError, NotImplementedError,
-                     tokenize.TokenError, zipfile.BadZipFile)  # fmt: skip
+ARRAY_FILE_ERRORS = (
+    OSError,
+    ValueError,
+    EOFError,
+    KeyError,
+    TypeError,
+    SyntaxError,
+    OverflowError,
+    MemoryError,
+    RecursionError,
+    NotImplementedError,
+    tokenize.TokenError,
+    zipfile.BadZipFile,
+)
 
 
 def read_json(path: str | os.PathLike[str], what: str, **options: Any) -> Any:
@@ -31,8 +42,9 @@ def read_json(path: str | os.PathLike[str], what: str, **options: Any) -> Any:
     try:
         return json.loads(text, **options)
     except json.JSONDecodeError as e:
-        raise NpucError(f"not {what}: invalid JSON at line {e.lineno} column {e.colno}: "
-                        f"{e.msg}", location) from None  # fmt: skip
+        raise NpucError(
+            f"not {what}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", location
+        ) from None
     except RecursionError:
         raise NpucError(f"not {what}: JSON nested too deeply", location) from None
     except ValueError as e:  # a parse_constant hook's refusal (NaN, Infinity)

@@ -29,11 +29,12 @@ def declared_inputs(path: str | os.PathLike[str]) -> dict[str, Dims]:
             return {}
         constants = {t.name for t in model.graph.initializer}
         return {
-            vi.name: [d.dim_value if d.dim_value > 0 else None
-                      for d in vi.type.tensor_type.shape.dim]
+            vi.name: [
+                d.dim_value if d.dim_value > 0 else None for d in vi.type.tensor_type.shape.dim
+            ]
             for vi in model.graph.input
             if vi.name not in constants and vi.type.HasField("tensor_type")
-        }  # fmt: skip
+        }
     if suffix == ".tflite":
         from .frontends.tflite_model import decode_all
 

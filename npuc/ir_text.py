@@ -18,14 +18,21 @@ from __future__ import annotations
 import dataclasses
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    ComplexType,
+    IndexType,
+    IntegerType,
+    ModuleOp,
+    RankedStructure,
+)
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.parser import Parser
 from xdsl.traits import IsolatedFromAbove
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 from . import xdsl_patches  # noqa: F401  (the lexer's string pattern, made linear)
-from .diagnostics import NpucError, _failing_op
+from .diagnostics import NpucError, failing_op
 from .limits import TensorTooLarge, check_tensor
 from .tensors import element_bytes
 
@@ -33,7 +40,9 @@ from .tensors import element_bytes
 class IRParser(Parser):
     """xDSL's parser; a failure that is not a parse error becomes one at the current token."""
 
-    def _parse_dense_literal_type(self):
+    def _parse_dense_literal_type(
+        self,
+    ) -> RankedStructure[IntegerType | IndexType | AnyFloat | ComplexType]:
         ty = super()._parse_dense_literal_type()
         shape = list(ty.get_shape())
         if all(d >= 0 for d in shape):
@@ -104,7 +113,7 @@ def verify_module(module: ModuleOp, location: str | None = None) -> None:
     except VerifyException as e:
         if location is None:
             raise
-        raise NpucError(f"{e}{_failing_op(e)}", location) from None
+        raise NpucError(f"{e}{failing_op(e)}", location) from None
 
 
 def check_dominance(root: Operation) -> None:
@@ -145,5 +154,24 @@ def _use_before_def(op: Operation, index: int, operand: SSAValue) -> str:
     where = f"'{owner.name}'" if isinstance(owner, Operation) else "a block argument"
     text = str(op)
     text = text if len(text) < 400 else text[:400] + " ..."
-    return (f"'{op.name}': operand {index} is used before its definition (by {where}) or "
-            f"outside its scope\n  in: {text}")  # fmt: skip
+    return (
+        f"'{op.name}': operand {index} is used before its definition (by {where}) or "
+        f"outside its scope\n  in: {text}"
+    )
+
+
+def string_literals_closed(text: str) -> bool:
+    """Every string literal ends on its line. xDSL 0.74's lexer backtracks exponentially on
+    an unterminated literal, so a hostile body is refused before it reaches the parser."""
+    for line in text.splitlines():
+        inside, escaped = False, False
+        for char in line:
+            if escaped:
+                escaped = False
+            elif char == "\\" and inside:
+                escaped = True
+            elif char == '"':
+                inside = not inside
+        if inside:
+            return False
+    return True

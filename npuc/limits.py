@@ -98,7 +98,13 @@ def _shape_text(dims: Sequence[int]) -> str:
 
 
 class _LimitAction(argparse.Action):
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
         try:
             limit = parse_size(str(values))
         except ValueError as e:

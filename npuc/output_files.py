@@ -81,5 +81,6 @@ def check_replaceable(path: Path) -> None:
         return
     if not stat.S_ISREG(mode):
         kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
-        raise NpucError(f"cannot replace: it is {kind} (the outputs are regular files)",
-                        os.fspath(path))  # fmt: skip
+        raise NpucError(
+            f"cannot replace: it is {kind} (the outputs are regular files)", os.fspath(path)
+        )

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
+from xdsl.ir import Attribute
 from xdsl.printer import Printer
 
 
 class _ElidingPrinter(Printer):
-    def __init__(self, *args, elide_above: int, **kwargs):
+    def __init__(self, *args: Any, elide_above: int, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._elide_above = elide_above
 
-    def print_attribute(self, attribute) -> None:
+    def print_attribute(self, attribute: Attribute) -> None:
         if isinstance(attribute, DenseIntOrFPElementsAttr) and len(attribute) > self._elide_above:
             self.print_string("dense_resource<__elided__> : ")
             super().print_attribute(attribute.get_type())

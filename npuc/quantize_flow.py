@@ -47,7 +47,7 @@ def dequantized_values(
     are not quantized (indices, argmax) are left out of comparisons.
     """
     from npuc.dialects.quant_types import UniformQuantizedType
-    from npuc.runtime.kernels.integer import dequantize
+    from npuc.integer import dequantize
     from npuc.runtime.nn_interpreter import FunctionRunner
 
     func = entry_function(module)
@@ -74,7 +74,7 @@ def compare(float_module: ModuleOp, quantized: ModuleOp, batches: Iterable[Batch
     """
     from npuc.passes.quantization.state import StateCarrier
     from npuc.runtime.accuracy import Comparison
-    from npuc.runtime.qnn_kernels import run_module
+    from npuc.runtime.qnn_interpreter import run_module
 
     outputs = output_names(entry_function(float_module))
     comparison = Comparison(outputs=outputs)
@@ -107,8 +107,8 @@ def target_cost(quantized: ModuleOp, target: str) -> TargetCost:
     import json
 
     from .api import apply_pipeline
-    from .backend.memory_ir import ACTIVATIONS, read_plan
     from .passes.lower_to_npu import program_of
+    from .passes.memory.ir import ACTIVATIONS, read_plan
     from .runtime.cycle_model import estimate
     from .target import load_target
 
@@ -224,8 +224,9 @@ def search_mixed_precision(
             break
         trial = attempt([*promoted, worst])
         kept = _fidelity(trial[2], by_top1) >= _fidelity(outputs, by_top1)
-        history.append(SearchStep((*promoted, worst), _fidelity(trial[2])[1], _top1(trial[2]),
-                                  kept, trial[4]))  # fmt: skip
+        history.append(
+            SearchStep((*promoted, worst), _fidelity(trial[2])[1], _top1(trial[2]), kept, trial[4])
+        )
         if kept:
             promoted.append(worst)
             quantized, report, outputs, tensors, _ = trial

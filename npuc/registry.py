@@ -1,7 +1,8 @@
-"""What npuc's tools can load: dialects and passes, imported lazily by name.
+"""What npuc's tools can run: passes, imported lazily by name (dialects:
+dialects/context.py).
 
 Keeping these as name -> factory maps lets `npu-opt --version` start without
-importing every dialect and pass.
+importing every pass.
 """
 
 from __future__ import annotations
@@ -9,10 +10,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from xdsl.ir import Dialect
 from xdsl.passes import ModulePass
-
-from . import xdsl_patches  # noqa: F401  (user input must not hang xDSL's lexer)
 
 
 def _lazy(module: str, attr: str) -> Callable[[], object]:
@@ -21,17 +19,6 @@ def _lazy(module: str, attr: str) -> Callable[[], object]:
 
     return load
 
-
-DIALECTS: dict[str, Callable[[], Dialect]] = {
-    "builtin": _lazy("xdsl.dialects.builtin", "Builtin"),
-    "func": _lazy("xdsl.dialects.func", "Func"),
-    "arith": _lazy("xdsl.dialects.arith", "Arith"),
-    "nn": _lazy("npuc.dialects.nn", "NN"),
-    "qnn": _lazy("npuc.dialects.qnn", "QNN"),
-    "npu": _lazy("npuc.dialects.npu", "NPU"),
-    "tile": _lazy("npuc.dialects.tile", "TILE"),
-    "mem": _lazy("npuc.dialects.mem", "MEM"),
-}
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "canonicalize": _lazy("npuc.passes.canonicalize", "CanonicalizePass"),

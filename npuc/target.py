@@ -40,6 +40,17 @@ class MacArray:
     def macs_per_cycle(self) -> int:
         return self.output_channels * self.pixels * self.input_channels
 
+    def cycles(self, out_channels: int, pixels: int, in_channels: int = 1, taps: int = 1) -> int:
+        """Cycles of a layer's MACs on the array (docs/cycle-model.md): whole blocks of
+        output channels x pixels x input channels, one block per cycle, for each kernel tap.
+        The tiler's estimates and the cycle model both count with this."""
+        blocks = (
+            -(-out_channels // self.output_channels)
+            * -(-pixels // self.pixels)
+            * -(-in_channels // self.input_channels)
+        )
+        return blocks * taps
+
 
 @dataclass(frozen=True)
 class Memory:
@@ -353,7 +364,9 @@ class _Reader:
 
     def string(self, value: object, key: str, nonempty: bool = False) -> str:
         what = "a non-empty string" if nonempty else "a string"
-        return self._check(lambda v: isinstance(v, str) and (v or not nonempty), value, key, what)
+        return self._check(
+            lambda v: isinstance(v, str) and bool(v or not nonempty), value, key, what
+        )
 
     def boolean(self, value: object, key: str) -> bool:
         return self._check(lambda v: isinstance(v, bool), value, key, "true or false")
@@ -367,8 +380,9 @@ class _Reader:
 
     def positive_number(self, value: object, key: str) -> float:
         def ok(v: object) -> bool:
-            number = isinstance(v, int | float) and not isinstance(v, bool)
-            return number and math.isfinite(v) and v > 0  # type: ignore[arg-type]
+            if not isinstance(v, int | float) or isinstance(v, bool):
+                return False
+            return math.isfinite(v) and v > 0
 
         return float(self._check(ok, value, key, "a positive number"))
 

@@ -76,16 +76,14 @@ def to_dense(array: np.ndarray, element_type: Attribute | None = None) -> DenseI
     """A dense attribute holding `array`'s bytes (little-endian, row-major)."""
     element_type = element_type or xdsl_type(array.dtype)
     data = np.ascontiguousarray(array, dtype=numpy_dtype(element_type).newbyteorder("<"))
-    return DenseIntOrFPElementsAttr(
-        TensorType(element_type, array.shape), BytesAttr(data.tobytes())
-    )
+    ty = TensorType(element_type, array.shape)
+    return DenseIntOrFPElementsAttr(ty, BytesAttr(data.tobytes()))  # type: ignore[arg-type]
 
 
 def from_dense(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     """A read-only numpy view of a dense attribute's bytes."""
-    ty = attr.get_type()
-    dtype = numpy_dtype(ty.get_element_type()).newbyteorder("<")
-    shape = tuple(ty.get_shape())
+    dtype = numpy_dtype(attr.get_element_type()).newbyteorder("<")
+    shape = tuple(attr.get_shape())
     flat = np.frombuffer(attr.data.data, dtype=dtype)
     if flat.size == 1 and int(np.prod(shape)) != 1:
         return np.broadcast_to(flat.reshape(()), shape)

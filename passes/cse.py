@@ -9,6 +9,7 @@ named them differently. The first op in program order survives, with its name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -72,7 +73,7 @@ class NamelessKnownOps(KnownOps):
     def __contains__(self, k: Operation) -> bool:
         return NamelessOperationInfo(k) in self._known_ops
 
-    def get(self, k: Operation, default=None):
+    def get(self, k: Operation, default: Any = None) -> Any:
         return self._known_ops.get(NamelessOperationInfo(k), default)
 
     def pop(self, k: Operation) -> Operation:

@@ -158,15 +158,14 @@ def read_weights(op: Layer) -> Weights | None:
 def _set_constant(op: Operation, index: int, array: np.ndarray) -> None:
     """Give operand `index` of `op` a new constant holding `array` (as f32), named after the
     old one; the old constant goes if nothing else uses it."""
-    old = op.operands[index]
-    owner = old.owner
-    is_constant = isinstance(owner, ConstantOp)
-    name = owner.layer_name.data if is_constant and owner.layer_name is not None else None
+    owner = op.operands[index].owner
+    constant = owner if isinstance(owner, ConstantOp) else None
+    name = constant.layer_name.data if constant and constant.layer_name is not None else None
     new = ConstantOp(to_dense(np.ascontiguousarray(array, np.float32)), name)
     Rewriter.insert_op(new, InsertPoint.before(op))
     op.operands[index] = new.output
-    if is_constant and not owner.output.uses:
-        Rewriter.erase_op(owner)
+    if constant is not None and not constant.output.uses:
+        Rewriter.erase_op(constant)
 
 
 def write_weights(weights: Weights) -> None:
@@ -272,9 +271,11 @@ def _passthrough_axis(op: Operation, value: SSAValue, axis: int) -> int | None:
 def next_layer(layer: Layer) -> tuple[Layer, list[Offset]] | None:
     """The layer that consumes `layer`'s output channels through single-use, scale-commuting
     ops, and the offsets added on the way; None if there is none."""
-    value, axis, offsets = layer.output, output_axis(layer), []
+    value: SSAValue = layer.output
+    axis, offsets = output_axis(layer), list[Offset]()
     while value.has_one_use():
         user = value.get_user_of_unique_use()
+        assert user is not None
         if isinstance(user, Layer):
             return (user, offsets) if input_axis(user, value) == axis else None
         step = passthrough(user, value, axis) if len(user.results) == 1 else None

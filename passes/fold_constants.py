@@ -43,11 +43,12 @@ class FoldConstantOp(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, NNOperation) or isinstance(op, ConstantOp) or not op.operands:
             return
-        args = [constant_value(v) for v in op.operands]
-        if any(a is None for a in args):
+        found = [constant_value(v) for v in op.operands]
+        args = [a for a in found if a is not None]
+        if len(args) != len(found):
             return
-        types = [r.type for r in op.results]
-        if not all(isinstance(t, TensorType) for t in types):
+        types = [r.type for r in op.results if isinstance(r.type, TensorType)]
+        if len(types) != len(op.results):
             return
         if any(math.prod(t.get_shape()) > self.max_size for t in types):
             return

@@ -16,25 +16,24 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, Float32Type, ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, Region
+from xdsl.ir import Attribute, Block, Operation, Region
 from xdsl.passes import ModulePass
 
 from npuc import graph_io
-from npuc.backend.memory_ir import constant_bytes, is_constant, is_planned
 from npuc.diagnostics import InternalError, NpucError, note_context
 from npuc.dialects import npu_isa as isa
 from npuc.dialects.mem import BUFFER_ATTR, BufferAttr, RegionOp, buffer_list
-from npuc.dialects.npu import ProgramOp, YieldOp, host_body_text
+from npuc.dialects.npu import ProgramOp, YieldOp, host_body_text, program_op
 from npuc.dialects.npu_rules import check_hazards, check_instruction, check_program
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.dialects.tile import LAYER_ATTR, InsertOp
+from npuc.passes.memory.ir import constant_bytes, is_constant, is_planned
 
-from .npu_lowering import movement, resize, transpose_conv  # noqa: F401  (register their rules)
 from .npu_lowering.builder import Builder, Constants, LoweringError
-from .npu_lowering.compute import COMPUTE, RULES, lowerable
 from .npu_lowering.deps import with_deps
+from .npu_lowering.rules import COMPUTE, RULES, lowerable
 from .npu_lowering.views import ViewError, contiguous, same_place, shape_of, sliced
 
 HOST_MODES = ("none", "float", "all")
@@ -55,12 +54,8 @@ class LowerToNpuPass(ModulePass):
     host: str = "all"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        program = lower_module(op, self.host)
-        from npuc.backend.npubin_disasm import disassemble
-
-        lowered = disassemble(program).body.block.first_op
-        assert isinstance(lowered, ProgramOp)
-        lowered.detach()
+        program, host_bodies = lower_program(op, self.host)
+        lowered = ProgramOp.from_program(program, host_bodies)
         for o in list(op.body.block.ops):
             op.body.block.erase_op(o, safe_erase=False)
         op.body.block.add_op(lowered)
@@ -69,8 +64,6 @@ class LowerToNpuPass(ModulePass):
 def program_of(module: ModuleOp) -> isa.Program:
     """The program of a lowered module (the one npu.program), as plain data; a stateful
     model's state pairs and initial values came in with the lowering (`_state`)."""
-    from npuc.backend.npubin import program_op
-
     return program_op(module).program()
 
 
@@ -128,14 +121,16 @@ def _layer_names(func: FuncOp) -> dict[int, str]:
     return names
 
 
-def _io_buffer(func: FuncOp, attrs, i: int, kind: str, name: str) -> BufferAttr:
+def _io_buffer(
+    func: FuncOp, attrs: ArrayAttr[DictionaryAttr] | None, i: int, kind: str, name: str
+) -> BufferAttr:
     b = attrs.data[i].data.get(BUFFER_ATTR) if attrs is not None else None
     if not isinstance(b, BufferAttr):
         raise NpucError(f"lower-to-npu: {kind} '{name}' has no mem.buffer: run plan-memory")
     return b
 
 
-def _quantization(ty) -> tuple[float, int]:
+def _quantization(ty: Attribute) -> tuple[float, int]:
     q = ty.element_type if isinstance(ty, TensorType) else None
     if isinstance(q, UniformQuantizedType) and not q.per_axis:
         return q.scale, q.zero_point
@@ -155,8 +150,9 @@ def host_body(op: Operation) -> Region:
 def _lower_host(b: Builder, op: Operation) -> None:
     ins = [b.ref(v) for v in op.operands]
     outs = [b.out(r) for r in op.results]
-    b.emit("host", (*ins, *outs), op.operands, body=host_body_text(host_body(op)),
-           inputs=len(ins))  # fmt: skip
+    body = host_body(op)
+    index = b.emit("host", (*ins, *outs), op.operands, body=host_body_text(body), inputs=len(ins))
+    b.host_bodies[index] = body
 
 
 def _bias_load(op: Operation) -> bool:
@@ -205,12 +201,21 @@ def _redirect(b: Builder, op: Operation) -> None:
     insert = uses[0].operation
     if insert.dest not in b.refs or not same_place(b.ref(insert.dest), b.planned(insert.result)):
         return
-    target = sliced(b.ref(insert.dest), [int(v) for v in insert.offsets.get_values()],
-                    shape_of(insert.source.type))  # fmt: skip
+    target = sliced(
+        b.ref(insert.dest),
+        [int(v) for v in insert.offsets.get_values()],
+        shape_of(insert.source.type),
+    )
     b.redirect(op, op.results[0], target)
 
 
-def _lower_once(func: FuncOp, how, regions, layer_names, copies) -> Builder:
+def _lower_once(
+    func: FuncOp,
+    how: dict[Operation, str],
+    regions: dict[str, tuple[str, RegionOp]],
+    layer_names: dict[int, str],
+    copies: set[Operation],
+) -> Builder:
     kinds = {name: kind for name, (kind, _) in regions.items()}
     b = Builder(_constants(func, regions), layer_names, copies, kinds)
     block = func.body.block
@@ -218,7 +223,7 @@ def _lower_once(func: FuncOp, how, regions, layer_names, copies) -> Builder:
         name = graph_io.input_names(func)[i]
         buf = _io_buffer(func, func.arg_attrs, i, "input", name)
         b.bind(arg, contiguous(kinds[buf.region.data], buf.offset.data, arg.type))
-    errors = []
+    errors: list[str] = []
     for op in block.ops:
         b.op = op
         if errors and any(v not in b.refs for v in op.operands):
@@ -255,8 +260,9 @@ def _lower_once(func: FuncOp, how, regions, layer_names, copies) -> Builder:
     return b
 
 
-def lower_module(module: ModuleOp, host: str = "all") -> isa.Program:
-    """The program of a module planned by plan-memory (NpucError if it cannot be lowered)."""
+def lower_program(module: ModuleOp, host: str = "all") -> tuple[isa.Program, dict[int, Region]]:
+    """The program of a module planned by plan-memory, and the bodies of its host
+    instructions by index (NpucError if it cannot be lowered)."""
     if host not in HOST_MODES:
         raise NpucError(f"lower-to-npu: host must be one of {', '.join(HOST_MODES)}, got {host!r}")
     if not is_planned(module):
@@ -280,7 +286,7 @@ def lower_module(module: ModuleOp, host: str = "all") -> isa.Program:
         copies |= broken
     else:
         raise InternalError("lower-to-npu: views kept breaking")
-    return _program(func, b, regions)
+    return _program(func, b, regions), b.host_bodies
 
 
 def _state(func: FuncOp, inputs: list[isa.IODesc]) -> tuple[isa.StatePair, ...]:
@@ -321,15 +327,20 @@ def _program(func: FuncOp, b: Builder, regions: dict[str, tuple[str, RegionOp]])
     outputs = []
     ret = block.last_op
     assert isinstance(ret, ReturnOp)
-    for i, (value, name) in enumerate(zip(ret.operands, graph_io.output_names(func),
-                                          strict=True)):  # fmt: skip
+    for i, (value, name) in enumerate(zip(ret.operands, graph_io.output_names(func), strict=True)):
         buf = _io_buffer(func, func.res_attrs, i, "output", name)
         ref = contiguous(regions[buf.region.data][0], buf.offset.data, value.type)
         outputs.append(isa.IODesc(name, ref, *_quantization(value.type)))
     program = isa.Program(
-        func.sym_name.data, tuple(isa_regions), tuple(inputs), tuple(outputs), tuple(b.layers),
-        tuple(with_deps(b.instructions)), data, state=_state(func, inputs),
-    )  # fmt: skip
+        func.sym_name.data,
+        tuple(isa_regions),
+        tuple(inputs),
+        tuple(outputs),
+        tuple(b.layers),
+        tuple(with_deps(b.instructions)),
+        data,
+        state=_state(func, inputs),
+    )
     try:
         for index, inst in enumerate(program.instructions):
             try:

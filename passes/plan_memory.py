@@ -19,9 +19,9 @@ from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
 
 from npuc import graph_io
-from npuc.backend.memory_assign import FunctionPlan, PlannedBuffer, plan_function
 from npuc.diagnostics import NpucError
 from npuc.dialects.mem import BUFFER_ATTR, BufferAttr, RegionOp
+from npuc.passes.memory.assign import FunctionPlan, PlannedBuffer, plan_function
 from npuc.target import load_target
 
 
@@ -112,7 +112,7 @@ def write_plan(module: ModuleOp, func: FuncOp, plan: FunctionPlan, alignment: in
         ret = block.last_op
         assert ret is not None
         for o in plan.sequence:
-            o.detach()
+            block.detach_op(o)
         for o in plan.sequence:
             block.insert_op_before(o, ret)
     for o in block.ops:

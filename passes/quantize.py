@@ -22,7 +22,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import ConstantLike
 
@@ -30,8 +30,8 @@ from npuc import graph_io
 from npuc.diagnostics import NpucError, working_on
 from npuc.dialects.nn import NN
 from npuc.dialects.qnn import UniformQuantizedType
-from npuc.runtime.kernels.integer import ROUNDING_MODES
-from npuc.runtime.nn_interpreter import FunctionRunner
+from npuc.integer import ROUNDING_MODES
+from npuc.runtime.nn_interpreter import tensor_names
 
 from .quantization.adaround import learn_roundings
 from .quantization.auto_strategy import select_for_model
@@ -240,13 +240,6 @@ class Plan:
             value = layer.op.operands[0]
 
 
-def tensor_names(func: FuncOp) -> dict[SSAValue, str]:
-    """Every value's tensor name as the interpreter and calibration key it."""
-    keys = dict(FunctionRunner(func).keys)
-    keys.update(zip(func.body.block.args, graph_io.input_names(func), strict=True))
-    return keys
-
-
 def ranges_from_mapping(ranges: Mapping[str, Range]) -> RangeSource:
     def source(tensor: str, strategy: str, bits: int, symmetric: bool) -> Range | None:
         found = ranges.get(tensor)
@@ -292,8 +285,10 @@ def _check_overrides(func: FuncOp, names: set[str], overrides: LayerOverrides) -
     unknown = sorted(set(overrides.layers) - names)
     if unknown:  # at the layer configuration file when it names them
         in_file = overrides.source and set(unknown) <= set(overrides.recorded)
-        raise NpucError(f"no layer named {', '.join(unknown)} in @{func.sym_name.data}",
-                        overrides.source if in_file else None)  # fmt: skip
+        raise NpucError(
+            f"no layer named {', '.join(unknown)} in @{func.sym_name.data}",
+            overrides.source if in_file else None,
+        )
     known_types = {op.name for op in NN.operations}
     bad_types = sorted(set(overrides.op_types) - known_types)
     if bad_types:
@@ -423,11 +418,12 @@ def _argument_bits(arg: SSAValue, plan: Plan) -> int:
 def _emit(block: Block, plan: Plan, config: QuantizeConfig) -> tuple[Block, list[SSAValue]]:
     """The new body (and its returned values) from `block`, which is left untouched."""
     quantized_io = config.io == "quantized"
-    arg_types = []
+    arg_types: list[Attribute] = []
     for arg in block.args:
         if quantized_io and is_f32_tensor(arg):
             q = plan.act_type(arg, _argument_bits(arg, plan))
-            arg_types.append(TensorType(q, arg.type.get_shape()))  # type: ignore[attr-defined]
+            assert isinstance(arg.type, TensorType)
+            arg_types.append(TensorType(q, arg.type.get_shape()))
         else:
             arg_types.append(arg.type)
     new_block = Block(arg_types=arg_types)
@@ -473,8 +469,9 @@ def _read_ranges(path: str) -> dict[str, Range]:
         except OverflowError:
             lo = hi = math.inf
         if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
-            raise NpucError(f"the range of '{name}' must be finite numbers lo <= hi, got "
-                            f"{data[name]}", path)  # fmt: skip
+            raise NpucError(
+                f"the range of '{name}' must be finite numbers lo <= hi, got {data[name]}", path
+            )
         ranges[name] = (lo, hi)
     return ranges
 

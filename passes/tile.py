@@ -40,7 +40,8 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from npuc.diagnostics import NpucError
-from npuc.dialects.nn_base import ints
+from npuc.dialects.arrays import ints
+from npuc.dialects.nn_base import shape_of
 from npuc.graph_io import entry_function, input_names
 from npuc.target import Target, available_targets, load_target
 
@@ -173,7 +174,7 @@ def _bottleneck(
     while it runs (which no tiling of it can shrink) and what its own tiles add."""
     g = max(groups, key=lambda g: g.estimate.peak)
     e = g.estimate
-    names = {arg: name for arg, name in zip(func.body.block.args, input_names(func), strict=True)}
+    names: dict[SSAValue, str] = dict(zip(func.body.block.args, input_names(func), strict=True))
     tensors = planner.resident_tensors(g.first, g.last)
     shown = []
     for value, size in tensors[:6]:
@@ -240,7 +241,7 @@ def annotate(func: FuncOp, plan: TilingPlan, options: TilePass) -> None:
 
 def _shape(layer: Layer) -> str:
     ins = [layer.source(i) for i in layer.activations[:1]]
-    shapes = [tuple(v.type.get_shape()) for v in (*ins, layer.result)]  # type: ignore[attr-defined]
+    shapes = [shape_of(v) for v in (*ins, layer.result)]
     return " -> ".join("x".join(map(str, s)) for s in shapes)
 
 
@@ -270,6 +271,7 @@ def format_report(plan: TilingPlan) -> str:
             f"peak {e.peak}, tile ws {e.working_set}, cycles {e.cycles}, "
             f"overlap {e.overlap:.2f}"
         )
-    lines.append(f"peak SRAM {plan.peak} bytes ({plan.peak / 1024:.2f} KiB), "
-                 f"estimated cycles {plan.cycles}")  # fmt: skip
+    lines.append(
+        f"peak SRAM {plan.peak} bytes ({plan.peak / 1024:.2f} KiB), estimated cycles {plan.cycles}"
+    )
     return "\n".join(lines)

@@ -122,15 +122,6 @@ def burst_bytes(t: isa.TensorRef, burst: int) -> int:
 # --------------------------------------------------------------------------- per instruction
 
 
-def macs(inst: isa.Instruction) -> int:
-    """Multiply-accumulates of a conv2d or matmul (0 for other kinds)."""
-    if inst.op == "conv2d":
-        return inst.operand("ofm").numel * math.prod(inst.operand("weights").shape[1:])
-    if inst.op == "matmul":
-        return inst.operand("ofm").numel * inst.operand("lhs").shape[2]
-    return 0
-
-
 def compute_cycles(inst: isa.Instruction, target: Target) -> int:
     """Cycles on the MAC array (docs/cycle-model.md): whole blocks of oc x px x ic."""
     a = target.mac_array
@@ -139,16 +130,12 @@ def compute_cycles(inst: isa.Instruction, target: Target) -> int:
         n, _, oh, ow = inst.operand("ofm").shape
         co, cg, kh, kw = inst.operand("weights").shape
         groups = inst.params["groups"]
-        pixels = -(-(n * oh * ow) // a.pixels)
         if cg == 1 and groups > 1:  # depthwise: channels on the oc lanes, taps one per cycle
-            return -(-co // a.output_channels) * pixels * kh * kw
-        per_group = -(-(co // groups) // a.output_channels) * -(-cg // a.input_channels)
-        return groups * per_group * pixels * kh * kw
+            return a.cycles(co, n * oh * ow, 1, kh * kw)
+        return groups * a.cycles(co // groups, n * oh * ow, cg, kh * kw)
     if inst.op == "matmul":
         b, m, k = inst.operand("lhs").shape
-        n = inst.operand("ofm").shape[2]
-        blocks = -(-m // a.pixels) * -(-n // a.output_channels) * -(-k // a.input_channels)
-        return b * blocks
+        return b * a.cycles(inst.operand("ofm").shape[2], m, k)
     if inst.op == "pool":
         kh, kw = inst.params["kernel"]
         return -(-inst.operand("ofm").numel // lanes) * kh * kw
@@ -214,8 +201,19 @@ class CycleModel:
         else:
             duration = max(compute, *memory.values()) if memory else compute
         layer = UNASSIGNED if inst.layer is None else self.program.layers[inst.layer]
-        return InstructionCost(index, inst.op, inst.engine, layer, start, start + duration,
-                               compute, memory, macs(inst), reads, writes)  # fmt: skip
+        return InstructionCost(
+            index,
+            inst.op,
+            inst.engine,
+            layer,
+            start,
+            start + duration,
+            compute,
+            memory,
+            inst.macs(),
+            reads,
+            writes,
+        )
 
     def schedule(self) -> list[InstructionCost]:
         """Start each instruction when its engine is free and its dependencies are done."""
@@ -254,10 +252,17 @@ class CycleModel:
             layer.utilization = _ratio(layer.macs, layer.cycles * mpc)
             layer.share = _ratio(layer.cycles, total)
         return Profile(
-            self.target.name, self.target.clock_mhz, mpc, total, costs, list(layers.values()),
-            busy, {m.name: m.bytes_per_cycle for m in self.target.memories},
-            share(self.program), self.target.host.name,
-        )  # fmt: skip
+            self.target.name,
+            self.target.clock_mhz,
+            mpc,
+            total,
+            costs,
+            list(layers.values()),
+            busy,
+            {m.name: m.bytes_per_cycle for m in self.target.memories},
+            share(self.program),
+            self.target.host.name,
+        )
 
 
 def _add(into: dict[str, int], more: dict[str, int]) -> None:

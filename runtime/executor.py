@@ -22,6 +22,7 @@ from functools import partial
 
 import numpy as np
 
+from npuc import integer
 from npuc.diagnostics import InputError, NpucError, note_context
 from npuc.dialects import npu_isa as isa
 
@@ -29,7 +30,6 @@ from . import fusion
 from . import npu_conv as nc
 from . import npu_kernels as nk
 from . import npu_requant as nr
-from .kernels import integer
 
 Step = Callable[[], None]
 #: Called after each instruction with its index, the instruction and the views it wrote
@@ -78,8 +78,10 @@ Reader = tuple[isa.TensorRef | None, tuple[isa.TensorRef, ...]]
 
 def _pointwise_inputs(instructions: Sequence[isa.Instruction]) -> list[Reader]:
     pointwise = [inst.op == "conv2d" and nc.pointwise(_geometry(inst)) for inst in instructions]
-    return [(inst.operands[0] if p else None, inst.written())
-            for inst, p in zip(instructions, pointwise, strict=True)]  # fmt: skip
+    return [
+        (inst.operands[0] if p else None, inst.written())
+        for inst, p in zip(instructions, pointwise, strict=True)
+    ]
 
 
 def _shared_inputs(steps: Sequence[Reader]) -> dict[int, tuple[isa.TensorRef, bool]]:
@@ -106,9 +108,14 @@ def _geometry(inst: isa.Instruction) -> nc.ConvGeometry:
     _, w, _, ofm = inst.operands
     p = dict(inst.params)
     return nc.ConvGeometry(
-        p["strides"], p["pads"], p["dilations"], p["groups"], w.shape[2:], ofm.shape[2:],
+        p["strides"],
+        p["pads"],
+        p["dilations"],
+        p["groups"],
+        w.shape[2:],
+        ofm.shape[2:],
         depthwise=w.shape[1] == 1 and p["groups"] > 1,
-    )  # fmt: skip
+    )
 
 
 def _blas_threads(threads: int | None) -> Callable[[], AbstractContextManager]:
@@ -185,9 +192,12 @@ class Executor:
         """The elements of `t` as a numpy view of its region's arena."""
         size = t.itemsize
         return np.ndarray(
-            t.shape, numpy_dtype(t.dtype), buffer=self.arenas[t.region], offset=t.offset,
+            t.shape,
+            numpy_dtype(t.dtype),
+            buffer=self.arenas[t.region],
+            offset=t.offset,
             strides=tuple(s * size for s in t.strides),
-        )  # fmt: skip
+        )
 
     def _constant(self, t: isa.TensorRef, copies: _Copies) -> np.ndarray | None:
         source = copies.resolve(t)
@@ -235,8 +245,11 @@ class Executor:
                 step()
             except (NotImplementedError, NpucError) as e:  # the others are bugs
                 inst = self.program.instructions[indices[0]]
-                which = (f"instruction {indices[0]}" if len(indices) == 1
-                         else f"instructions {indices[0]}-{indices[-1]}")  # fmt: skip
+                which = (
+                    f"instruction {indices[0]}"
+                    if len(indices) == 1
+                    else f"instructions {indices[0]}-{indices[-1]}"
+                )
                 message = e.message if isinstance(e, NpucError) else str(e)
                 raise NpucError(f"{which} ({inst.op}): {message}") from None
             except Exception as e:
@@ -254,9 +267,10 @@ class Executor:
         at_last = {run.members[-1]: run for run in runs}
         folded = {i for run in runs for i in run.members}
         units: list[fusion.TileRun | int] = [
-            at_last.get(i, i) for i in range(len(instructions))
+            at_last.get(i, i)
+            for i in range(len(instructions))
             if i in at_last or (i not in folded and i not in dead)
-        ]  # fmt: skip
+        ]
         readers: list[Reader] = []
         for unit in units:
             if isinstance(unit, fusion.TileRun):
@@ -297,9 +311,14 @@ class Executor:
             weights, rows = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
         p = first.params
         geo = nc.ConvGeometry(
-            p["strides"], p["pads"], p["dilations"], run.ifm.shape[1] if run.depthwise else 1,
-            first.operands[1].shape[2:], run.ofm.shape[2:], run.depthwise,
-        )  # fmt: skip
+            p["strides"],
+            p["pads"],
+            p["dilations"],
+            run.ifm.shape[1] if run.depthwise else 1,
+            first.operands[1].shape[2:],
+            run.ofm.shape[2:],
+            run.depthwise,
+        )
         actions = self._conv2d_actions(
             first, geo, self.view(run.ifm), self.view(run.ofm), weights, rows, converted
         )
@@ -373,8 +392,9 @@ class Executor:
             return self._conv2d_step(index, self._shared.get(index))
         self._frozen[index] = ("weights", "bias_scale")
         self._conv_constants[index] = (static[0], static[1])
-        nr.Table.decode(static[1], isa.dtype_range(inst.operand("weights").dtype),
-                        inst.params["rounding"])  # fmt: skip
+        nr.Table.decode(
+            static[1], isa.dtype_range(inst.operand("weights").dtype), inst.params["rounding"]
+        )
         return _Deferred(partial(self._conv2d_step, index, self._shared.get(index)))
 
     def _conv2d_step(self, index: int, converted: tuple[object, bool] | None) -> Step:
@@ -389,9 +409,15 @@ class Executor:
         return _sequence(self._conv2d_actions(inst, geo, x, out, weights, rows, converted))
 
     def _conv2d_actions(
-        self, inst: isa.Instruction, geo: nc.ConvGeometry, x: np.ndarray, out: np.ndarray,
-        weights: np.ndarray, rows: np.ndarray, converted: tuple[object, bool] | None,
-    ) -> list[nr.Action]:  # fmt: skip
+        self,
+        inst: isa.Instruction,
+        geo: nc.ConvGeometry,
+        x: np.ndarray,
+        out: np.ndarray,
+        weights: np.ndarray,
+        rows: np.ndarray,
+        converted: tuple[object, bool] | None,
+    ) -> list[nr.Action]:
         """The numpy calls of a conv2d with these parameters, views and weights and table."""
         p = inst.params
         wrange = isa.dtype_range(inst.operand("weights").dtype)
@@ -399,8 +425,14 @@ class Executor:
         zp, clamp = p["ifm_zero_point"], (p["clamp_min"], p["clamp_max"])
         operand = nc.conv_weights(weights, table.weight_zero_point, geo)
         bias = table.bias - zp * operand.sums.reshape(-1)  # the input zero point, folded in
-        stage = nr.OutputStage(table, bias, p["rounding"], p["ofm_zero_point"], clamp,
-                               nc.channels_first(geo, out.shape[1]))  # fmt: skip
+        stage = nr.OutputStage(
+            table,
+            bias,
+            p["rounding"],
+            p["ofm_zero_point"],
+            clamp,
+            nc.channels_first(geo, out.shape[1]),
+        )
         return nc.conv2d_plan(x, out, zp, operand, stage, geo, self.scratch, converted)
 
     def _matmul(

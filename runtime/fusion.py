@@ -43,8 +43,12 @@ class TileRun:
 
 def _adjacent(a: isa.TensorRef, b: isa.TensorRef, axis: int) -> isa.TensorRef | None:
     """The view of a followed by b along `axis`, when b starts where a ends on it."""
-    if not (len(a.shape) == len(b.shape) == 4 and a.region == b.region and a.dtype == b.dtype
-            and a.strides == b.strides):  # fmt: skip
+    if not (
+        len(a.shape) == len(b.shape) == 4
+        and a.region == b.region
+        and a.dtype == b.dtype
+        and a.strides == b.strides
+    ):
         return None
     if any(x != y for i, (x, y) in enumerate(zip(a.shape, b.shape, strict=True)) if i != axis):
         return None
@@ -63,20 +67,30 @@ def depthwise(inst: isa.Instruction) -> bool:
 
 def _pointwise(inst: isa.Instruction) -> bool:
     p = inst.params
-    return (inst.operands[1].shape[2:] == (1, 1) and p["strides"] == (1, 1)
-            and not any(p["pads"]) and p["groups"] == 1)  # fmt: skip
+    return (
+        inst.operands[1].shape[2:] == (1, 1)
+        and p["strides"] == (1, 1)
+        and not any(p["pads"])
+        and p["groups"] == 1
+    )
 
 
 def _joined(
-    run: TileRun, index: int, inst: isa.Instruction, program: isa.Program,
+    run: TileRun,
+    index: int,
+    inst: isa.Instruction,
+    program: isa.Program,
     same_constants: SameConstants,
-) -> TileRun | None:  # fmt: skip
+) -> TileRun | None:
     """`run` extended by the tile `inst` at `index`, if it continues it."""
     first = program.instructions[run.members[0]]
     ignore = {"groups"}
-    if inst.op != "conv2d" or inst.layer != first.layer or {
-        k: v for k, v in inst.params.items() if k not in ignore
-    } != {k: v for k, v in first.params.items() if k not in ignore}:  # fmt: skip
+    if (
+        inst.op != "conv2d"
+        or inst.layer != first.layer
+        or {k: v for k, v in inst.params.items() if k not in ignore}
+        != {k: v for k, v in first.params.items() if k not in ignore}
+    ):
         return None
     ifm, w, table, ofm = inst.operands
     _, first_w, first_table, _ = first.operands
@@ -90,8 +104,7 @@ def _joined(
     if _pointwise(first) and _pointwise(inst) and same_constants(run.members[0], index):
         candidates.append((ROWS, _adjacent(run.ifm, ifm, ROWS), False))
     for axis, joined_ifm, dw in candidates:
-        if joined_ifm is None or (
-            len(run.members) > 1 and (axis, dw) != (run.axis, run.depthwise)):  # fmt: skip
+        if joined_ifm is None or (len(run.members) > 1 and (axis, dw) != (run.axis, run.depthwise)):
             continue
         joined_ofm = _adjacent(run.ofm, ofm, axis)
         if joined_ofm is not None and joined_ofm.apart_from(joined_ifm):
@@ -104,7 +117,8 @@ def _independent(inst: isa.Instruction, run: TileRun) -> bool:
     bytes and reads none they write."""
     touched = (run.ifm, run.ofm)
     return all(w.apart_from(t) for w in inst.written() for t in touched) and all(
-        r.apart_from(run.ofm) for r in inst.read())  # fmt: skip
+        r.apart_from(run.ofm) for r in inst.read()
+    )
 
 
 def tile_runs(program: isa.Program, frozen: Frozen, same_constants: SameConstants) -> list[TileRun]:
@@ -157,8 +171,10 @@ def dead_dmas(program: isa.Program, frozen: Frozen) -> set[int]:
         dst = inst.operands[1]
         if not all(dst.apart_from(o) for o in outputs):
             continue
-        if all(_unread(dst, later, frozen.get(j, ()))
-               for j, later in _until_covered(dst, instructions, index + 1)):  # fmt: skip
+        if all(
+            _unread(dst, later, frozen.get(j, ()))
+            for j, later in _until_covered(dst, instructions, index + 1)
+        ):
             dead.add(index)
     return dead
 
@@ -169,12 +185,20 @@ def _until_covered(dst: isa.TensorRef, instructions: Sequence[isa.Instruction], 
     for j in range(start, len(instructions)):
         later = instructions[j]
         yield j, later
-        if any(w.region == dst.region and w.is_contiguous() and w.offset <= dst.offset
-               and dst.end <= w.end for w in later.written()):  # fmt: skip
+        if any(
+            w.region == dst.region
+            and w.is_contiguous()
+            and w.offset <= dst.offset
+            and dst.end <= w.end
+            for w in later.written()
+        ):
             return
 
 
 def _unread(dst: isa.TensorRef, inst: isa.Instruction, frozen: Collection[str]) -> bool:
     written = inst.written_roles()
-    return all(inst.operand(role).apart_from(dst) for role in inst.roles()
-               if role not in written and role not in frozen)  # fmt: skip
+    return all(
+        inst.operand(role).apart_from(dst)
+        for role in inst.roles()
+        if role not in written and role not in frozen
+    )

@@ -1,4 +1,5 @@
-"""Host instructions: the body's `nn`/`qnn` ops run with the reference kernels (qnn_kernels)."""
+"""Host instructions: the body's `nn`/`qnn` ops run on the reference interpreter
+(qnn_interpreter.py)."""
 
 from __future__ import annotations
 
@@ -12,25 +13,16 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 
 from npuc.diagnostics import KernelError, NpucError
 from npuc.dialects import npu_isa as isa
-
-
-def _context() -> Context:
-    from npuc.registry import DIALECTS
-
-    ctx = Context()
-    for name, factory in DIALECTS.items():
-        ctx.register_dialect(name, factory)
-    return ctx
+from npuc.dialects.context import make_context
 
 
 def parse_body(text: str, ctx: Context | None = None) -> Region:
-    from npuc.backend.npubin_disasm import string_literals_closed
-    from npuc.ir_text import IRParser
+    from npuc.ir_text import IRParser, string_literals_closed
 
     if not string_literals_closed(text):
         raise NpucError("the host body has an unterminated string")
     try:
-        return IRParser(ctx or _context(), text, "<host body>").parse_region()
+        return IRParser(ctx or make_context(), text, "<host body>").parse_region()
     except (ParseError, DiagnosticException, RecursionError) as e:
         raise NpucError(f"the host body does not parse: {e}") from None
     except Exception as e:  # a value the parser cannot represent (out of range, too wide)
@@ -63,12 +55,12 @@ def _checked_body(text: str) -> Region:
 
 @lru_cache(maxsize=1)
 def _shared_context() -> Context:
-    return _context()
+    return make_context()
 
 
 def host_step(inst: isa.Instruction, views: list[np.ndarray]) -> Callable[[], None]:
     """A step running the host body on the input views and writing the output views."""
-    from .qnn_kernels import evaluate
+    from .qnn_interpreter import evaluate
 
     block = _checked_body(inst.params["body"]).blocks[0]
     n = inst.params["inputs"]

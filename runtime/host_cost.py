@@ -120,8 +120,6 @@ class Share:
 def share(program: isa.Program) -> Share:
     """The NPU/host split of `program`: layers with an NPU compute instruction and layers with
     a host instruction (a layer may have both), and their MACs."""
-    from .cycle_model import macs
-
     result = Share()
     npu: set[int | None] = set()
     host: set[int | None] = set()
@@ -136,7 +134,7 @@ def share(program: isa.Program) -> Share:
                 result.host_macs += op.macs
         elif inst.op != "dma":
             npu.add(inst.layer)
-            result.npu_macs += macs(inst)
+            result.npu_macs += inst.macs()
     result.npu_layers = len(npu - {None})
     result.host_layers = len(host - {None})
     return result

@@ -36,9 +36,12 @@ def in_place_ops(
             continue
         first, second = op.operands
         if (
-            isinstance(first, OpResult) and isinstance(first.owner, FRESH)
-            and first.has_one_use() and first is not second and first not in returned
+            isinstance(first, OpResult)
+            and isinstance(first.owner, FRESH)
+            and first.has_one_use()
+            and first is not second
+            and first not in returned
             and first.type == op.results[0].type
-        ):  # fmt: skip
+        ):
             found[op] = ufunc
     return found

@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from npuc.backend.npubin_format import (
+from npuc.diagnostics import NpucError
+from npuc.dialects import npu_isa as isa
+from npuc.dialects import npu_rules as rules
+from npuc.dialects.npubin_format import (
     COUNT,
     DEBUG_ENTRY,
     DIM,
@@ -42,9 +45,6 @@ from npuc.backend.npubin_format import (
     params_size,
     params_struct,
 )
-from npuc.diagnostics import NpucError
-from npuc.dialects import npu_isa as isa
-from npuc.dialects import npu_rules as rules
 
 #: The largest region a binary may declare unless the caller allows more: the runtime
 #: allocates every region, so this bounds what a file can make it allocate.
@@ -102,8 +102,11 @@ class _Decoder:
             _fail(0, f"not an npubin file (magic {magic!r}, expected {MAGIC!r})")
         if major != VERSION[0]:
             newer = "newer than" if major > VERSION[0] else "older than"
-            _fail(4, f"format version {major}.{minor} is {newer} this loader's "
-                     f"{VERSION[0]}.{VERSION[1]}; use an npuc that reads {major}.x")  # fmt: skip
+            _fail(
+                4,
+                f"format version {major}.{minor} is {newer} this loader's "
+                f"{VERSION[0]}.{VERSION[1]}; use an npuc that reads {major}.x",
+            )
         self.minor = minor
         self.newer_minor = minor > VERSION[1]
         if header_size != HEADER.size:
@@ -111,8 +114,11 @@ class _Decoder:
         if not 1 <= count <= MAX_SECTIONS:
             _fail(12, f"section count {count} is outside [1, {MAX_SECTIONS}]")
         if total != len(data):
-            _fail(16, f"the header says the file has {total} bytes, it has {len(data)} "
-                      "(truncated or extended)")  # fmt: skip
+            _fail(
+                16,
+                f"the header says the file has {total} bytes, it has {len(data)} "
+                "(truncated or extended)",
+            )
         if flags:
             _fail(24, f"header flags {flags:#x} must be zero")
         table_end = HEADER.size + count * SECTION.size
@@ -128,16 +134,25 @@ class _Decoder:
             if reserved:
                 _fail(at + 28, f"section {i}: reserved field must be zero")
             if alignment < 8 or alignment > MAX_ALIGNMENT or alignment & (alignment - 1):
-                _fail(at + 4, f"section {i}: alignment {alignment} is not a power of two "
-                              f"in [8, {MAX_ALIGNMENT}]")  # fmt: skip
+                _fail(
+                    at + 4,
+                    f"section {i}: alignment {alignment} is not a power of two "
+                    f"in [8, {MAX_ALIGNMENT}]",
+                )
             if offset % alignment:
                 _fail(at + 8, f"section {i}: offset {offset} is not {alignment}-byte aligned")
             if offset < table_end or offset + size > len(data):
-                _fail(at + 8, f"section {i}: bytes [{offset}, {offset + size}) lie outside "
-                              f"the file's data area [{table_end}, {len(data)})")  # fmt: skip
+                _fail(
+                    at + 8,
+                    f"section {i}: bytes [{offset}, {offset + size}) lie outside "
+                    f"the file's data area [{table_end}, {len(data)})",
+                )
             if zlib.crc32(data[offset : offset + size]) != crc:
-                _fail(at + 24, f"section {i} ({SECTION_KINDS.get(kind, kind)}): CRC32 mismatch "
-                               f"(bytes [{offset}, {offset + size}) are corrupt)")  # fmt: skip
+                _fail(
+                    at + 24,
+                    f"section {i} ({SECTION_KINDS.get(kind, kind)}): CRC32 mismatch "
+                    f"(bytes [{offset}, {offset + size}) are corrupt)",
+                )
             spans.append((offset, offset + size, i))
             name = SECTION_KINDS.get(kind)
             if name is None:
@@ -147,9 +162,12 @@ class _Decoder:
             if name in sections:
                 _fail(at, f"section {i}: a second {name} section")
             if self.minor < SECTION_SINCE.get(name, 0):
-                _fail(at, f"section {i}: a {name} section needs format version "
-                          f"{VERSION[0]}.{SECTION_SINCE[name]}, the file says "
-                          f"{VERSION[0]}.{self.minor}")  # fmt: skip
+                _fail(
+                    at,
+                    f"section {i}: a {name} section needs format version "
+                    f"{VERSION[0]}.{SECTION_SINCE[name]}, the file says "
+                    f"{VERSION[0]}.{self.minor}",
+                )
             sections[name] = _Section(name, offset, size)
         position = table_end
         for start, end, i in sorted(spans):
@@ -208,9 +226,12 @@ class _Decoder:
             _fail(dims_at, f"{what}: {rank} dimensions run past the end of their section")
         dims = [DIM.unpack_from(self.data, dims_at + i * DIM.size) for i in range(rank)]
         ref = isa.TensorRef(
-            isa.REGION_KINDS[region], offset, tuple(d for d, _ in dims),
-            tuple(s for _, s in dims), isa.DTYPE_NAMES[dtype],
-        )  # fmt: skip
+            isa.REGION_KINDS[region],
+            offset,
+            tuple(d for d, _ in dims),
+            tuple(s for _, s in dims),
+            isa.DTYPE_NAMES[dtype],
+        )
         try:
             ref.check()
         except isa.ISAError as e:
@@ -228,8 +249,11 @@ class _Decoder:
             if kind >= len(isa.REGION_KINDS):
                 _fail(where, f"region {i}: unknown kind {kind}")
             if size > self.max_region_bytes:
-                _fail(where + 8, f"region {i} ({isa.REGION_KINDS[kind]}): {size} bytes exceed "
-                                 f"the loader's limit of {self.max_region_bytes}")  # fmt: skip
+                _fail(
+                    where + 8,
+                    f"region {i} ({isa.REGION_KINDS[kind]}): {size} bytes exceed "
+                    f"the loader's limit of {self.max_region_bytes}",
+                )
             name = self.string(memory, where + 4, f"region {i} memory")
             regions.append(isa.Region(isa.REGION_KINDS[kind], size, name))
         return tuple(regions)
@@ -270,8 +294,9 @@ class _Decoder:
         for i in range(count):
             where = at + i * DEBUG_ENTRY.size
             key, value = DEBUG_ENTRY.unpack_from(self.data, where)
-            pairs.append((self.string(key, where, "debug key"),
-                          self.string(value, where + 4, "debug value")))  # fmt: skip
+            pairs.append(
+                (self.string(key, where, "debug key"), self.string(value, where + 4, "debug value"))
+            )
         return tuple(pairs)
 
     def state(self, s: _Section) -> list[tuple[isa.StatePair, int]]:
@@ -284,18 +309,23 @@ class _Decoder:
             where = at + i * STATE_ENTRY.size
             source, result, offset, size = STATE_ENTRY.unpack_from(self.data, where)
             if offset != position:  # back to back, each padded to 8 bytes
-                _fail(where + 8, f"state {i}: initial value at offset {offset}, expected "
-                                 f"{position}")  # fmt: skip
+                _fail(
+                    where + 8, f"state {i}: initial value at offset {offset}, expected {position}"
+                )
             if pad8(size) > end - data - position:  # the value and its padding
-                _fail(where + 16, f"state {i}: an initial value of {size} bytes runs past the "
-                                  "STATE section")  # fmt: skip
+                _fail(
+                    where + 16,
+                    f"state {i}: an initial value of {size} bytes runs past the STATE section",
+                )
             start = data + position
             self.zeros(start + size, start + pad8(size), f"state {i}: initial value padding")
             pairs.append((isa.StatePair(source, result, self.data[start : start + size]), where))
             position += pad8(size)
         if data + position != end:
-            _fail(data + position, f"STATE: {end - data - position} bytes after the last "
-                                   "initial value")  # fmt: skip
+            _fail(
+                data + position,
+                f"STATE: {end - data - position} bytes after the last initial value",
+            )
         return pairs
 
     # ------------------------------------------------------------------ instructions
@@ -324,13 +354,18 @@ class _Decoder:
             _fail(at, f"{what}: unknown opcode {opcode}")
         what = f"{what} ({spec.name})"
         if engine != isa.ENGINES.index(spec.engine):
-            _fail(at + 2, f"{what}: engine {engine}, expected {isa.ENGINES.index(spec.engine)} "
-                          f"({spec.engine})")  # fmt: skip
+            _fail(
+                at + 2,
+                f"{what}: engine {engine}, expected {isa.ENGINES.index(spec.engine)} "
+                f"({spec.engine})",
+            )
         if spec.operands and n_operands != len(spec.operands):
             _fail(at + 3, f"{what}: {n_operands} operands, expected {len(spec.operands)}")
         if size_params != params_size(spec):
-            _fail(at + 6, f"{what}: parameter block of {size_params} bytes, expected "
-                          f"{params_size(spec)}")  # fmt: skip
+            _fail(
+                at + 6,
+                f"{what}: parameter block of {size_params} bytes, expected {params_size(spec)}",
+            )
         if layer != NO_LAYER and layer >= layers:
             _fail(at + 8, f"{what}: layer {layer} is not among the {layers} layers")
         if size < INSTRUCTION.size or at + size > end:
@@ -389,8 +424,10 @@ class _Decoder:
             else:
                 params[f.name] = tuple(values) if f.count else values[0]
         if spec.name == "host" and params["inputs"] >= len(operands):
-            _fail(at, f"{what}: {params['inputs']} inputs leave no output among "
-                      f"{len(operands)} operands")  # fmt: skip
+            _fail(
+                at,
+                f"{what}: {params['inputs']} inputs leave no output among {len(operands)} operands",
+            )
         return params
 
     @staticmethod
@@ -414,11 +451,16 @@ class _Decoder:
         constants = sections["CONSTANTS"]
         instructions = self.instructions(sections["COMMANDS"], len(layers))
         program = isa.Program(
-            name, regions, tuple(d for d, _ in descs[:n_in]), tuple(d for d, _ in descs[n_in:]),
-            layers, tuple(i for i, _ in instructions),
-            bytes(self.data[constants.offset : constants.offset + constants.size]), debug,
+            name,
+            regions,
+            tuple(d for d, _ in descs[:n_in]),
+            tuple(d for d, _ in descs[n_in:]),
+            layers,
+            tuple(i for i, _ in instructions),
+            bytes(self.data[constants.offset : constants.offset + constants.size]),
+            debug,
             tuple(pair for pair, _ in state),
-        )  # fmt: skip
+        )
         self.check(program, sections, descs, n_in, state, instructions)
         return program
 

@@ -1,8 +1,9 @@
 """Reference interpreter for the `nn` dialect: whole-tensor numpy kernels in float32
 (integer and boolean tensors in their own dtype, with runtime/kernels/logic.py's rules).
 
-`KERNELS` maps each op class to a function `(op, args) -> results`; plugins add
-their own with `@register_kernel(OpClass)`. `evaluate_op` runs one op (used by
+`KERNELS` (the table in runtime/interpreter_kernels.py) maps each op class to a function
+`(op, args) -> results`; a plugin adds its own with `register_kernel(OpClass)`. `evaluate_op`
+runs one op (used by
 constant folding), `run_function`/`run_module` run a whole graph, freeing each
 intermediate once its last user has run.
 """
@@ -14,35 +15,24 @@ from typing import Any, Literal, TypeAlias, TypeVar, overload
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import (
-    DenseArrayBase,
-    DenseIntOrFPElementsAttr,
-    FloatAttr,
-    IntegerAttr,
-    ModuleOp,
-    StringAttr,
-    TensorType,
-    i32,
-)
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from npuc import graph_io
 from npuc.diagnostics import InputError, KernelError, NpucError, note_context
 from npuc.dialects import nn
-from npuc.dialects.nn_base import ActivationFusable, shape_of
+from npuc.dialects.nn_base import ActivationFusable
 from npuc.limits import check_tensor
-from npuc.tensors import element_bytes, from_dense, numpy_dtype
+from npuc.tensors import element_bytes, numpy_dtype
 
 from .in_place import in_place_ops
-from .kernels import conv, linear, logic, movement, norm, pool, reduce, resize
+from .interpreter_kernels import KERNELS
+from .kernel_api import Kernel, optional_float
 from .kernels import elementwise as ew
 
-Kernel: TypeAlias = Callable[[Operation, list[np.ndarray]], list[np.ndarray]]
 Keep: TypeAlias = Literal["all"] | Collection[str]
 K = TypeVar("K", bound=Kernel)
-
-KERNELS: dict[type[Operation], Kernel] = {}
 
 
 def register_kernel(op_type: type[Operation]) -> Callable[[K], K]:
@@ -91,228 +81,17 @@ def evaluate_into_first(op: Operation, ufunc: np.ufunc, args: list[np.ndarray]) 
 
 def _activate(op: Any, y: np.ndarray) -> np.ndarray:
     return ew.apply_activation(
-        y, op.activation.data, _float(op.activation_min), _float(op.activation_max),
-        _float(op.activation_alpha),
-    )  # fmt: skip
-
-
-# --------------------------------------------------------------------------- property helpers
-
-
-def _float(attr: Attribute | None) -> float | None:
-    return float(attr.value.data) if isinstance(attr, FloatAttr) else None
-
-
-def _ints(attr: DenseArrayBase) -> tuple[int, ...]:
-    return tuple(int(v) for v in attr.get_values())
-
-
-def _bool(attr: Attribute | None) -> bool:
-    return isinstance(attr, IntegerAttr) and bool(attr.value.data)
-
-
-def constant_array(value: Attribute) -> np.ndarray:
-    """The array a constant attribute holds: floats as float32, integers as int64."""
-    if isinstance(value, DenseIntOrFPElementsAttr):
-        array = from_dense(value)
-    elif isinstance(value, FloatAttr):
-        array = np.asarray(value.value.data)
-    elif isinstance(value, IntegerAttr):
-        array = np.asarray(value.value.data, dtype=np.int64)
-    else:
-        raise NotImplementedError(f"constant of kind {type(value).__name__} is not supported")
-    if array.dtype.kind == "f" and array.dtype != np.float32:
-        return array.astype(np.float32)
-    if array.dtype.kind in "iu" and array.dtype != np.int64:
-        return array.astype(np.int64)
-    return array
-
-
-# --------------------------------------------------------------------------- kernels
-
-
-def _v(attr: Attribute) -> Any:
-    """The Python value of an IntegerAttr, FloatAttr or StringAttr property."""
-    return attr.data if isinstance(attr, StringAttr) else attr.value.data  # type: ignore[attr-defined]
-
-
-def _opt(args: list[np.ndarray], index: int) -> np.ndarray | None:
-    """An optional trailing operand (bias)."""
-    return args[index] if len(args) > index else None
-
-
-def _window(op: Any, dilations: bool = True) -> dict[str, Any]:
-    """Keyword arguments of a windowed op (conv, pool) taken from its properties."""
-    kwargs: dict[str, Any] = {"strides": _ints(op.strides), "pads": _ints(op.pads)}
-    if dilations:
-        kwargs["dilations"] = _ints(op.dilations)
-    return kwargs
-
-
-def _conv2d(op: nn.Conv2dOp, a: list[np.ndarray]) -> list[np.ndarray]:
-    return [conv.conv2d(a[0], a[1], _opt(a, 2), groups=_v(op.groups), **_window(op))]
-
-
-def _conv_transpose2d(op: nn.ConvTranspose2dOp, a: list[np.ndarray]) -> list[np.ndarray]:
-    y = conv.conv_transpose2d(
-        a[0], a[1], _opt(a, 2), output_padding=_ints(op.output_padding), groups=_v(op.groups),
-        **_window(op),
-    )  # fmt: skip
-    return [y]
-
-
-def _max_pool2d(op: nn.MaxPool2dOp, a: list[np.ndarray]) -> list[np.ndarray]:
-    y = pool.max_pool2d(a[0], _ints(op.kernel), ceil_mode=_bool(op.ceil_mode), **_window(op))
-    return [y]
-
-
-def _avg_pool2d(op: nn.AvgPool2dOp, a: list[np.ndarray]) -> list[np.ndarray]:
-    dilations = _ints(op.dilations) if op.dilations is not None else (1, 1)
-    y = pool.avg_pool2d(
-        a[0], _ints(op.kernel), ceil_mode=_bool(op.ceil_mode),
-        count_include_pad=_bool(op.count_include_pad), dilations=dilations,
-        **_window(op, dilations=False),
-    )  # fmt: skip
-    return [y]
-
-
-def _resize(op: nn.ResizeOp, a: list[np.ndarray]) -> list[np.ndarray]:
-    scales = [float(s) for s in op.scales.get_values()]
-    y = resize.resize(
-        a[0], shape_of(op.output), scales, op.mode.data, op.coordinate_mode.data,
-        op.nearest_mode.data, _v(op.cubic_coeff_a), _bool(op.exclude_outside),
-    )  # fmt: skip
-    return [y]
-
-
-def _split(op: nn.SplitOp, a: list[np.ndarray]) -> list[np.ndarray]:
-    axis = _v(op.axis) % a[0].ndim
-    return movement.split(a[0], [shape_of(r)[axis] for r in op.outputs], axis)
-
-
-def _reduce(kind: str) -> Kernel:
-    return lambda op, a: [reduce.reduce(a[0], kind, _ints(op.axes), _bool(op.keepdims))]
-
-
-def _arg_reduce(kind: str) -> Kernel:
-    def kernel(op: nn.ArgMaxOp | nn.ArgMinOp, a: list[np.ndarray]) -> list[np.ndarray]:
-        index = reduce.arg_reduce(
-            a[0], kind, _v(op.axis), _bool(op.keepdims), _bool(op.select_last_index)
-        )
-        dtype = np.int32 if op.output.type.element_type == i32 else np.int64
-        return [index.astype(dtype)]
-
-    return kernel
-
-
-def _nn_constant(op: nn.ConstantOp, a: list[np.ndarray]) -> list[np.ndarray]:
-    """Floats as float32; integer and i1 constants keep their element type's dtype."""
-    array = constant_array(op.value)
-    dtype = numpy_dtype(op.output.type.element_type)
-    return [array if dtype.kind == "f" else from_dense(op.value).astype(dtype, copy=False)]
-
-
-def _cast(op: nn.CastOp, a: list[np.ndarray]) -> list[np.ndarray]:
-    return [logic.cast(a[0], numpy_dtype(op.output.type.element_type))]
-
-
-def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Kernel:
-    return lambda op, a: [fn(a[0])]
-
-
-def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Kernel:
-    return lambda op, a: [fn(a[0], a[1])]
-
-
-KERNELS.update(
-    {
-        nn.ConstantOp: _nn_constant,
-        arith.ConstantOp: lambda op, a: [constant_array(op.value)],
-        nn.ReluOp: _unary(ew.relu),
-        nn.SigmoidOp: _unary(ew.sigmoid),
-        nn.TanhOp: _unary(np.tanh),
-        nn.ExpOp: _unary(np.exp),
-        nn.LogOp: _unary(np.log),
-        nn.SqrtOp: _unary(np.sqrt),
-        nn.ErfOp: _unary(ew.erf),
-        nn.AbsOp: _unary(np.abs),
-        nn.NegOp: _unary(np.negative),
-        nn.ReciprocalOp: _unary(ew.reciprocal),
-        nn.FloorOp: _unary(np.floor),
-        nn.CeilOp: _unary(np.ceil),
-        nn.SoftplusOp: _unary(ew.softplus),
-        nn.HardSwishOp: _unary(ew.hard_swish),
-        nn.AddOp: _binary(np.add),
-        nn.SubOp: _binary(np.subtract),
-        nn.MulOp: _binary(np.multiply),
-        nn.DivOp: _binary(logic.divide),
-        nn.PowOp: _binary(np.power),
-        nn.MaximumOp: _binary(np.maximum),
-        nn.MinimumOp: _binary(np.minimum),
-        nn.PReluOp: _binary(ew.prelu),
-        nn.GeluOp: lambda op, a: [ew.gelu(a[0], op.approximate.data)],
-        nn.LeakyReluOp: lambda op, a: [ew.leaky_relu(a[0], _v(op.alpha))],
-        nn.EluOp: lambda op, a: [ew.elu(a[0], _v(op.alpha))],
-        nn.HardSigmoidOp: lambda op, a: [ew.hard_sigmoid(a[0], _v(op.alpha), _v(op.beta))],
-        nn.ClipOp: lambda op, a: [ew.clip(a[0], _float(op.min), _float(op.max))],
-        nn.SoftmaxOp: lambda op, a: [ew.softmax(a[0], _v(op.axis))],
-        nn.LogSoftmaxOp: lambda op, a: [ew.log_softmax(a[0], _v(op.axis))],
-        nn.Conv2dOp: _conv2d,
-        nn.ConvTranspose2dOp: _conv_transpose2d,
-        nn.FullyConnectedOp: lambda op, a: [linear.fully_connected(a[0], a[1], _opt(a, 2))],
-        nn.MatMulOp: lambda op, a: [linear.matmul(a[0], a[1])],
-        nn.MaxPool2dOp: _max_pool2d,
-        nn.AvgPool2dOp: _avg_pool2d,
-        nn.GlobalAvgPoolOp: _unary(pool.global_avg_pool),
-        nn.GlobalMaxPoolOp: _unary(pool.global_max_pool),
-        nn.BatchNormOp: lambda op, a: [norm.batch_norm(*a[:5], _v(op.epsilon))],
-        nn.InstanceNormOp: lambda op, a: [norm.instance_norm(*a[:3], _v(op.epsilon))],
-        nn.LayerNormOp: lambda op, a: [
-            norm.layer_norm(a[0], a[1], _opt(a, 2), _v(op.axis), _v(op.epsilon))
-        ],
-        nn.LrnOp: lambda op, a: [
-            norm.lrn(a[0], _v(op.size), _v(op.alpha), _v(op.beta), _v(op.bias))
-        ],
-        nn.ReduceMeanOp: _reduce("mean"),
-        nn.ReduceSumOp: _reduce("sum"),
-        nn.ReduceMaxOp: _reduce("max"),
-        nn.ReduceMinOp: _reduce("min"),
-        nn.ReduceProdOp: _reduce("prod"),
-        nn.ArgMaxOp: _arg_reduce("max"),
-        nn.ArgMinOp: _arg_reduce("min"),
-        nn.ReshapeOp: lambda op, a: [movement.reshape(a[0], shape_of(op.output))],
-        nn.BroadcastOp: lambda op, a: [movement.broadcast(a[0], shape_of(op.output))],
-        nn.TransposeOp: lambda op, a: [movement.transpose(a[0], _ints(op.perm))],
-        nn.ConcatOp: lambda op, a: [movement.concat(a, _v(op.axis))],
-        nn.SplitOp: _split,
-        nn.SliceOp: lambda op, a: [
-            movement.slice_(a[0], _ints(op.starts), _ints(op.ends), _ints(op.steps))
-        ],
-        nn.PadOp: lambda op, a: [movement.pad(a[0], _ints(op.pads), op.mode.data, _v(op.value))],
-        nn.ResizeOp: _resize,
-        nn.GatherOp: lambda op, a: [movement.gather(a[0], a[1], _v(op.axis) % a[0].ndim)],
-        nn.DepthToSpaceOp: lambda op, a: [
-            movement.depth_to_space(a[0], _v(op.block_size), op.mode.data)
-        ],
-        nn.SpaceToDepthOp: lambda op, a: [movement.space_to_depth(a[0], _v(op.block_size))],
-        nn.CastOp: _cast,
-        nn.EqualOp: _binary(np.equal),
-        nn.LessOp: _binary(np.less),
-        nn.LessEqualOp: _binary(np.less_equal),
-        nn.GreaterOp: _binary(np.greater),
-        nn.GreaterEqualOp: _binary(np.greater_equal),
-        nn.NotOp: _unary(np.logical_not),
-        nn.AndOp: _binary(np.logical_and),
-        nn.OrOp: _binary(np.logical_or),
-        nn.XorOp: _binary(np.logical_xor),
-        nn.WhereOp: lambda op, a: [logic.where(a[0], a[1], a[2])],
-    }
-)
+        y,
+        op.activation.data,
+        optional_float(op.activation_min),
+        optional_float(op.activation_max),
+        optional_float(op.activation_alpha),
+    )
 
 
 # --------------------------------------------------------------------------- graph execution
 
-_CONSTANTS = (nn.ConstantOp, arith.ConstantOp)
+CONSTANT_OPS = (nn.ConstantOp, arith.ConstantOp)
 
 
 def value_names(func: FuncOp) -> dict[SSAValue, str]:
@@ -345,7 +124,7 @@ class FunctionRunner:
     and may override `convert_input` (how an argument's array is accepted).
     """
 
-    CONSTANTS: tuple[type[Operation], ...] = _CONSTANTS
+    CONSTANTS: tuple[type[Operation], ...] = CONSTANT_OPS
     evaluate = staticmethod(evaluate_op)
 
     def __init__(self, func: FuncOp):
@@ -381,7 +160,7 @@ class FunctionRunner:
             _check_size(arg, f"input '{name}'")
         for op in self.ops:
             for r in op.results:
-                _check_size(r, f"the result of {_describe(op)}")
+                _check_size(r, f"the result of {describe_op(op)}")
 
     def _op_keys(self) -> dict[SSAValue, str]:
         """Intermediate-tensor key of each op result: its `name` property, else its `%N`."""
@@ -410,7 +189,7 @@ class FunctionRunner:
     def _kept(self, keep: Keep | None) -> set[SSAValue]:
         if keep is None:
             return set()
-        candidates = [op for op in self.ops if not isinstance(op, _CONSTANTS)]
+        candidates = [op for op in self.ops if not isinstance(op, CONSTANT_OPS)]
         if keep == "all":
             return {r for op in candidates for r in op.results}
         wanted = {keep} if isinstance(keep, str) else set(keep)
@@ -508,9 +287,9 @@ class FunctionRunner:
             else:
                 results = self.evaluate(op, [env[v] for v in op.operands])
         except NotImplementedError as e:
-            raise NpucError(f"{e} ({_describe(op)})") from e
+            raise NpucError(f"{e} ({describe_op(op)})") from e
         except KernelError as e:
-            raise KernelError(f"{_describe(op)}: {e.message}") from e
+            raise KernelError(f"{describe_op(op)}: {e.message}") from e
         except Exception as e:
             note_context(e, "op", op)
             raise
@@ -539,7 +318,7 @@ def _owned(array: np.ndarray, inputs: Sequence[np.ndarray]) -> np.ndarray:
     return np.array(array, order="C", copy=True)
 
 
-def _describe(op: Operation) -> str:
+def describe_op(op: Operation) -> str:
     name = _layer_name(op)
     return f"layer '{name}' ({op.name})" if name else f"'{op.name}'"
 
@@ -623,4 +402,8 @@ def run_module(
     return named if keep is None else (named, intermediates)
 
 
-from . import tile_kernels as _tile_kernels  # noqa: E402, F401  (registers the tile kernels)
+def tensor_names(func: FuncOp) -> dict[SSAValue, str]:
+    """Every value's tensor name as the interpreter and calibration key it."""
+    keys = dict(FunctionRunner(func).keys)
+    keys.update(zip(func.body.block.args, graph_io.input_names(func), strict=True))
+    return keys

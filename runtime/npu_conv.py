@@ -141,8 +141,9 @@ def gemm_actions(
                 actions.append(product(a32[..., ks, :], w32[..., :, ks], part))
             else:
                 actions.append(product(a32[..., ks], w32[..., ks, :], part))
-            actions.append(partial(np.add, acc, part, out=acc) if k0 else
-                           partial(np.copyto, acc, part))  # fmt: skip
+            actions.append(
+                partial(np.add, acc, part, out=acc) if k0 else partial(np.copyto, acc, part)
+            )
         return actions, acc, bound
     dtype = F64 if bound < F64_EXACT else I64
     actions, converted_a = converted(dtype)
@@ -201,9 +202,15 @@ def _out_channels(weights: Operand, geo: ConvGeometry) -> int:
 
 
 def conv2d_plan(
-    x: np.ndarray, out: np.ndarray, zero_point: int, weights: Operand, stage: OutputStage,
-    geo: ConvGeometry, scratch: Scratch, converted: tuple[object, bool] | None = None,
-) -> list[Action]:  # fmt: skip
+    x: np.ndarray,
+    out: np.ndarray,
+    zero_point: int,
+    weights: Operand,
+    stage: OutputStage,
+    geo: ConvGeometry,
+    scratch: Scratch,
+    converted: tuple[object, bool] | None = None,
+) -> list[Action]:
     """The conv2d instruction from the stored input x into the stored output out (NCHW
     views of the arenas) as numpy calls on fixed buffers, to run whenever x changes.
 
@@ -233,8 +240,9 @@ def conv2d_plan(
 
 def pointwise(geo: ConvGeometry) -> bool:
     """A 1x1 convolution with unit strides and no padding: a GEMM of the input itself."""
-    return geo.kernel == (1, 1) and geo.strides == (1, 1) and not any(geo.pads) and (
-        not geo.depthwise)  # fmt: skip
+    return (
+        geo.kernel == (1, 1) and geo.strides == (1, 1) and not any(geo.pads) and (not geo.depthwise)
+    )
 
 
 def _row_bands(
@@ -245,9 +253,15 @@ def _row_bands(
 
 
 def _gemm_plan(
-    x: np.ndarray, out: np.ndarray, zero_point: int, weights: Operand, stage: OutputStage,
-    geo: ConvGeometry, scratch: Scratch, converted: tuple[object, bool] | None = None,
-) -> list[Action]:  # fmt: skip
+    x: np.ndarray,
+    out: np.ndarray,
+    zero_point: int,
+    weights: Operand,
+    stage: OutputStage,
+    geo: ConvGeometry,
+    scratch: Scratch,
+    converted: tuple[object, bool] | None = None,
+) -> list[Action]:
     """Weights [Co, K] times the input: itself for a pointwise convolution, else im2col
     rows cut as contiguous runs from the stride phases (`_phases`), whose rows' tail
     columns the output stage drops."""
@@ -298,14 +312,16 @@ def _gemm_plan(
             cols = cols.reshape(g, k, run)
         if g > 1:
             gemm, acc, bound = gemm_actions(cols, peak, weights, k, scratch, weights_first=True)
-            actions += gemm + stage.actions(acc.reshape(co, count, width), bound, out[:, rows],
-                                            scratch)  # fmt: skip
+            actions += gemm + stage.actions(
+                acc.reshape(co, count, width), bound, out[:, rows], scratch
+            )
             continue
         step = max(1, GEMM_BAND // run)  # channels whose outputs stay in cache
         for c0 in range(0, co, step):
             channels = slice(c0, min(co, c0 + step))
-            gemm, acc, bound = gemm_actions(cols, peak, weights, k, scratch, weights_first=True,
-                                            columns=channels)  # fmt: skip
+            gemm, acc, bound = gemm_actions(
+                cols, peak, weights, k, scratch, weights_first=True, columns=channels
+            )
             part = acc.reshape(-1, count, width)
             actions += gemm + stage.actions(part, bound, out[channels, rows], scratch, channels)
     return actions
@@ -313,7 +329,7 @@ def _gemm_plan(
 
 def _folded_plan(
     x: np.ndarray, out: np.ndarray, folded: np.ndarray, stage: OutputStage, scratch: Scratch
-) -> list[Action]:  # fmt: skip
+) -> list[Action]:
     """A pointwise convolution with few input channels as float64 GEMMs of the folded
     weights [Co, K + 1] (`OutputStage.folded_weights`) and the input over a row of ones,
     a band of rows at a time: the GEMM costs less extra than the output stage's
@@ -335,9 +351,14 @@ def _folded_plan(
 
 
 def _einsum_plan(
-    x: np.ndarray, out: np.ndarray, zero_point: int, weights: Operand, stage: OutputStage,
-    geo: ConvGeometry, scratch: Scratch,
-) -> list[Action]:  # fmt: skip
+    x: np.ndarray,
+    out: np.ndarray,
+    zero_point: int,
+    weights: Operand,
+    stage: OutputStage,
+    geo: ConvGeometry,
+    scratch: Scratch,
+) -> list[Action]:
     """Depthwise (one input channel per group): one einsum over the window view, channels
     last."""
     (kh, kw), (sh, sw), (dh, dw) = geo.kernel, geo.strides, geo.dilations
@@ -360,8 +381,9 @@ def _einsum_plan(
     span = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
     window = np.lib.stride_tricks.sliding_window_view(xh, span, axis=(0, 1))
     for rows in _row_bands(oh, co * ow, co * ow, xh.itemsize):
-        view = window[rows.start * sh : (rows.stop - 1) * sh + 1 : sh,
-                      : (ow - 1) * sw + 1 : sw, :, ::dh, ::dw]  # fmt: skip
+        view = window[
+            rows.start * sh : (rows.stop - 1) * sh + 1 : sh, : (ow - 1) * sw + 1 : sw, :, ::dh, ::dw
+        ]
         acc = scratch.get("acc", (rows.stop - rows.start, ow, co), dtype)
         actions.append(partial(np.einsum, "hwcij,ijc->hwc", view, w, out=acc))
         actions += stage.actions(acc, bound, out[:, rows].transpose(1, 2, 0), scratch)
@@ -424,8 +446,10 @@ def _byte_of_pairs(
     if pairs.dtype == np.uint16:
         return [partial(np.bitwise_and, pairs, 0xFF, out=target, casting="unsafe")]
     shifted = scratch.get("low_bytes", pairs.shape, np.int16)
-    return [partial(np.left_shift, pairs, 8, out=shifted),
-            partial(np.right_shift, shifted, 8, out=target, casting="unsafe")]  # fmt: skip
+    return [
+        partial(np.left_shift, pairs, 8, out=shifted),
+        partial(np.right_shift, shifted, 8, out=target, casting="unsafe"),
+    ]
 
 
 def _gather_taps(
@@ -449,19 +473,25 @@ def _gather_taps(
             start = (rows[0] * dh // sh) * wq + columns[0] * dw // sw
             item = source.itemsize
             view = np.lib.stride_tricks.as_strided(
-                source[:, start:], (source.shape[0], len(rows), len(columns), run),
+                source[:, start:],
+                (source.shape[0], len(rows), len(columns), run),
                 (source.strides[0], i_step * dh // sh * wq * item, j_step * dw // sw * item, item),
                 writeable=False,
-            )  # fmt: skip
+            )
             target = grid[:, rows[0] : rows[-1] + 1 : i_step, columns[0] : columns[-1] + 1 : j_step]
             actions.append(partial(np.copyto, target, view))
     return actions
 
 
 def _taps_plan(
-    x: np.ndarray, out: np.ndarray, zero_point: int, weights: Operand, stage: OutputStage,
-    geo: ConvGeometry, scratch: Scratch,
-) -> list[Action]:  # fmt: skip
+    x: np.ndarray,
+    out: np.ndarray,
+    zero_point: int,
+    weights: Operand,
+    stage: OutputStage,
+    geo: ConvGeometry,
+    scratch: Scratch,
+) -> list[Action]:
     """Depthwise, channels first, a block of channels at a time: the taps of each output
     of [C, OH, Wq] side by side (`_gather_taps`, each tap one contiguous run of a stride
     phase, `_phases`) and one batched matmul with each channel's weights, then the first
@@ -505,9 +535,14 @@ def _taps_plan(
 
 
 def _strided_taps_plan(
-    x: np.ndarray, out: np.ndarray, zero_point: int, weights: Operand, stage: OutputStage,
-    geo: ConvGeometry, scratch: Scratch,
-) -> list[Action]:  # fmt: skip
+    x: np.ndarray,
+    out: np.ndarray,
+    zero_point: int,
+    weights: Operand,
+    stage: OutputStage,
+    geo: ConvGeometry,
+    scratch: Scratch,
+) -> list[Action]:
     """Depthwise with strides and no channel multiplier, a block of channels at a time: the
     input converted into a buffer bordered with the zero point, then every output's taps
     copied side by side from one strided view of it (a stride phase split would move
@@ -524,21 +559,26 @@ def _strided_taps_plan(
     for c0 in range(0, c, block):
         channels = slice(c0, min(c, c0 + block))
         count = channels.stop - c0
-        padded = scratch.bordered((count, h + top + bottom, w + left + right), dtype, zero_point,
-                                  ("padded", geo))  # fmt: skip
+        padded = scratch.bordered(
+            (count, h + top + bottom, w + left + right), dtype, zero_point, ("padded", geo)
+        )
         s0, s1, s2 = padded.strides
         taps = np.lib.stride_tricks.as_strided(
-            padded, (count, kh, kw, oh, ow), (s0, dh * s1, dw * s2, sh * s1, sw * s2),
+            padded,
+            (count, kh, kw, oh, ow),
+            (s0, dh * s1, dw * s2, sh * s1, sw * s2),
             writeable=False,
-        )  # fmt: skip
+        )
         cols = scratch.get("taps", (count, kh, kw, oh, ow), dtype)
         acc = scratch.get("acc", (count, 1, oh * ow), dtype)
         actions += [
-            partial(np.copyto, padded[:, top : top + h, left : left + w], x[channels],
-                    casting="unsafe"),
+            partial(
+                np.copyto, padded[:, top : top + h, left : left + w], x[channels], casting="unsafe"
+            ),
             partial(np.copyto, cols, taps),
             partial(np.matmul, rows[channels], cols.reshape(count, kh * kw, -1), out=acc),
-        ]  # fmt: skip
-        actions += stage.actions(acc.reshape(count, oh, ow), bound, out[channels], scratch,
-                                 channels)  # fmt: skip
+        ]
+        actions += stage.actions(
+            acc.reshape(count, oh, ow), bound, out[channels], scratch, channels
+        )
     return actions

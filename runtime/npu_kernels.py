@@ -1,7 +1,7 @@
 """Array kernels of the NPU instructions other than conv2d and matmul (runtime/npu_conv.py,
 runtime/npu_requant.py), on numpy views of the arenas.
 
-The arithmetic is the `qnn` dialect's, from the shared functions (kernels/integer.py,
+The arithmetic is the `qnn` dialect's, from the shared functions (npuc/integer.py,
 kernels/qnn_arith.py: requantize, rounding, pooling sums, LUTs).
 """
 
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from npuc import integer
 from npuc.diagnostics import KernelError, NpucError
 
-from .kernels import integer
 from .kernels import qnn_arith as qa
-from .kernels.qnn_more import tflite_divide
+from .kernels.qnn_arith import tflite_divide
 from .npu_requant import tflite_multiply
 
 I64 = np.int64
@@ -27,8 +27,14 @@ def pool(x: np.ndarray, p: dict, out: np.ndarray) -> None:
     kernel, strides, pads = p["kernel"], p["strides"], p["pads"]
     lo, hi = p["clamp_min"], p["clamp_max"]
     if p["mode"] == "max":
-        y = qa.max_pool2d(x, kernel, strides=strides, pads=pads, dilations=p["dilations"],
-                          ceil_mode=p["ceil_mode"])  # fmt: skip
+        y = qa.max_pool2d(
+            x,
+            kernel,
+            strides=strides,
+            pads=pads,
+            dilations=p["dilations"],
+            ceil_mode=p["ceil_mode"],
+        )
         np.copyto(out, np.clip(y, lo, hi))
         return
     whole = tuple(kernel) == x.shape[2:] and not any(pads)
@@ -37,16 +43,36 @@ def pool(x: np.ndarray, p: dict, out: np.ndarray) -> None:
         total -= count * p["ifm_zero_point"]
     else:
         xc = x.astype(I64) - p["ifm_zero_point"]
-        total, count = qa.avg_pool2d_sums(xc, kernel, strides=strides, pads=pads,
-                                          ceil_mode=p["ceil_mode"],
-                                          count_include_pad=p["count_include_pad"])  # fmt: skip
+        total, count = qa.avg_pool2d_sums(
+            xc,
+            kernel,
+            strides=strides,
+            pads=pads,
+            ceil_mode=p["ceil_mode"],
+            count_include_pad=p["count_include_pad"],
+        )
     if p["mode"] == "avg":
-        y = qa.pooled_output(total, count, p["multiplier"], p["shift"], p["rounding"],
-                             p["ofm_zero_point"], (lo, hi), out.dtype,
-                             zero_point_in=p["ifm_zero_point"])  # fmt: skip
+        y = qa.pooled_output(
+            total,
+            count,
+            p["multiplier"],
+            p["shift"],
+            p["rounding"],
+            p["ofm_zero_point"],
+            (lo, hi),
+            out.dtype,
+            zero_point_in=p["ifm_zero_point"],
+        )
     else:
-        y = qa.output_stage(total, p["multiplier"], p["shift"], p["rounding"],
-                            p["ofm_zero_point"], (lo, hi), out.dtype)  # fmt: skip
+        y = qa.output_stage(
+            total,
+            p["multiplier"],
+            p["shift"],
+            p["rounding"],
+            p["ofm_zero_point"],
+            (lo, hi),
+            out.dtype,
+        )
     np.copyto(out, y)
 
 
@@ -61,7 +87,7 @@ def eltwise(lhs: np.ndarray, rhs: np.ndarray, p: dict, out: np.ndarray) -> None:
     a = lhs.astype(I64) - p["lhs_zero_point"]
     b = rhs.astype(I64) - p["rhs_zero_point"]
     zp = p["ofm_zero_point"]
-    if kind == "prelu":  # as qnn.prelu (kernels/qnn_more.py)
+    if kind == "prelu":  # as qnn.prelu (qnn_kernels.py)
         positive = integer.requantize(a, p["multiplier"], p["shift"], rounding)
         negative = integer.requantize(a * b, p["rhs_multiplier"], p["rhs_shift"], rounding)
         r = np.where(a >= 0, positive, negative)
@@ -83,16 +109,19 @@ def eltwise(lhs: np.ndarray, rhs: np.ndarray, p: dict, out: np.ndarray) -> None:
     else:
         lhs_scale = (p["lhs_multiplier"], p["lhs_shift"])
         rhs_scale = (p["rhs_multiplier"], p["rhs_shift"])
-        acc = qa.aligned_sum(a, b, p["left_shift"], lhs_scale, rhs_scale, rounding,
-                             subtract=kind != "add")  # fmt: skip
+        acc = qa.aligned_sum(
+            a, b, p["left_shift"], lhs_scale, rhs_scale, rounding, subtract=kind != "add"
+        )
     if kind == "squared_difference":
         acc = qa.exact_multiply(acc, acc)
     if rounding == "tflite":
         y = tflite_multiply(acc, p["multiplier"], p["shift"]) + zp
         np.copyto(out, np.clip(y, lo, hi), casting="unsafe")
     else:
-        np.copyto(out, qa.output_stage(acc, p["multiplier"], p["shift"], rounding, zp, (lo, hi),
-                                       out.dtype))  # fmt: skip
+        np.copyto(
+            out,
+            qa.output_stage(acc, p["multiplier"], p["shift"], rounding, zp, (lo, hi), out.dtype),
+        )
 
 
 def eltwise_table(lhs: np.dtype, rhs: np.dtype, p: dict, out: np.dtype) -> np.ndarray | None:

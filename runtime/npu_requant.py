@@ -18,9 +18,8 @@ from functools import partial
 
 import numpy as np
 
+from npuc import integer
 from npuc.diagnostics import NpucError
-
-from .kernels import integer
 
 try:  # the clip ufunc itself: np.clip's Python wrapper costs more than a small clip
     from numpy._core.umath import clip as clip_ufunc
@@ -118,8 +117,9 @@ class Scratch:
 
 
 # 8- and 16-bit outputs are computed shifted up by this much, a multiple of their range
-WRAP = {np.dtype(t): 1 << (8 * np.dtype(t).itemsize) for t in (np.int8, np.uint8, np.int16,
-                                                               np.uint16)}  # fmt: skip
+WRAP = {
+    np.dtype(t): 1 << (8 * np.dtype(t).itemsize) for t in (np.int8, np.uint8, np.int16, np.uint16)
+}
 
 
 def _blocks(acc: np.ndarray, out: np.ndarray, channels_first: bool):
@@ -162,18 +162,30 @@ class FloatForm:
 
     @classmethod
     def of(
-        cls, table: Table, bias: np.ndarray, zero_point: int, clamp: tuple[int, int],
-        channels_first: bool, ndim: int,
+        cls,
+        table: Table,
+        bias: np.ndarray,
+        zero_point: int,
+        clamp: tuple[int, int],
+        channels_first: bool,
+        ndim: int,
         lift: int,
-    ) -> FloatForm:  # fmt: skip
+    ) -> FloatForm:
         shape = (-1,) + (1,) * (ndim - 1) if channels_first else (-1,)
         half = 0.5 + zero_point + lift
         signed = clamp[0] < zero_point
         offset = bias * table.scale  # exact: |bias| m < 2^53 (`OutputStage.float_limit`)
         if not signed:
             offset = offset + table.tie + half
-        return cls(table.scale.reshape(shape), offset.reshape(shape), table.tie.reshape(shape),
-                   half, signed, channels_first, lift)  # fmt: skip
+        return cls(
+            table.scale.reshape(shape),
+            offset.reshape(shape),
+            table.tie.reshape(shape),
+            half,
+            signed,
+            channels_first,
+            lift,
+        )
 
 
 Action = Callable[[], object]
@@ -215,16 +227,23 @@ def float_actions(
             shape = (-1,) + (1,) * (a.ndim - 1)
             scale, offset, tie = (v.reshape(shape)[rows] for v in (scale, offset, tie))
         # converted first: numpy multiplies float32 by float64 slower than it converts
-        actions += [partial(np.copyto, p, a), partial(np.multiply, p, scale, out=p),
-                    partial(np.add, p, offset, out=p)]  # fmt: skip
+        actions += [
+            partial(np.copyto, p, a),
+            partial(np.multiply, p, scale, out=p),
+            partial(np.add, p, offset, out=p),
+        ]
         actions += scaled_actions(p, tie, form, clamp, out2[rows], scratch)
     return actions
 
 
 def scaled_actions(
-    p: np.ndarray, tie: np.ndarray, form: FloatForm, clamp: tuple[int, int], out: np.ndarray,
+    p: np.ndarray,
+    tie: np.ndarray,
+    form: FloatForm,
+    clamp: tuple[int, int],
+    out: np.ndarray,
     scratch: Scratch,
-) -> list[Action]:  # fmt: skip
+) -> list[Action]:
     """The rest of `tflite_requantize` once p holds (acc + bias) * scale + form.offset
     (float64, exact; may be overwritten), with `tie` shaped to broadcast against it.
 
@@ -235,8 +254,11 @@ def scaled_actions(
     actions: list[Action] = []
     if form.signed:
         q = scratch.get("q", p.shape, F64)
-        actions += [partial(np.copysign, tie, p, out=q), partial(np.add, p, q, out=p),
-                    partial(np.add, p, form.half, out=p)]  # fmt: skip
+        actions += [
+            partial(np.copysign, tie, p, out=q),
+            partial(np.add, p, q, out=p),
+            partial(np.add, p, form.half, out=p),
+        ]
 
     def outputs(values: np.ndarray) -> np.ndarray:
         if values.shape == out.shape:
@@ -244,8 +266,11 @@ def scaled_actions(
         return values.reshape(*out.shape[:-1], -1)[..., : out.shape[-1]]
 
     if form.lift != WRAP.get(out.dtype):  # other outputs: clamp and floor in their own range
-        return [*actions, partial(clip_ufunc, p, float(lo), float(hi), out=p),
-                partial(np.floor, outputs(p), out=out, casting="unsafe")]  # fmt: skip
+        return [
+            *actions,
+            partial(clip_ufunc, p, float(lo), float(hi), out=p),
+            partial(np.floor, outputs(p), out=out, casting="unsafe"),
+        ]
     # |p| < 2^22 (`OutputStage.float_limit`): the conversion to int32 truncates, which is the floor
     # from 0 up, and anything below 0 clamps up to lo + lift > 0 either way; the
     # conversion to the output then drops the lift (two's complement wrap-around)
@@ -253,8 +278,11 @@ def scaled_actions(
     bounds = np.int32(lo + form.lift), np.int32(hi + form.lift)
     actions.append(partial(np.copyto, whole, p, casting="unsafe"))
     if out.strides[-1] == out.itemsize:  # rows written in order: clamped in place, narrowed
-        return [*actions, partial(clip_ufunc, whole, *bounds, out=whole),
-                partial(np.copyto, out, outputs(whole), casting="unsafe")]  # fmt: skip
+        return [
+            *actions,
+            partial(clip_ufunc, whole, *bounds, out=whole),
+            partial(np.copyto, out, outputs(whole), casting="unsafe"),
+        ]
     return [*actions, partial(clip_ufunc, outputs(whole), *bounds, out=out, casting="unsafe")]
 
 
@@ -307,9 +335,14 @@ class OutputStage:
     """
 
     def __init__(
-        self, table: Table, bias: np.ndarray, rounding: str, zero_point: int,
-        clamp: tuple[int, int], channels_first: bool = False,
-    ) -> None:  # fmt: skip
+        self,
+        table: Table,
+        bias: np.ndarray,
+        rounding: str,
+        zero_point: int,
+        clamp: tuple[int, int],
+        channels_first: bool = False,
+    ) -> None:
         self.table, self.bias, self.rounding = table, bias, rounding
         self.zero_point, self.clamp, self.channels_first = zero_point, clamp, channels_first
         self.bias_peak = int(np.abs(bias).max()) if bias.size else 0
@@ -323,8 +356,13 @@ class OutputStage:
         start, stop, _ = channels.indices(self.table.multiplier.size)
         if (start, stop) not in self._parts:
             self._parts[start, stop] = OutputStage(
-                self.table.part(channels), self.bias.reshape(-1)[channels], self.rounding,
-                self.zero_point, self.clamp, self.channels_first)  # fmt: skip
+                self.table.part(channels),
+                self.bias.reshape(-1)[channels],
+                self.rounding,
+                self.zero_point,
+                self.clamp,
+                self.channels_first,
+            )
         return self._parts[start, stop]
 
     def _form(self, ndim: int, lift: int) -> FloatForm:
@@ -336,9 +374,13 @@ class OutputStage:
         return self._forms[ndim, lift]
 
     def actions(
-        self, acc: np.ndarray, bound: int, out: np.ndarray, scratch: Scratch,
+        self,
+        acc: np.ndarray,
+        bound: int,
+        out: np.ndarray,
+        scratch: Scratch,
         channels: slice | None = None,
-    ) -> list[Action]:  # fmt: skip
+    ) -> list[Action]:
         """The stage for these arrays as numpy calls on fixed buffers (`float_actions`) when
         the bound makes the float64 form exact; when the bound is too loose for it but
         smaller accumulators would fit, the same calls behind a measurement of acc; else
@@ -349,8 +391,10 @@ class OutputStage:
             general: list[Action] = [partial(stage, acc, bound, out, scratch)]
         else:
             rows = scratch.get("rows", acc.shape, out.dtype)
-            general = [partial(stage, acc, bound, rows, scratch),
-                       partial(np.copyto, out, rows[..., : out.shape[-1]])]  # fmt: skip
+            general = [
+                partial(stage, acc, bound, rows, scratch),
+                partial(np.copyto, out, rows[..., : out.shape[-1]]),
+            ]
         limit = stage.float_limit(out.dtype) if stage.per_channel else -1
         if limit < 0 or not acc.size:
             return general
@@ -396,9 +440,13 @@ class OutputStage:
         return (F64_EXACT - 1 - extra) // m - self.bias_peak
 
     def __call__(
-        self, acc: np.ndarray, bound: int, out: np.ndarray, scratch: Scratch,
+        self,
+        acc: np.ndarray,
+        bound: int,
+        out: np.ndarray,
+        scratch: Scratch,
         channels: slice = slice(None),
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Requantize acc (exact integers in any dtype, |acc| <= bound; may be overwritten),
         the accumulators of `channels` (channels first) or of every channel."""
         if channels != slice(None):
@@ -422,6 +470,7 @@ class OutputStage:
             y = tflite_multiply(total, t.multiplier, t.shift) + zp
             np.clip(y, lo, hi, out=y)
         else:
-            y = qa.output_stage(total, t.multiplier, t.shift, self.rounding, zp, (lo, hi),
-                                out.dtype)  # fmt: skip
+            y = qa.output_stage(
+                total, t.multiplier, t.shift, self.rounding, zp, (lo, hi), out.dtype
+            )
         np.copyto(out, y, casting="unsafe")

@@ -37,8 +37,13 @@ def table(profile: Profile) -> str:
     head += [f"{e} busy" for e in ENGINES]
     rows = []
     for layer in profile.layers:
-        row = [layer.name, f"{layer.cycles}", f"{layer.share:.1%}", f"{layer.macs}",
-               f"{layer.utilization:.1%}"]  # fmt: skip
+        row = [
+            layer.name,
+            f"{layer.cycles}",
+            f"{layer.share:.1%}",
+            f"{layer.macs}",
+            f"{layer.utilization:.1%}",
+        ]
         row += [f"{layer.bytes_read.get(m, 0)}" for m in memories]
         row += [f"{layer.bytes_written.get(m, 0)}" for m in memories]
         row += [f"{layer.busy.get(e, 0)}" for e in ENGINES]
@@ -113,16 +118,30 @@ def chrome_trace(profile: Profile) -> dict[str, Any]:
         {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": profile.target}}
     ]
     for engine, tid in tids.items():
-        events.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid,
-                       "args": {"name": engine}})  # fmt: skip
+        events.append(
+            {"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": engine}}
+        )
     for c in profile.instructions:
-        events.append({
-            "name": f"{c.op} #{c.index}", "cat": c.layer, "ph": "X", "pid": 1,
-            "tid": tids[c.engine], "ts": c.start * us, "dur": c.cycles * us,
-            "args": {"layer": c.layer, "cycles": c.cycles, "macs": c.macs,
-                     "compute_cycles": c.compute_cycles, "memory_cycles": c.memory_cycles,
-                     "bytes_read": c.bytes_read, "bytes_written": c.bytes_written},
-        })  # fmt: skip
+        events.append(
+            {
+                "name": f"{c.op} #{c.index}",
+                "cat": c.layer,
+                "ph": "X",
+                "pid": 1,
+                "tid": tids[c.engine],
+                "ts": c.start * us,
+                "dur": c.cycles * us,
+                "args": {
+                    "layer": c.layer,
+                    "cycles": c.cycles,
+                    "macs": c.macs,
+                    "compute_cycles": c.compute_cycles,
+                    "memory_cycles": c.memory_cycles,
+                    "bytes_read": c.bytes_read,
+                    "bytes_written": c.bytes_written,
+                },
+            }
+        )
     return {"traceEvents": events, "displayTimeUnit": "ns"}
 
 
@@ -167,9 +186,13 @@ def _layer_table(profile: Profile) -> str:
     out += [f"<th>{_esc(h)}</th>" for h in head]
     out.append("</tr></thead><tbody>")
     for layer in profile.layers:
-        cells = [(layer.name, layer.name), (layer.cycles, layer.cycles),
-                 (f"{layer.share:.1%}", layer.share), (layer.macs, layer.macs),
-                 (f"{layer.utilization:.1%}", layer.utilization)]  # fmt: skip
+        cells = [
+            (layer.name, layer.name),
+            (layer.cycles, layer.cycles),
+            (f"{layer.share:.1%}", layer.share),
+            (layer.macs, layer.macs),
+            (f"{layer.utilization:.1%}", layer.utilization),
+        ]
         cells += [(layer.bytes_read.get(m, 0),) * 2 for m in memories]
         cells += [(layer.bytes_written.get(m, 0),) * 2 for m in memories]
         cells += [(layer.busy.get(e, 0),) * 2 for e in ENGINES]
@@ -185,8 +208,10 @@ def _bar_chart(profile: Profile) -> str:
     row, left, width = 16, 160, 520
     peak = max((layer.cycles for layer in profile.layers), default=0) or 1
     height = row * len(profile.layers) + 20
-    out = [f'<svg id="cycles-chart" xmlns="http://www.w3.org/2000/svg" width="{left + width + 90}"'
-           f' height="{height}">']  # fmt: skip
+    out = [
+        f'<svg id="cycles-chart" xmlns="http://www.w3.org/2000/svg" width="{left + width + 90}"'
+        f' height="{height}">'
+    ]
     for i, layer in enumerate(profile.layers):
         y = 10 + i * row
         w = width * layer.cycles / peak
@@ -224,8 +249,10 @@ def memory_timeline(profile: Profile, buckets: int = TIMELINE_BUCKETS) -> dict[s
 def _timeline_svg(profile: Profile) -> str:
     series = memory_timeline(profile)
     left, width, band = 80, 600, 60
-    out = [f'<svg id="memory-timeline" xmlns="http://www.w3.org/2000/svg" '
-           f'width="{left + width + 20}" height="{band * len(series) + 30}">']  # fmt: skip
+    out = [
+        f'<svg id="memory-timeline" xmlns="http://www.w3.org/2000/svg" '
+        f'width="{left + width + 20}" height="{band * len(series) + 30}">'
+    ]
     for i, (memory, values) in enumerate(series.items()):
         top = 10 + i * band
         peak = max(values) or 1.0
@@ -235,16 +262,19 @@ def _timeline_svg(profile: Profile) -> str:
             y = top + band - 10 - (band - 20) * v / peak
             points += [f"{left + b * step:.1f},{y:.1f}", f"{left + (b + 1) * step:.1f},{y:.1f}"]
         points.append(f"{left + width},{top + band - 10}")
-        out.append(f'<text x="{left - 4}" y="{top + band / 2}" text-anchor="end">'
-                   f"{_esc(memory)}</text>")  # fmt: skip
+        out.append(
+            f'<text x="{left - 4}" y="{top + band / 2}" text-anchor="end">{_esc(memory)}</text>'
+        )
         out.append(
             f'<polygon points="{" ".join(points)}" fill="#d9822b" fill-opacity="0.7">'
             f"<title>{_esc(memory)}: peak {peak:.0f} B per bucket</title></polygon>"
         )
     axis = 10 + band * len(series)
     out.append(f'<text x="{left}" y="{axis + 12}">0</text>')
-    out.append(f'<text x="{left + width}" y="{axis + 12}" text-anchor="end">'
-               f"{profile.total_cycles} cycles</text></svg>")  # fmt: skip
+    out.append(
+        f'<text x="{left + width}" y="{axis + 12}" text-anchor="end">'
+        f"{profile.total_cycles} cycles</text></svg>"
+    )
     return "".join(out)
 
 

@@ -1,7 +1,7 @@
 """Reference kernels of the `tile` dialect, for the float and the qnn interpreters.
 
-They join `nn_interpreter.KERNELS` (which the qnn runner falls back to), imported
-by `nn_interpreter` itself so that any runner executes tiled functions. A slice is
+They join the float interpreter's table (runtime/interpreter_kernels.py), which the qnn
+interpreter falls back to, so that any runner executes tiled functions. A slice is
 a numpy view; a load copies (it is a DMA into another buffer). Insert and store
 write into their destination in place when nothing else reads it (it was made by
 `tile.empty` or a previous insert/store and has this op as its only user), so
@@ -19,7 +19,7 @@ from npuc.dialects import tile
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.tensors import numpy_dtype
 
-from .nn_interpreter import register_kernel
+from .kernel_api import Kernel
 
 _ASSEMBLING = (tile.EmptyOp, tile.InsertOp, tile.StoreOp)
 
@@ -36,19 +36,16 @@ def _storage(ty) -> np.dtype:
     return numpy_dtype(element)
 
 
-@register_kernel(tile.SliceOp)
 def _slice(op: tile.SliceOp, a: list[np.ndarray]) -> list[np.ndarray]:
     shape = tuple(op.result.type.get_shape())  # type: ignore[attr-defined]
     return [a[0][_index(op.offsets.get_values(), shape)]]
 
 
-@register_kernel(tile.LoadOp)
 def _load(op: tile.LoadOp, a: list[np.ndarray]) -> list[np.ndarray]:
     shape = tuple(op.result.type.get_shape())  # type: ignore[attr-defined]
     return [np.array(a[0][_index(op.offsets.get_values(), shape)], order="C")]
 
 
-@register_kernel(tile.EmptyOp)
 def _empty(op: tile.EmptyOp, a: list[np.ndarray]) -> list[np.ndarray]:
     ty = op.result.type
     assert isinstance(ty, TensorType)
@@ -69,5 +66,10 @@ def _assemble(op: Operation, a: list[np.ndarray]) -> list[np.ndarray]:
     return [out]
 
 
-register_kernel(tile.InsertOp)(_assemble)
-register_kernel(tile.StoreOp)(_assemble)
+KERNELS: dict[type[Operation], Kernel] = {
+    tile.SliceOp: _slice,
+    tile.LoadOp: _load,
+    tile.EmptyOp: _empty,
+    tile.InsertOp: _assemble,
+    tile.StoreOp: _assemble,
+}

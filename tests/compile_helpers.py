@@ -15,7 +15,7 @@ from npuc.quantize_flow import calibrate, quantize
 from npuc.registry import DEFAULT_PIPELINE
 from npuc.runtime.executor import Executor
 from npuc.runtime.loader import load
-from npuc.runtime.qnn_kernels import random_inputs, run_module
+from npuc.runtime.qnn_interpreter import random_inputs, run_module
 
 CALIB_SAMPLES = 4
 

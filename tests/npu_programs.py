@@ -2,7 +2,7 @@
 
 `Builder` places inputs, outputs and constants in byte regions and runs a list of
 instructions through the encoder, the loader and the executor; `qnn` evaluates one
-`qnn` op parsed from text with the reference kernels (runtime/qnn_kernels.py).
+`qnn` op parsed from text with the reference kernels (runtime/qnn_interpreter.py).
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-from xdsl.context import Context
 from xdsl.parser import Parser
 
-from npuc.backend.npubin_format import MAX_SECTIONS
+from npuc.dialects.context import make_context
 from npuc.dialects.npu_isa import (
     Instruction,
     IODesc,
@@ -26,22 +25,15 @@ from npuc.dialects.npu_isa import (
     row_major,
 )
 from npuc.dialects.npu_rules import check_instruction, check_program
-from npuc.registry import DIALECTS
+from npuc.dialects.npubin_format import MAX_SECTIONS
 from npuc.runtime.executor import Executor
-from npuc.runtime.qnn_kernels import evaluate
+from npuc.runtime.qnn_interpreter import evaluate
 
 TINY = Path(__file__).parent / "npu" / "tiny.mlir"
 NP = {"i8": np.int8, "u8": np.uint8, "i16": np.int16, "i32": np.int32}
 
 
-def _ctx() -> Context:
-    ctx = Context()
-    for name, factory in DIALECTS.items():
-        ctx.register_dialect(name, factory)
-    return ctx
-
-
-CTX = _ctx()
+CTX = make_context()
 
 
 # --------------------------------------------------------------------------- building programs
@@ -102,8 +94,15 @@ class Builder:
             Region("mutable", max(self.mutable, 1), "sram"),
             Region("sram", sram, "sram"),
         )
-        prog = Program("t", regions, tuple(self.inputs), tuple(self.outputs), (), tuple(body),
-                       bytes(self.constants))  # fmt: skip
+        prog = Program(
+            "t",
+            regions,
+            tuple(self.inputs),
+            tuple(self.outputs),
+            (),
+            tuple(body),
+            bytes(self.constants),
+        )
         check_program(prog)
         for i in body:
             check_instruction(i)
@@ -168,9 +167,14 @@ def spread(y: np.ndarray, lo: int, hi: int) -> None:
 
 
 def qnn_conv(
-    x: np.ndarray, xd: str, w: np.ndarray, wzp: np.ndarray, table: np.ndarray, p: dict,
+    x: np.ndarray,
+    xd: str,
+    w: np.ndarray,
+    wzp: np.ndarray,
+    table: np.ndarray,
+    p: dict,
     out_shape: tuple[int, ...],
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """qnn.conv2d of stored x (dtype xd) with int8 weights, their zero points and a
     bias_scale table [bias, multiplier, shift, weight zp] per output channel."""
     attrs = (

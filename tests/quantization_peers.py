@@ -90,7 +90,7 @@ def npuc_quantized(scheme: str) -> np.ndarray:
     from npuc.frontends.onnx import import_onnx
     from npuc.passes.quantize import QuantizeConfig
     from npuc.quantize_flow import calibrate, quantize
-    from npuc.runtime.qnn_kernels import run_module
+    from npuc.runtime.qnn_interpreter import run_module
 
     data = digits_data()
     module = apply_pipeline(import_onnx(digits_cnn(batch=1)))

@@ -84,19 +84,27 @@ class TFLiteModel:
             zps = [int(z) for z in np.ravel(zp)]
             if len(zps) == 1:
                 zps *= len(scales)
-        self.tensors.append(_Tensor(name, list(shape), dtype, data, scales, zps, axis,
-                                    sparse=sparse))  # fmt: skip
+        self.tensors.append(
+            _Tensor(name, list(shape), dtype, data, scales, zps, axis, sparse=sparse)
+        )
         return len(self.tensors) - 1
 
-    def op(self, name: str, inputs: Sequence[int], outputs: Sequence[int],
-           options: str | None = None, **fields: Any) -> None:  # fmt: skip
+    def op(
+        self,
+        name: str,
+        inputs: Sequence[int],
+        outputs: Sequence[int],
+        options: str | None = None,
+        **fields: Any,
+    ) -> None:
         code = getattr(tflite.BuiltinOperator, name)
         self.ops.append(_Op(code, list(inputs), list(outputs), options, fields))
 
     def resource(self, name: str) -> int:
         """A resource tensor (the handle VAR_HANDLE produces)."""
-        self.tensors.append(_Tensor(name, [], np.dtype(np.int32), None, None, None, 0,
-                                    tflite.TensorType.RESOURCE))  # fmt: skip
+        self.tensors.append(
+            _Tensor(name, [], np.dtype(np.int32), None, None, None, 0, tflite.TensorType.RESOURCE)
+        )
         return len(self.tensors) - 1
 
     def add_subgraph(self, sub: TFLiteModel, inputs: Sequence[int], outputs: Sequence[int]) -> int:
@@ -104,10 +112,19 @@ class TFLiteModel:
         self.subgraphs.append((sub, list(inputs), list(outputs)))
         return len(self.subgraphs)
 
-    def custom_op(self, name: str, inputs: Sequence[int], outputs: Sequence[int],
-                  options: bytes = b"") -> None:  # fmt: skip
-        self.ops.append(_Op(tflite.BuiltinOperator.CUSTOM, list(inputs), list(outputs), None,
-                            custom=name, custom_options=options))  # fmt: skip
+    def custom_op(
+        self, name: str, inputs: Sequence[int], outputs: Sequence[int], options: bytes = b""
+    ) -> None:
+        self.ops.append(
+            _Op(
+                tflite.BuiltinOperator.CUSTOM,
+                list(inputs),
+                list(outputs),
+                None,
+                custom=name,
+                custom_options=options,
+            )
+        )
 
     # ------------------------------------------------------------------ serialisation
 
@@ -331,8 +348,9 @@ def run_litert(data: bytes, feeds: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Outputs of LiteRT's reference kernels for the model bytes and positional inputs."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-    interp = Interpreter(model_content=data,
-                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)  # fmt: skip
+    interp = Interpreter(
+        model_content=data, experimental_op_resolver_type=OpResolverType.BUILTIN_REF
+    )
     interp.allocate_tensors()
     for detail, x in zip(interp.get_input_details(), feeds, strict=True):
         interp.set_tensor(detail["index"], x)
@@ -351,7 +369,7 @@ def check_exact(data: bytes, feeds: list[np.ndarray]) -> None:
     """
     from npuc.frontends.tflite import import_tflite
     from npuc.graph_io import entry_function, input_names
-    from npuc.runtime.qnn_kernels import run_module
+    from npuc.runtime.qnn_interpreter import run_module
 
     module = import_tflite(data)
     names = input_names(entry_function(module))
@@ -370,8 +388,9 @@ def run_litert_sequence(
     """Outputs of each of several invocations of one LiteRT interpreter (variables persist)."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-    interp = Interpreter(model_content=data,
-                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)  # fmt: skip
+    interp = Interpreter(
+        model_content=data, experimental_op_resolver_type=OpResolverType.BUILTIN_REF
+    )
     interp.allocate_tensors()
     results = []
     for feeds in steps:
@@ -380,3 +399,47 @@ def run_litert_sequence(
         interp.invoke()
         results.append([interp.get_tensor(d["index"]).copy() for d in interp.get_output_details()])
     return results
+
+
+class Q:
+    """An int8 activation spec: shape, scale and zero point (`data` makes it a constant)."""
+
+    def __init__(
+        self, shape: Sequence[int], scale: float, zp: int = 0, data: np.ndarray | None = None
+    ):
+        self.shape, self.scale, self.zp, self.data = list(shape), scale, zp, data
+
+
+def single_op(
+    op: str,
+    inputs: Sequence[Any],
+    out: Q | tuple[Sequence[int], type],
+    options: str | None = None,
+    *,
+    rng: np.random.Generator,
+    feeds: Sequence[np.ndarray] | None = None,
+    **fields: Any,
+) -> tuple[bytes, list[np.ndarray]]:
+    """A one-operator int8 model and its inputs: Q inputs are int8 activations (random feeds
+    from `rng` unless `feeds` are given) or constants, arrays int32/int64 constants; the
+    output is a Q or a (shape, dtype) pair."""
+    m = TFLiteModel()
+    ids, args, made = [], [], []
+    for i, spec in enumerate(inputs):
+        if isinstance(spec, Q):
+            t = m.tensor(
+                f"x{i}", spec.shape, np.int8, data=spec.data, scale=spec.scale, zero_point=spec.zp
+            )
+            if spec.data is None:
+                args.append(t)
+                made.append(rng.integers(-128, 128, spec.shape).astype(np.int8))
+        else:
+            data = np.asarray(spec)
+            t = m.tensor(f"c{i}", data.shape, data.dtype, data=data)
+        ids.append(t)
+    if isinstance(out, Q):
+        y = m.tensor("y", out.shape, np.int8, scale=out.scale, zero_point=out.zp)
+    else:
+        y = m.tensor("y", out[0], out[1])
+    m.op(op, ids, [y], options, **fields)
+    return m.build(args, [y]), list(feeds) if feeds is not None else made

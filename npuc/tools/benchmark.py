@@ -108,7 +108,7 @@ def check_benchmark_options(parser: argparse.ArgumentParser, args: argparse.Name
 
 def benchmark_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
     """Time `Executor.run` on a compiled program."""
-    from .run_binary import _initial, _shown, load_program, random_inputs
+    from .run_binary import initial_value, load_program, random_inputs, shown_outputs
 
     _check_outputs(args)
     _preload("npuc.runtime.executor", "npuc.runtime.loader")
@@ -117,20 +117,24 @@ def benchmark_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) ->
     init = time.perf_counter_ns() - start
     generated = random_inputs(program, skip={*inputs, *state}, seed=args.seed)
     _notes(generated)
-    initial = {name: _initial(program.inputs[p.input], p) for name, p in state.items()}
+    initial = {name: initial_value(program.inputs[p.input], p) for name, p in state.items()}
     feeds = {**inputs, **generated, **initial}
     with working_on("step", "benchmark"), located(args.model):
         timings, outputs = _time(lambda: executor.run(feeds), args.warmup, args.benchmark)
     described = _inputs(inputs, generated, initial)
-    _report(args, "npu-runtime", init, timings, described, _shown(program, outputs))
+    _report(args, "npu-runtime", init, timings, described, shown_outputs(program, outputs))
     return 0
 
 
 def benchmark_model(args: argparse.Namespace, feeds: dict[str, np.ndarray]) -> int:
     """Time the reference interpreter's runner on an imported (and quantized) model."""
     from ..graph_io import entry_function, initial_state, input_names, output_names, state_names
-    from ..runtime.qnn_kernels import QuantizedFunctionRunner, dequantized_outputs, random_inputs
-    from .npu_run import prepare_module
+    from ..runtime.qnn_interpreter import (
+        QuantizedFunctionRunner,
+        dequantized_outputs,
+        random_inputs,
+    )
+    from .run_model import prepare_module
 
     _check_outputs(args)
     frontend = {".onnx": "onnx", ".tflite": "tflite"}.get(Path(args.model).suffix.lower())
@@ -145,8 +149,9 @@ def benchmark_model(args: argparse.Namespace, feeds: dict[str, np.ndarray]) -> i
         state = {names[arg]: name for arg, _, name in pairs}
         given = sorted(set(feeds) & set(state))
         if given:
-            raise NpucError(f"input '{given[0]}' is state: each call starts from the model's "
-                            "initial value")  # fmt: skip
+            raise NpucError(
+                f"input '{given[0]}' is state: each call starts from the model's initial value"
+            )
         unknown = sorted(set(feeds) - set(names))
         if unknown:
             listed, expected = (", ".join(f"'{n}'" for n in group) for group in (unknown, names))
@@ -163,8 +168,14 @@ def benchmark_model(args: argparse.Namespace, feeds: dict[str, np.ndarray]) -> i
     carried = {results[r] for _, r, _ in pairs}
     outputs = {n: a for n, a in zip(results, last, strict=True) if n not in carried}
     described = _inputs(feeds, generated, initial)
-    _report(args, "reference-interpreter", init, timings, described,
-            dequantized_outputs(module, outputs))  # fmt: skip
+    _report(
+        args,
+        "reference-interpreter",
+        init,
+        timings,
+        described,
+        dequantized_outputs(module, outputs),
+    )
     return 0
 
 
@@ -186,8 +197,10 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 def _notes(generated: Mapping[str, np.ndarray]) -> None:
     for name, array in generated.items():
-        print(f"note: no --input for '{name}': using seeded random data "
-              f"{tuple(array.shape)} {array.dtype}")  # fmt: skip
+        print(
+            f"note: no --input for '{name}': using seeded random data "
+            f"{tuple(array.shape)} {array.dtype}"
+        )
 
 
 def _inputs(given, generated, initial) -> dict[str, dict[str, Any]]:
@@ -196,9 +209,10 @@ def _inputs(given, generated, initial) -> dict[str, dict[str, Any]]:
     for source, arrays in (("file", given), ("random", generated), ("state", initial)):
         for name, array in arrays.items():
             described[name] = {
-                "shape": list(np.shape(array)), "dtype": str(np.asarray(array).dtype),
+                "shape": list(np.shape(array)),
+                "dtype": str(np.asarray(array).dtype),
                 "source": source,
-            }  # fmt: skip
+            }
     return described
 
 
@@ -253,21 +267,28 @@ def _report(
     if engine == "npu-runtime":
         prepared = "load the program, build the executor"
     else:
-        steps = ["import", "passes" * bool(args.passes or args.quantize),
-                 "quantization" * bool(args.quantize), "build the interpreter"]  # fmt: skip
+        steps = [
+            "import",
+            "passes" * bool(args.passes or args.quantize),
+            "quantization" * bool(args.quantize),
+            "build the interpreter",
+        ]
         prepared = ", ".join(step for step in steps if step)
     rows = [
         ("init", f"{init / 1e6:10.3f} ms", f"once: {prepared}"),
-        ("first", f"{timings.first / 1e6:10.3f} ms", "the first call" + (
-            " (warm-up)" if warmup else "")),
+        (
+            "first",
+            f"{timings.first / 1e6:10.3f} ms",
+            "the first call" + (" (warm-up)" if warmup else ""),
+        ),
         ("runs", f"{runs:6d}", f"timed, after {warmup} warm-up run{'s' * (warmup != 1)}"),
         *((key, f"{summary[key]:10.3f} ms", "") for key in ("min", "median", "mean", "max")),
         ("std", f"{summary['std']:10.3f} ms", ""),
-    ]  # fmt: skip
+    ]
     for key, value, note in rows:
         print(f"  {key + ':':8}{value:14}{'  ' + note if note else ''}".rstrip())
     if args.output:
-        from .npu_run import save_npz
+        from .run_model import save_npz
 
         save_npz(args.output, outputs)
         print(f"saved the last run's {len(outputs)} output(s) to {args.output}")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..diagnostics import DebugAction, NpucError
+from ..diagnostics import NpucError
+from .reporting import DebugAction
 
 
 def add_import_options(parser: argparse.ArgumentParser) -> None:

@@ -11,8 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from ..diagnostics import located, reported_errors, working_on
+from ..diagnostics import located, working_on
 from .cli_options import add_debug_option, add_import_options, import_options
+from .reporting import reported_errors
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,8 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: list[str] | None = None) -> int:
     from ..api import apply_pipeline, load_model
     from ..backend.bundle import check_name, identifier_from
-    from ..backend.memory_ir import is_planned, read_plan
     from ..backend.outputs import check_output_dir, memory_files, memory_summary, write_all
+    from ..passes.memory.ir import is_planned, read_plan
     from ..registry import DEFAULT_PIPELINE
     from ..target import load_target
 

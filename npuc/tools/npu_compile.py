@@ -6,9 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..diagnostics import NpucError, reported_errors
+from ..diagnostics import NpucError
 from .cli_options import add_debug_option, add_import_options, import_options
 from .quantize_options import SCHEMES
+from .reporting import reported_errors
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,11 +10,13 @@ from typing import IO
 
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from .. import __version__
-from ..diagnostics import NpucError, reported_errors, user_file, working_on
+from ..diagnostics import NpucError, user_file, working_on
+from ..dialects.context import register_dialects
 from ..output_files import write_file
-from ..registry import DIALECTS, PASSES
+from ..registry import PASSES
+from ..version import __version__
 from .cli_options import add_debug_option, add_import_options, import_options
+from .reporting import reported_errors
 
 
 class _HeldOutput(io.StringIO):
@@ -28,8 +30,7 @@ class NpuOptMain(xDSLOptMain):
     version_format = f"npu-opt {__version__} (xDSL {{xdsl_version}})"
 
     def register_all_dialects(self) -> None:
-        for name, factory in DIALECTS.items():
-            self.ctx.register_dialect(name, factory)
+        register_dialects(self.ctx)
 
     def register_all_passes(self) -> None:
         for name, factory in PASSES.items():
@@ -46,7 +47,7 @@ class NpuOptMain(xDSLOptMain):
 
         def memory_target(name: str):
             def load():
-                from ..backend import memory_report
+                from ..passes.memory import report as memory_report
 
                 return getattr(memory_report, name)
 
@@ -186,8 +187,10 @@ class NpuOptMain(xDSLOptMain):
         kind = self.args.frontend or os.path.splitext(self.args.input_file or "")[1][1:]
         if given and kind not in ("onnx", "tflite"):
             option = {"input_shapes": "--input-shape"}.get(given[0], f"--{given[0]}")
-            raise NpucError(f"{option} applies to ONNX and TFLite models, not to this input",
-                            self.get_input_name())  # fmt: skip
+            raise NpucError(
+                f"{option} applies to ONNX and TFLite models, not to this input",
+                self.get_input_name(),
+            )
 
     def run(self) -> None:
         if self.args.input_file is not None and not os.path.isfile(self.args.input_file):

@@ -97,13 +97,29 @@ def _floats(text: str | None, what: str) -> float | tuple[float, ...] | None:
 
 #: Options that only mean something with --quantize, and their defaults.
 _QUANTIZE_ONLY = {
-    "calib": None, "calib_random": None, "stats": None, "compare": False,
-    "target_cosine": None, "max_top1_drop": None, "save_stats": None, "outlier_std": None,
-    "outlier_percentile": None, "batch_size": None, "mean": None, "scale": None,
-    "reverse_channels": False, "layer_config": None, "write_layer_config": None, "data": None,
-    "json": None, "activation_strategy": "auto", "weight_strategy": "extrema",
-    "cost_target": None, "bias_correction": False, "adaround": None,
-}  # fmt: skip
+    "calib": None,
+    "calib_random": None,
+    "stats": None,
+    "compare": False,
+    "target_cosine": None,
+    "max_top1_drop": None,
+    "save_stats": None,
+    "outlier_std": None,
+    "outlier_percentile": None,
+    "batch_size": None,
+    "mean": None,
+    "scale": None,
+    "reverse_channels": False,
+    "layer_config": None,
+    "write_layer_config": None,
+    "data": None,
+    "json": None,
+    "activation_strategy": "auto",
+    "weight_strategy": "extrema",
+    "cost_target": None,
+    "bias_correction": False,
+    "adaround": None,
+}
 
 
 def _option(dest: str) -> str:
@@ -149,8 +165,7 @@ def check_options(args: argparse.Namespace) -> None:
     if args.outlier_std is not None and not 0 < args.outlier_std < math.inf:
         raise NpucError(f"--outlier-std must be a positive number, got {args.outlier_std}")
     if args.outlier_percentile is not None and not 50 < args.outlier_percentile <= 100:
-        raise NpucError(f"--outlier-percentile must be in (50, 100], got "
-                        f"{args.outlier_percentile}")  # fmt: skip
+        raise NpucError(f"--outlier-percentile must be in (50, 100], got {args.outlier_percentile}")
     from npuc.passes.quantization.ranges import check_strategy
 
     for option in ("activation_strategy", "weight_strategy"):
@@ -161,8 +176,9 @@ def check_options(args: argparse.Namespace) -> None:
     if args.target_cosine is not None and not -1 < args.target_cosine <= 1:
         raise NpucError(f"--target-cosine must be in (-1, 1], got {args.target_cosine}")
     if args.cost_target and args.target_cosine is None and args.max_top1_drop is None:
-        raise NpucError("--cost-target applies to a mixed-precision search "
-                        "(--target-cosine or --max-top1-drop)")  # fmt: skip
+        raise NpucError(
+            "--cost-target applies to a mixed-precision search (--target-cosine or --max-top1-drop)"
+        )
     if args.max_top1_drop is not None and not 0 <= args.max_top1_drop <= 100:
         raise NpucError(f"--max-top1-drop is a percentage in [0, 100], got {args.max_top1_drop}")
     if args.compare and args.stats and not args.data:
@@ -170,8 +186,7 @@ def check_options(args: argparse.Namespace) -> None:
     for option in ("json", "save_stats", "write_layer_config"):
         path = getattr(args, option)
         if path and not Path(path).resolve().parent.is_dir():
-            raise NpucError(f"{_option(option)}: cannot write: its directory does not exist",
-                            path)  # fmt: skip
+            raise NpucError(f"{_option(option)}: cannot write: its directory does not exist", path)
 
 
 def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
@@ -237,11 +252,13 @@ def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
             print(f"  {what}: worst output cosine {step.worst_cosine:.6f}{top}{cost}{undone}")
         if not found.met:
             wanted = " and ".join(
-                text for text, given in (
+                text
+                for text, given in (
                     (f"cosine >= {args.target_cosine}", args.target_cosine),
                     (f"top-1 drop <= {args.max_top1_drop}%", args.max_top1_drop),
-                ) if given is not None
-            )  # fmt: skip
+                )
+                if given is not None
+            )
             raise NpucError(
                 f"mixed precision: the target ({wanted}) is not met: {found.stopped}; "
                 f"output '{found.limiting_output}' stays furthest from it"
@@ -277,5 +294,7 @@ def _cost_text(cost, first) -> str:
     """'; 1,234 cycles (+5.0%), SRAM 12.0 KiB (+2.0 KiB)' against the unpromoted model."""
     cycles = 100 * (cost.cycles - first.cycles) / max(first.cycles, 1)
     sram = (cost.sram_bytes - first.sram_bytes) / 1024
-    return (f"; {cost.cycles:,} cycles ({cycles:+.1f}%), SRAM {cost.sram_bytes / 1024:.1f} KiB "
-            f"({sram:+.1f} KiB)")  # fmt: skip
+    return (
+        f"; {cost.cycles:,} cycles ({cycles:+.1f}%), SRAM {cost.sram_bytes / 1024:.1f} KiB "
+        f"({sram:+.1f} KiB)"
+    )

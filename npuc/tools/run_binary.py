@@ -67,7 +67,7 @@ def run_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
     their own type, different at each step (seed + step).
     """
     from ..compile_flow import TARGET_KEY
-    from .npu_run import save_npz, summarise
+    from .run_model import save_npz, summarise
 
     steps = args.sequence
     if steps is not None and steps < 1:
@@ -89,10 +89,12 @@ def run_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
     if steps is not None:
         for name, array in inputs.items():
             if array.ndim < 1 or array.shape[0] != steps:
-                raise NpucError(f"input '{name}' has shape {tuple(array.shape)}; with --sequence "
-                                f"{steps} it needs a leading axis of length {steps}")  # fmt: skip
+                raise NpucError(
+                    f"input '{name}' has shape {tuple(array.shape)}; with --sequence "
+                    f"{steps} it needs a leading axis of length {steps}"
+                )
     per_step, dumps = [], []
-    current = {name: _initial(program.inputs[p.input], p) for name, p in state.items()}
+    current = {name: initial_value(program.inputs[p.input], p) for name, p in state.items()}
     for k in range(steps or 1):
         feeds = {name: array[k] for name, array in inputs.items()} if steps else dict(inputs)
         random = random_inputs(program, skip={*feeds, *state}, seed=args.seed + k)
@@ -105,7 +107,7 @@ def run_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
         with working_on("step", "run" if steps is None else f"run step {k}"), located(args.model):
             outputs, dumped = _call(executor, {**feeds, **random, **current}, args, layers)
         current = {name: outputs[program.outputs[p.output].name] for name, p in state.items()}
-        per_step.append(_shown(program, outputs))
+        per_step.append(shown_outputs(program, outputs))
         dumps.append(dumped)
     for k, saved in enumerate(per_step):
         for name, array in saved.items():
@@ -133,14 +135,19 @@ def load_program(args: argparse.Namespace, inputs: Collection[str]):
 
     with working_on("step", "load"), located(args.model):
         limit = getattr(args, "max_tensor_bytes", None)
-        program = load_file(args.model) if limit is None else load_file(
-            args.model, max_region_bytes=limit)  # fmt: skip
+        program = (
+            load_file(args.model)
+            if limit is None
+            else load_file(args.model, max_region_bytes=limit)
+        )
         executor = Executor(program)
     state = {program.inputs[p.input].name: p for p in program.state}
     given = sorted(set(inputs) & set(state))
     if given:
-        raise NpucError(f"input '{given[0]}' is state: it starts from the binary's initial value "
-                        "and carries over from call to call (--sequence N)")  # fmt: skip
+        raise NpucError(
+            f"input '{given[0]}' is state: it starts from the binary's initial value "
+            "and carries over from call to call (--sequence N)"
+        )
     return program, executor, state
 
 
@@ -152,13 +159,13 @@ def _call(executor, feeds: dict[str, np.ndarray], args: argparse.Namespace, laye
     return executor.run(feeds), {}
 
 
-def _initial(desc: isa.IODesc, pair: isa.StatePair) -> np.ndarray:
+def initial_value(desc: isa.IODesc, pair: isa.StatePair) -> np.ndarray:
     """A state input's stored initial value."""
     t = desc.tensor
     return np.frombuffer(pair.initial, isa.DTYPES[t.dtype][1]).reshape(t.shape)
 
 
-def _shown(program: isa.Program, outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def shown_outputs(program: isa.Program, outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The outputs that are not state: a quantized one as NAME (dequantized) and NAME.q."""
     state = {p.output for p in program.state}
     saved: dict[str, np.ndarray] = {}

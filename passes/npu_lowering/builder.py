@@ -3,25 +3,31 @@ constants region (planned constants plus the parameter tables and LUTs the lower
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import IntegerAttr, StringAttr
+from xdsl.ir import Operation, Region, SSAValue
 
 from npuc.dialects.mem import BUFFER_ATTR, buffer_list
 from npuc.dialects.npu_isa import Instruction, TensorRef, default_params
+from npuc.dialects.npu_rules import overlaps
 from npuc.dialects.tile import LAYER_ATTR
 
-from .deps import overlaps
 from .views import contiguous
 
 
 def _name(op: Operation) -> str | None:
     attr = op.properties.get("name") or op.attributes.get("name")
     return attr.data if isinstance(attr, StringAttr) else None
+
+
+#: How an op lowers: instructions appended to the builder.
+Rule = Callable[["Builder", Any], None]  # each rule takes its own op class
+#: Which instances of an op its rule lowers (the others run on the host).
+Support = Callable[[Operation], bool]
 
 
 class LoweringError(Exception):
@@ -79,6 +85,7 @@ class Builder:
         self.pending: dict[SSAValue, list[Virtual]] = {}
         self.refs: dict[SSAValue, TensorRef] = {}
         self.instructions: list[Instruction] = []
+        self.host_bodies: dict[int, Region] = {}  # host instruction index -> its body
         self.layers: list[str] = []
         self.layer_names = layer_names
         self.virtual: list[Virtual] = []
@@ -104,8 +111,9 @@ class Builder:
 
     def redirect(self, producer: Operation, value: SSAValue, ref: TensorRef) -> None:
         """`producer` writes `value` straight into `ref` (its insert's slice of the result)."""
-        v = Virtual(producer, ref, len(self.instructions), len(self.instructions),
-                    len(self.instructions))  # fmt: skip
+        v = Virtual(
+            producer, ref, len(self.instructions), len(self.instructions), len(self.instructions)
+        )
         self.virtual.append(v)
         self.pending[value] = [v]
         self.redirects[value] = ref
@@ -133,7 +141,9 @@ class Builder:
         name = next((n for n in map(_name, [op, *near]) if n), None)
         if name is None:
             index = op.attributes.get(LAYER_ATTR)
-            name = self.layer_names.get(index.value.data) if index is not None else None
+            name = (
+                self.layer_names.get(index.value.data) if isinstance(index, IntegerAttr) else None
+            )
         if not name:
             return None
         if name not in self.layers:

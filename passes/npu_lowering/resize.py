@@ -25,12 +25,11 @@ import numpy as np
 from xdsl.ir import Operation
 
 from npuc.dialects import qnn
-from npuc.dialects import qnn_more as qm
-from npuc.dialects.npu_isa import DTYPES, MAX_RANK, TensorRef, dtype_range, row_major
+from npuc.dialects.npu_isa import MAX_RANK, TensorRef
 from npuc.runtime.kernels import resize
 
-from .builder import Builder, LoweringError
-from .compute import rule, supports
+from .builder import Builder, LoweringError, Rule, Support
+from .operands import append_constant
 from .views import shape_of, sliced
 
 Q = 10  # TFLite's integer bilinear weights are Q10
@@ -56,8 +55,9 @@ Repeat = tuple[int, int, int]  # (start, repeat, step) of one axis
 def nearest_taps(op: qnn.ResizeOp) -> list[Taps]:
     """The input index of every output index, per axis (weight 1), as the interpreter has it."""
     out, axes = shape_of(op.output.type), []
-    for in_len, out_len, scale in zip(shape_of(op.input.type), out,
-                                      op.scales.get_values(), strict=True):  # fmt: skip
+    for in_len, out_len, scale in zip(
+        shape_of(op.input.type), out, op.scales.get_values(), strict=True
+    ):
         if in_len == out_len and float(scale) == 1.0:
             idx = np.arange(out_len)
         else:
@@ -67,7 +67,7 @@ def nearest_taps(op: qnn.ResizeOp) -> list[Taps]:
     return axes
 
 
-def bilinear_taps(op: qm.ResizeBilinearOp) -> list[Taps]:
+def bilinear_taps(op: qnn.ResizeBilinearOp) -> list[Taps]:
     """Q10 weights of the H and W axes (TFLite's ResizeBilinearInteger)."""
     (h, w), (oh, ow) = shape_of(op.input.type)[2:], shape_of(op.output.type)[2:]
     align, half = op.align_corners.value.data, op.half_pixel_centers.value.data
@@ -144,16 +144,15 @@ def _repeat_forms(op: qnn.ResizeOp) -> list[Repeat] | None:
     return known
 
 
-@supports("qnn.resize")
 def nearest_supported(op: Operation) -> bool:
     assert isinstance(op, qnn.ResizeOp)
     return _repeat_forms(op) is not None or (
-        pieces(nearest_taps(op), shape_of(op.input.type)) is not None)  # fmt: skip
+        pieces(nearest_taps(op), shape_of(op.input.type)) is not None
+    )
 
 
-@supports("qnn.resize_bilinear")
 def bilinear_supported(op: Operation) -> bool:
-    assert isinstance(op, qm.ResizeBilinearOp)
+    assert isinstance(op, qnn.ResizeBilinearOp)
     return pieces(bilinear_taps(op), shape_of(op.input.type)[2:]) is not None
 
 
@@ -181,12 +180,12 @@ def _slices(
     src_shape = whole + tuple(r.count + e for r, e in zip(runs, extra, strict=True))
     src = sliced(ifm, zeros + tuple(r.in_start for r in runs), src_shape)
     dst_shape = whole + tuple(r.count for r in runs)
-    dst = sliced(ofm, zeros + tuple(r.out_start for r in runs), dst_shape,
-                 ones + tuple(r.step for r in runs))  # fmt: skip
+    dst = sliced(
+        ofm, zeros + tuple(r.out_start for r in runs), dst_shape, ones + tuple(r.step for r in runs)
+    )
     return src, dst
 
 
-@rule("qnn.resize")
 def nearest(b: Builder, op: qnn.ResizeOp) -> None:
     ifm, ofm = b.ref(op.input), b.out(op.output)
     forms = _repeat_forms(op)
@@ -200,8 +199,7 @@ def nearest(b: Builder, op: qnn.ResizeOp) -> None:
         b.emit("move", _slices(ifm, ofm, runs, False), (op.input,))
 
 
-@rule("qnn.resize_bilinear")
-def bilinear(b: Builder, op: qm.ResizeBilinearOp) -> None:
+def bilinear(b: Builder, op: qnn.ResizeBilinearOp) -> None:
     ifm, ofm = b.ref(op.input), b.out(op.output)
     plan = pieces(bilinear_taps(op), ifm.shape[2:])
     if plan is None:
@@ -215,13 +213,18 @@ def bilinear(b: Builder, op: qm.ResizeBilinearOp) -> None:
         if kernel.shape == (1, 1) and kernel[0, 0] == 1 and shift == 0:
             b.emit("move", (src, dst), (op.input,))
             continue
-        weights = _constant(b, np.broadcast_to(kernel, (channels, 1, *kernel.shape)))
+        weights = append_constant(b, np.broadcast_to(kernel, (channels, 1, *kernel.shape)))
         table = np.zeros((channels, 4), np.int64)
         table[:, 1], table[:, 2] = 1, shift
         b.emit(
-            "conv2d", (src, weights, _constant(b, table, "i32"), dst), (op.input,),
-            groups=channels, clamp_min=q.qmin, clamp_max=q.qmax, rounding=op.rounding.data,
-        )  # fmt: skip
+            "conv2d",
+            (src, weights, append_constant(b, table, "i32"), dst),
+            (op.input,),
+            groups=channels,
+            clamp_min=q.qmin,
+            clamp_max=q.qmax,
+            rounding=op.rounding.data,
+        )
 
 
 def _power_of_two(taps: tuple[int, ...]) -> int:
@@ -230,11 +233,12 @@ def _power_of_two(taps: tuple[int, ...]) -> int:
     return g & -g
 
 
-def _constant(b: Builder, values: np.ndarray, dtype: str | None = None) -> TensorRef:
-    """`values` appended to the constants region, in the narrowest of i8, i16, i32."""
-    if dtype is None:
-        lo, hi = int(values.min()), int(values.max())
-        dtype = next(d for d in ("i8", "i16", "i32")
-                     if dtype_range(d)[0] <= lo and hi <= dtype_range(d)[1])  # fmt: skip
-    offset = b.constants.add(np.ascontiguousarray(values, DTYPES[dtype][1]))
-    return TensorRef("constants", offset, values.shape, row_major(values.shape), dtype)
+RULES: dict[str, Rule] = {
+    "qnn.resize": nearest,
+    "qnn.resize_bilinear": bilinear,
+}
+#: Ops whose rule covers only some instances: the others run on the host.
+SUPPORTS: dict[str, Support] = {
+    "qnn.resize": nearest_supported,
+    "qnn.resize_bilinear": bilinear_supported,
+}

@@ -26,14 +26,21 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
+from npuc.dialects.arrays import int_values
 from npuc.dialects.npu_isa import TensorRef
-from npuc.dialects.qnn_transpose import ConvTranspose2dOp
+from npuc.dialects.qnn import ConvTranspose2dOp
 
-from .builder import Builder, LoweringError
-from .compute import _ints, _output_stage, _table, _weight_zps, _zp, constant_values, rule, supports
-from .resize import _constant
+from .builder import Builder, LoweringError, Rule, Support
+from .operands import (
+    activation_zero_point,
+    append_constant,
+    bias_scale_table,
+    constant_values,
+    output_stage,
+    weight_zero_points,
+)
 from .views import dtype_of, permuted, shape_of, sliced
 
 MAX_PIECES = 64  # conv2d instructions one transposed convolution may take (strides 8 x 8)
@@ -65,8 +72,9 @@ def axis_phases(
         count = -(-(out_len - r) // stride)
         if count <= 0:
             continue
-        k0 = next((k for k in range(min(kernel, step)) if (k * dilation - r - pad) % stride == 0),
-                  None)  # fmt: skip
+        k0 = next(
+            (k for k in range(min(kernel, step)) if (k * dilation - r - pad) % stride == 0), None
+        )
         if k0 is None:
             phases.append(Phase(r, count, ()))
             continue
@@ -86,7 +94,7 @@ def plan(op: ConvTranspose2dOp) -> list[tuple[Phase, Phase]]:
     """The (row phase, column phase) of every conv2d, in output order."""
     (h, w), (oh, ow) = shape_of(op.input.type)[2:], shape_of(op.output.type)[2:]
     kh, kw = shape_of(op.weight.type)[2:]
-    (sh, sw), (dh, dw), pads = _ints(op.strides), _ints(op.dilations), _ints(op.pads)
+    (sh, sw), (dh, dw), pads = int_values(op.strides), int_values(op.dilations), int_values(op.pads)
     rows = axis_phases(h, oh, kh, sh, dh, pads[0])
     cols = axis_phases(w, ow, kw, sw, dw, pads[1])
     return [(py, px) for py in rows for px in cols]
@@ -97,13 +105,16 @@ def _copied(py: Phase, px: Phase) -> bool:
     return bool(py.taps and px.taps) and (len(py.taps) > 1 or len(px.taps) > 1)
 
 
-def _unsupported(op: ConvTranspose2dOp, cache: dict) -> str | None:
+def _unsupported(op: ConvTranspose2dOp, cache: dict[Operation, np.ndarray]) -> str | None:
     """Why the rule cannot lower this instance (None: it can); `cache` holds constant values."""
     if len(shape_of(op.input.type)) != 4 or len(shape_of(op.output.type)) != 4:
         return "it needs NCHW tensors"
-    if any(p < 0 for p in _ints(op.pads)) or min(*_ints(op.strides), *_ints(op.dilations)) < 1:
+    if (
+        any(p < 0 for p in int_values(op.pads))
+        or min(*int_values(op.strides), *int_values(op.dilations)) < 1
+    ):
         return "negative pads or non-positive strides or dilations"
-    if math.prod(_ints(op.strides)) > MAX_PIECES:
+    if math.prod(int_values(op.strides)) > MAX_PIECES:
         return f"its strides need more than {MAX_PIECES} conv2d instructions"
     if op.bias is not None and constant_values(op.bias, cache) is None:
         return "its bias is not a constant (the NPU reads it from a table)"
@@ -112,13 +123,11 @@ def _unsupported(op: ConvTranspose2dOp, cache: dict) -> str | None:
     return None
 
 
-@supports("qnn.conv_transpose2d")
 def transpose_conv_supported(op: Operation) -> bool:
     assert isinstance(op, ConvTranspose2dOp)
     return _unsupported(op, {}) is None
 
 
-@rule("qnn.conv_transpose2d")
 def conv_transpose2d(b: Builder, op: ConvTranspose2dOp) -> None:
     why = _unsupported(op, b.cache)
     if why is not None:
@@ -126,32 +135,49 @@ def conv_transpose2d(b: Builder, op: ConvTranspose2dOp) -> None:
     pieces = plan(op)
     ifm, ofm, weight = b.ref(op.input), b.out(op.output), b.ref(op.weight)
     n, channels = ofm.shape[:2]
-    (sh, sw), wdtype = _ints(op.strides), dtype_of(op.weight.type)
-    wzps = _weight_zps(op.weight, channels)
-    table = _table(b, op, channels, op.bias, wzps)
+    (sh, sw), wdtype = int_values(op.strides), dtype_of(op.weight.type)
+    wzps = weight_zero_points(op.weight, channels)
+    table = bias_scale_table(b, op, channels, op.bias, wzps)
     copies = any(_copied(*piece) for piece in pieces)
     values = constant_values(op.weight, b.cache) if copies else None
     for py, px in pieces:
-        dst = sliced(ofm, (0, 0, py.out_start, px.out_start), (n, channels, py.count, px.count),
-                     (1, 1, sh, sw))  # fmt: skip
-        params = {"ifm_zero_point": _zp(op.input), **_output_stage(op)}
+        dst = sliced(
+            ofm,
+            (0, 0, py.out_start, px.out_start),
+            (n, channels, py.count, px.count),
+            (1, 1, sh, sw),
+        )
+        params = {"ifm_zero_point": activation_zero_point(op.input), **output_stage(op)}
         if not (py.taps and px.taps):  # bias only: centred weights of zero, any input
-            src = TensorRef(ifm.region, ifm.offset, (n, 1, py.count, px.count), (0,) * 4,
-                            ifm.dtype)  # fmt: skip
-            zeros = _constant(b, np.array(wzps).reshape(channels, 1, 1, 1), wdtype)
+            src = TensorRef(ifm.region, ifm.offset, (n, 1, py.count, px.count), (0,) * 4, ifm.dtype)
+            zeros = append_constant(b, np.array(wzps).reshape(channels, 1, 1, 1), wdtype)
             b.emit("conv2d", (src, zeros, table, dst), (op.input,), **params)
             continue
-        src = sliced(ifm, (0, 0, py.in_start, px.in_start),
-                     (n, ifm.shape[1], py.in_count, px.in_count))  # fmt: skip
+        src = sliced(
+            ifm, (0, 0, py.in_start, px.in_start), (n, ifm.shape[1], py.in_count, px.in_count)
+        )
         if _copied(py, px):
             assert values is not None  # _unsupported checked it
             kernel = values[:, :, list(py.taps)][:, :, :, list(px.taps)].transpose(1, 0, 2, 3)
-            weights, reads = _constant(b, kernel, wdtype), (op.input,)
+            weights = append_constant(b, kernel, wdtype)
+            reads: tuple[SSAValue, ...] = (op.input,)
         else:  # one tap: the transposed view of the planned weight
             tap = sliced(weight, (0, 0, py.taps[0], px.taps[0]), (*weight.shape[:2], 1, 1))
             weights, reads = permuted(tap, (1, 0, 2, 3)), (op.input, op.weight)
         b.emit(
-            "conv2d", (src, weights, table, dst), reads,
+            "conv2d",
+            (src, weights, table, dst),
+            reads,
             pads=(py.pads[0], px.pads[0], py.pads[1], px.pads[1]),
-            dilations=(py.dilation, px.dilation), **params,
-        )  # fmt: skip
+            dilations=(py.dilation, px.dilation),
+            **params,
+        )
+
+
+RULES: dict[str, Rule] = {
+    "qnn.conv_transpose2d": conv_transpose2d,
+}
+#: Ops whose rule covers only some instances: the others run on the host.
+SUPPORTS: dict[str, Support] = {
+    "qnn.conv_transpose2d": transpose_conv_supported,
+}

@@ -43,14 +43,16 @@ def sliced(
     steps = steps or [1] * len(shape)
     start = sum(o * s for o, s in zip(offsets, ref.strides, strict=True))
     strides = tuple(s * k for s, k in zip(ref.strides, steps, strict=True))
-    return replace(ref, offset=ref.offset + start * ref.itemsize, shape=tuple(shape),
-                   strides=strides)  # fmt: skip
+    return replace(
+        ref, offset=ref.offset + start * ref.itemsize, shape=tuple(shape), strides=strides
+    )
 
 
 def permuted(ref: TensorRef, perm: Sequence[int]) -> TensorRef:
     """numpy's transpose(ref, perm) as a view."""
-    return replace(ref, shape=tuple(ref.shape[p] for p in perm),
-                   strides=tuple(ref.strides[p] for p in perm))  # fmt: skip
+    return replace(
+        ref, shape=tuple(ref.shape[p] for p in perm), strides=tuple(ref.strides[p] for p in perm)
+    )
 
 
 def broadcast(ref: TensorRef, shape: Sequence[int]) -> TensorRef:
@@ -123,6 +125,6 @@ def with_rank(ref: TensorRef, rank: int) -> TensorRef:
 def same_place(a: TensorRef, b: TensorRef) -> bool:
     """Two views of the very same elements."""
     return (a.region, a.offset, a.dtype) == (b.region, b.offset, b.dtype) and (
-        a.shape == b.shape and all(s1 == s2 for d, s1, s2 in
-                                   zip(a.shape, a.strides, b.strides, strict=True) if d > 1)
-    )  # fmt: skip
+        a.shape == b.shape
+        and all(s1 == s2 for d, s1, s2 in zip(a.shape, a.strides, b.strides, strict=True) if d > 1)
+    )

@@ -34,6 +34,7 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 
 from npuc.dialects import nn
+from npuc.dialects.arrays import int_values
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.runtime.kernels.conv import conv_output_hw
 from npuc.runtime.kernels.window import pad_hw, windows
@@ -103,8 +104,11 @@ def _patches(op: Operation, x: np.ndarray, weight_shape: tuple[int, ...]) -> np.
     k = cg * kh * kw
     if k > MAX_GRAM_SIZE:
         return None
-    strides, pads, dilations = (tuple(op.properties[p].get_values()) for p in  # type: ignore[attr-defined]
-                                ("strides", "pads", "dilations"))  # fmt: skip
+    strides, pads, dilations = (
+        int_values(op.strides),
+        int_values(op.pads),
+        int_values(op.dilations),
+    )
     oh, ow = conv_output_hw(x.shape[2:], (kh, kw), strides, pads, dilations)
     view = windows(pad_hw(x, pads), (kh, kw), (oh, ow), strides, dilations)
     n = x.shape[0]
@@ -174,8 +178,10 @@ def learn_rounding(
         m += (1 - b1) * grad
         u *= b2
         u += (1 - b2) * grad * grad
-        v -= f32(LEARNING_RATE / (1 - b1 ** (t + 1))) * m / (
-            np.sqrt(u * f32(1 / (1 - b2 ** (t + 1)))) + f32(eps)
+        v -= (
+            f32(LEARNING_RATE / (1 - b1 ** (t + 1)))
+            * m
+            / (np.sqrt(u * f32(1 / (1 - b2 ** (t + 1)))) + f32(eps))
         )
     learned = floor + (v >= _half_logit()) * up
     learned_err = _channel_errors(learned, s, w, gram)
@@ -198,7 +204,7 @@ def _round_half_away(x: np.ndarray) -> np.ndarray:
     return np.sign(x) * np.floor(np.abs(x) + 0.5)
 
 
-def _channel_errors(grid: np.ndarray, s: np.ndarray, w: np.ndarray, gram: np.ndarray):
+def _channel_errors(grid: np.ndarray, s: np.ndarray, w: np.ndarray, gram: np.ndarray) -> np.ndarray:
     """The mean squared output error of each output channel [groups, O / groups]."""
     d = s * grid - w
     return np.einsum("gok,gkl,gol->go", d, gram, d)

@@ -49,9 +49,9 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from npuc import graph_io
 from npuc.dialects.nn import SigmoidOp, SoftmaxOp
 from npuc.dialects.quant_types import UniformQuantizedType
-from npuc.runtime.kernels.integer import dequantize
+from npuc.integer import dequantize
 from npuc.runtime.nn_interpreter import FunctionRunner
-from npuc.runtime.qnn_kernels import QuantizedFunctionRunner
+from npuc.runtime.qnn_interpreter import QuantizedFunctionRunner
 
 from .lowering import MOVEMENT
 from .ranges import AUTO_FALLBACK, activation_range, fake_quantize_grid, grid_key
@@ -71,7 +71,7 @@ Range = tuple[float, float]
 
 def fake_quantize(x: np.ndarray, lo: float, hi: float, bits: int, symmetric: bool) -> np.ndarray:
     """`x` quantized to the grid of [lo, hi] (as ranges.py describes it) and back, in x's dtype."""
-    lo_, hi_ = np.float64(lo), np.float64(hi)
+    lo_, hi_ = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
     return fake_quantize_grid(np.asarray(x, np.float64), lo_, hi_, bits, symmetric).astype(x.dtype)
 
 
@@ -106,11 +106,11 @@ class StrategyProbe:
             return
         candidates: dict[str, list[Range]] = {}
         for name in self.keys.values():
-            stats = self.stats.get(name)
-            if stats is None or stats.count == 0 or name in candidates:
+            found = self.stats.get(name)
+            if found is None or found.count == 0 or name in candidates:
                 continue
             candidates[name] = [
-                activation_range(stats, s, bits=bits, symmetric=symmetric) for s in CANDIDATES
+                activation_range(found, s, bits=bits, symmetric=symmetric) for s in CANDIDATES
             ]
         errors = {name: np.zeros(len(CANDIDATES)) for name in candidates}
         for call in self.calls:
@@ -148,22 +148,25 @@ class StrategyProbe:
                     continue
                 if type(op) in MOVEMENT and op.operands[0] is value and len(op.results) == 1:
                     args = [env[v] for v in op.operands]
-                    moved[op.results[0]] = _Source(source.name, source.array,
-                                                   (*source.chain, (op, args)))  # fmt: skip
+                    moved[op.results[0]] = _Source(
+                        source.name, source.array, (*source.chain, (op, args))
+                    )
                     continue
                 errors[source.name] += self._errors(
                     op, env, value, source, candidates[source.name], outputs, bits, symmetric
                 )
 
     def _source(
-        self, value: SSAValue, env: Mapping[SSAValue, np.ndarray], candidates: Mapping
+        self, value: SSAValue, env: Mapping[SSAValue, np.ndarray], candidates: Mapping[str, Any]
     ) -> _Source | None:
         name = self.keys.get(value)
-        if name not in candidates or np.asarray(env[value]).dtype.kind != "f":
+        if name is None or name not in candidates or np.asarray(env[value]).dtype.kind != "f":
             return None
         return _Source(name, env[value], ())
 
-    def _quantized(self, source: _Source, lo: float, hi: float, bits: int, symmetric: bool):
+    def _quantized(
+        self, source: _Source, lo: float, hi: float, bits: int, symmetric: bool
+    ) -> np.ndarray:
         """The source quantized to [lo, hi] and moved like the value it stands for."""
         q = fake_quantize(source.array, lo, hi, bits, symmetric)
         for op, args in source.chain:
@@ -222,9 +225,8 @@ def select_for_model(
     for candidate in ("local", *CANDIDATES):
         strategy = "auto" if candidate == "local" else candidate
         quantized = probe.module.clone()
-        quantize(quantized, selection.train,
-                 replace(config, activation_strategy=strategy, io="float",
-                         adaround=False))  # fmt: skip
+        config_for = replace(config, activation_strategy=strategy, io="float", adaround=False)
+        quantize(quantized, selection.train, config_for)
         run = QuantizedFunctionRunner(graph_io.entry_function(quantized))
         types = {key: value.type for value, key in run.keys.items()}
         error = energy = 0.0
@@ -260,15 +262,17 @@ class _Compared:
     op: Operation | None = None
     inner_key: str | None = None
 
-    def real(self, got: Mapping[str, np.ndarray], types: Mapping[str, Attribute],
-             runner: FunctionRunner) -> np.ndarray | None:  # fmt: skip
+    def real(
+        self, got: Mapping[str, np.ndarray], types: Mapping[str, Attribute], runner: FunctionRunner
+    ) -> np.ndarray | None:
         """The quantized run's value of the tensor, as float64 reals."""
         if self.inner_key is not None and self.inner_key in got:
             inner = _real(got[self.inner_key], types[self.inner_key])
             if inner is not None:
                 assert self.op is not None
-                return np.asarray(runner.evaluate(self.op, [inner.astype(np.float32)])[0],
-                                  np.float64)  # fmt: skip
+                return np.asarray(
+                    runner.evaluate(self.op, [inner.astype(np.float32)])[0], np.float64
+                )
         if self.key in got:
             return _real(got[self.key], types[self.key])
         return None
@@ -282,8 +286,8 @@ def _compared_outputs(runner: FunctionRunner) -> list[_Compared]:
         if key is None or key in compared:
             continue
         op = value.owner
-        inner = op.operands[0] if isinstance(op, OUTPUT_ACTIVATIONS) else None
-        if inner is not None and inner in runner.keys:
+        if isinstance(op, OUTPUT_ACTIVATIONS) and op.operands[0] in runner.keys:
+            inner = op.operands[0]
             compared[key] = _Compared(key, op, runner.keys[inner])
         else:
             compared[key] = _Compared(key)

@@ -75,7 +75,7 @@ def working_copy(body: Region, keys: dict[SSAValue, str]) -> tuple[Block, dict[S
     The float function itself stays as it was: quantization may still fail, and the probe
     (whose module may be this one) runs it to choose `auto` ranges during emission.
     """
-    region, mapper = Region(), {}
+    region, mapper = Region(), dict[SSAValue, SSAValue]()
     body.clone_into(region, value_mapper=mapper)
     return region.block, {mapper[v]: name for v, name in keys.items() if v in mapper}
 
@@ -99,7 +99,7 @@ def correct_biases(plan: Plan, block: Block, probe: StrategyProbe) -> None:
         old = np.zeros(shift.shape) if bias is None else np.asarray(bias, np.float64)
         corrected = nn.ConstantOp(
             to_dense((old - shift).astype(np.float32)),
-            layer_name_of(op.operands[2].owner) if bias is not None else None,  # type: ignore[arg-type]
+            layer_name_of(op.operands[2].owner) if bias is not None else None,
         )
         block.insert_op_before(corrected, op)
         op.operands = [op.operands[0], op.operands[1], corrected.output]

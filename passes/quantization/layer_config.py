@@ -142,7 +142,8 @@ def layer_config_from_json(data: Any, where: str = "layer configuration") -> Lay
                 for name, e in section.items()
             }
         )
-    return LayerOverrides(*sections, recorded=dict(data.get("layers", {})), source=where)
+    layers, op_types = sections
+    return LayerOverrides(layers, op_types, recorded=dict(data.get("layers", {})), source=where)
 
 
 # --------------------------------------------------------------------------- the report
@@ -217,8 +218,15 @@ class LayerReport:
 
 
 #: The recorded results of a layer entry (recorded.py says what happens to each on input).
-RESULT_FIELDS = ("op", "lowering", "reason", "inputs", "outputs", "weights",
-                 "bias_saturated_channels")  # fmt: skip
+RESULT_FIELDS = (
+    "op",
+    "lowering",
+    "reason",
+    "inputs",
+    "outputs",
+    "weights",
+    "bias_saturated_channels",
+)
 
 
 SETTING_FIELDS = ("bits", "mode", "strategy", "weight_bits", "weight_strategy")

@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    FloatAttr,
     IntegerAttr,
     IntegerType,
     Signedness,
@@ -30,9 +31,10 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.traits import ConstantLike
 
 from npuc.dialects import nn, qnn
-from npuc.dialects.nn_base import ints, shape_of
+from npuc.dialects.arrays import ints
+from npuc.dialects.nn_base import ActivationFusable, prop_ints, shape_of
 from npuc.dialects.qnn import UniformQuantizedType, qtype
-from npuc.runtime.kernels.integer import dequantize, quantize, quantize_multipliers
+from npuc.integer import dequantize, quantize, quantize_multipliers
 from npuc.tensors import from_dense, to_dense
 
 from .layer_config import LayerSetting, TensorParams
@@ -86,10 +88,24 @@ BILINEAR_COORDINATES = {
 SOFTMAX_MAX_ROW = 511
 CLAMPS = (nn.ReluOp, nn.ClipOp)
 LUTS = (
-    nn.SigmoidOp, nn.TanhOp, nn.HardSwishOp, nn.ExpOp, nn.GeluOp, nn.EluOp, nn.SoftplusOp,
-    nn.LeakyReluOp, nn.HardSigmoidOp, nn.ErfOp, nn.LogOp, nn.SqrtOp, nn.AbsOp, nn.NegOp,
-    nn.ReciprocalOp, nn.FloorOp, nn.CeilOp,
-)  # fmt: skip
+    nn.SigmoidOp,
+    nn.TanhOp,
+    nn.HardSwishOp,
+    nn.ExpOp,
+    nn.GeluOp,
+    nn.EluOp,
+    nn.SoftplusOp,
+    nn.LeakyReluOp,
+    nn.HardSigmoidOp,
+    nn.ErfOp,
+    nn.LogOp,
+    nn.SqrtOp,
+    nn.AbsOp,
+    nn.NegOp,
+    nn.ReciprocalOp,
+    nn.FloorOp,
+    nn.CeilOp,
+)
 # Producers whose output type is free: they can emit a folded clamp or a concat's type.
 FREE_OUTPUT = ("weighted", "arithmetic", "pool", "lut", "clamp", "reduce", "divide")
 
@@ -115,22 +131,24 @@ def is_f32_tensor(value: SSAValue) -> bool:
     return isinstance(ty, TensorType) and ty.element_type == f32
 
 
-def layer_name_of(op: Operation) -> str | None:
+def layer_name_of(op: Operation | Block | None) -> str | None:
+    """The `name` property of an op (None for a block argument's owner)."""
+    if not isinstance(op, Operation):
+        return None
     attr = op.properties.get("name")
     return attr.data if isinstance(attr, StringAttr) else None
 
 
 def fused_activation(op: Operation) -> tuple[str | None, float, float, float]:
     """(kind, lo, hi, alpha) of an op's fused activation, absent bounds as -inf/inf."""
-    kind = getattr(op, "activation", None)
-    if kind is None:
+    if not isinstance(op, ActivationFusable) or op.activation is None:
         return None, -math.inf, math.inf, 0.0
 
-    def value(attr: Any, default: float) -> float:
+    def value(attr: FloatAttr | None, default: float) -> float:
         return default if attr is None else float(attr.value.data)
 
     return (
-        kind.data,
+        op.activation.data,
         value(op.activation_min, -math.inf),
         value(op.activation_max, math.inf),
         value(op.activation_alpha, 0.0),
@@ -212,6 +230,7 @@ def classify(op: Operation, setting: LayerSetting) -> tuple[str, str | None]:
         reason = bilinear_reason(op)
         return ("float", reason) if reason else ("movement", None)
     if isinstance(op, REDUCTIONS):
+        assert setting.bits is not None
         count, limit = reduced_count(op), 2**31 // (1 << setting.bits)
         if count >= limit:
             return "float", f"a sum of {count} values could overflow the int32 accumulator"
@@ -250,7 +269,7 @@ def bilinear_reason(op: nn.ResizeOp) -> str | None:
 def reduced_count(op: Operation) -> int:
     """How many input elements a reduction sums into each output."""
     shape = shape_of(op.operands[0])
-    axes = [int(a) for a in op.axes.get_values()] or range(len(shape))  # type: ignore[attr-defined]
+    axes = list(prop_ints(op.properties, "axes")) or range(len(shape))
     return int(np.prod([shape[a % len(shape)] for a in axes], dtype=np.int64))
 
 
@@ -335,7 +354,7 @@ class Emitter:
         data = constant_data(value)
         ty = tensor_of(value, q)
         if data is not None:
-            name = layer_name_of(value.owner)  # type: ignore[arg-type]
+            name = layer_name_of(value.owner)
             result = self.constant(quantize_array(data, q, None), ty, name)
         elif own is not None:
             real = qtype(own).scale / q.scale
@@ -344,8 +363,8 @@ class Emitter:
             )
             result = self.add(op).results[0]
         else:
-            op = qnn.QuantizeOp.create(operands=[self.as_float(value)], result_types=[ty])
-            result = self.add(op).results[0]
+            quantize = qnn.QuantizeOp.create(operands=[self.as_float(value)], result_types=[ty])
+            result = self.add(quantize).results[0]
         self.conversions[value, q] = result
         return result
 
@@ -371,7 +390,7 @@ class Emitter:
         inverse = (1.0 / data.astype(np.float64)).astype(np.float32)
         lo, hi = float(np.min(inverse, initial=0.0)), float(np.max(inverse, initial=0.0))
         q = self.plan.scheme.activation(bits).qtype(lo, hi)
-        name = layer_name_of(divisor.owner)  # type: ignore[arg-type]
+        name = layer_name_of(divisor.owner)
         return self.constant(quantize_array(inverse, q, None), tensor_of(divisor, q), name)
 
     def weight(self, value: SSAValue, layer: Layer, axis: int | None) -> SSAValue:
@@ -381,7 +400,7 @@ class Emitter:
             return self.as_bits(value, layer.bits)
         q = self.plan.weight_type(layer, data, axis)
         if (value, q) not in self.conversions:
-            name = layer_name_of(value.owner)  # type: ignore[arg-type]
+            name = layer_name_of(value.owner)
             stored = self.plan.learned.get((value, q))
             if stored is None:
                 stored = quantize_array(data, q, axis)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 from xdsl.dialects.builtin import (
     BoolAttr,
+    DenseArrayBase,
     IntegerAttr,
     StringAttr,
     TensorType,
@@ -19,12 +20,14 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.builtin import i64 as I64
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import IRDLOperation
 
 from npuc.dialects import nn, qnn
-from npuc.dialects import qnn_more as qm
+from npuc.dialects.arrays import int_values
 from npuc.dialects.nn_base import shape_of
 from npuc.dialects.qnn import UniformQuantizedType, qtype
-from npuc.frontends.tflite import Unsupported
+from npuc.dialects.qnn_elementwise import aligned_inputs
+from npuc.frontends.tflite_context import Unsupported
 from npuc.frontends.tflite_softmax import softmax_params
 from npuc.runtime.kernels import elementwise as ew
 from npuc.runtime.nn_interpreter import evaluate_op
@@ -55,6 +58,7 @@ from .schemes import round_half_away
 
 def copied_props(op: Operation, target: type[Operation]) -> dict[str, Attribute]:
     """The nn op's properties that the qnn op also defines (name included)."""
+    assert issubclass(target, IRDLOperation)
     wanted = target.get_irdl_definition().properties
     return {k: v for k, v in op.properties.items() if k in wanted}
 
@@ -85,7 +89,7 @@ def pre_activation_type(em: Emitter, layer: Layer) -> UniformQuantizedType:
 def finish(em: Emitter, layer: Layer, op: Operation, report: LayerReport) -> None:
     """Add a requantizing op, apply a fused leaky_relu as a LUT, record its output."""
     em.add(op)
-    result = op.results[0]
+    result: SSAValue = op.results[0]
     kind, _, _, alpha = fused_activation(layer.op)
     if kind == "leaky_relu":
         result = em.lut(layer, result, lambda x: ew.leaky_relu(x.astype(np.float32), alpha))
@@ -95,9 +99,14 @@ def finish(em: Emitter, layer: Layer, op: Operation, report: LayerReport) -> Non
     em.plan.report.layers[layer.name] = report
 
 
-def emit_requantizing(em: Emitter, layer: Layer, target: type[Operation],
-                      operands: list[SSAValue], props: dict[str, Attribute],
-                      q_out: UniformQuantizedType) -> None:  # fmt: skip
+def emit_requantizing(
+    em: Emitter,
+    layer: Layer,
+    target: type[Operation],
+    operands: list[SSAValue],
+    props: dict[str, Attribute],
+    q_out: UniformQuantizedType,
+) -> None:
     """The layer as one `target` op on `operands` with a result of type `q_out`."""
     new = target.create(
         operands=operands, properties=props, result_types=[tensor_of(layer.op.results[0], q_out)]
@@ -156,9 +165,11 @@ def lower_weighted(em: Emitter, layer: Layer) -> None:
         stored = round_half_away(bias / bias_scale)
         limit = 2 ** (plan.bias_bits - 1)
         report.bias_saturated = int(np.count_nonzero((stored < -limit) | (stored > limit - 1)))
-        stored_bias = np.clip(stored, -limit, limit - 1).astype(np.int32)
-        name = layer_name_of(op.operands[2].owner)  # type: ignore[arg-type]
-        operands.append(em.constant(stored_bias, tensor_of(op.operands[2], i32), name))
+        clipped = np.clip(stored, -limit, limit - 1).astype(np.int32)
+        stored_bias = clipped
+        owner = op.operands[2].owner
+        name = layer_name_of(owner) if isinstance(owner, Operation) else None
+        operands.append(em.constant(clipped, tensor_of(op.operands[2], i32), name))
     check_accumulator(em, layer, x, w, stored_bias, channel_axis)
     q_out = output_type_for(em, layer)
     props = copied_props(op, target)
@@ -210,13 +221,7 @@ def lower_arithmetic(em: Emitter, layer: Layer) -> None:
         twice_max = 2 * max(sa, sb)
         props |= em.requant_props([twice_max / ((1 << left_shift) * q_out.scale)], q_out, bounds)
         (lm, ls), (rm, rs) = _pair(em, sa / twice_max), _pair(em, sb / twice_max)
-        props |= {
-            "left_shift": IntegerAttr(left_shift, I64),
-            "lhs_multiplier": IntegerAttr(lm, I64),
-            "lhs_shift": IntegerAttr(ls, I64),
-            "rhs_multiplier": IntegerAttr(rm, I64),
-            "rhs_shift": IntegerAttr(rs, I64),
-        }
+        props |= aligned_inputs(left_shift, (lm, ls), (rm, rs))
     else:
         props |= em.requant_props([sa * sb / q_out.scale], q_out, bounds)
     emit_requantizing(em, layer, target, [a, b], props, q_out)
@@ -226,33 +231,39 @@ def lower_prelu(em: Emitter, layer: Layer) -> None:
     """x >= 0 ? x : slope x as qnn.prelu (TFLite's PRELU): the constant slope quantized per
     tensor with the weight scheme, one rescaling for each side."""
     op, bits = layer.op, layer.bits
+    assert isinstance(op, nn.PReluOp)
     x = em.as_bits(op.lhs, bits)
     slope = em.weight(op.rhs, layer, None)
     sx, ss = qtype(x).scale, qtype(slope).scale
     q_out = output_type_for(em, layer)
-    props = copied_props(op, qm.PReluOp)
+    props = copied_props(op, qnn.PReluOp)
     props |= em.requant_props([sx / q_out.scale], q_out, activation_bounds(layer))
     multiplier, shift = _pair(em, sx * ss / q_out.scale)
-    props |= {"alpha_multiplier": IntegerAttr(multiplier, I64),
-              "alpha_shift": IntegerAttr(shift, I64)}  # fmt: skip
-    emit_requantizing(em, layer, qm.PReluOp, [x, slope], props, q_out)
+    props |= {
+        "alpha_multiplier": IntegerAttr(multiplier, I64),
+        "alpha_shift": IntegerAttr(shift, I64),
+    }
+    emit_requantizing(em, layer, qnn.PReluOp, [x, slope], props, q_out)
 
 
 def lower_divide(em: Emitter, layer: Layer) -> None:
     """A division by a tensor as qnn.div (TFLite's DIV arithmetic, rounding "tflite"): one
     rescaling s_lhs / (s_rhs s_out); a zero divisor saturates (see qnn.div)."""
     op, bits = layer.op, layer.bits
+    assert isinstance(op, nn.DivOp)
     a, b = em.as_bits(op.lhs, bits), em.as_bits(op.rhs, bits)
     q_out = output_type_for(em, layer)
     real = qtype(a).scale / (qtype(b).scale * q_out.scale)
-    props = copied_props(op, qm.DivOp) | em.requant_props([real], q_out, activation_bounds(layer))
+    props = copied_props(op, qnn.DivOp) | em.requant_props([real], q_out, activation_bounds(layer))
     props["rounding"] = StringAttr("tflite")
-    emit_requantizing(em, layer, qm.DivOp, [a, b], props, q_out)
+    emit_requantizing(em, layer, qnn.DivOp, [a, b], props, q_out)
 
 
 def _pair(em: Emitter, real: float) -> tuple[int, int]:
     props = em.requant_props([real])
-    return props["multiplier"].get_values()[0], props["shift"].get_values()[0]  # type: ignore[attr-defined]
+    multiplier, shift = props["multiplier"], props["shift"]
+    assert isinstance(multiplier, DenseArrayBase) and isinstance(shift, DenseArrayBase)
+    return int_values(multiplier)[0], int_values(shift)[0]
 
 
 def lower_pool(em: Emitter, layer: Layer) -> None:
@@ -271,7 +282,7 @@ def lower_movement(em: Emitter, layer: Layer) -> None:
     x = em.as_bits(op.operands[0], layer.bits)
     q = qtype(x)
     if isinstance(op, nn.ResizeOp) and op.mode.data == "linear":
-        target: type[Operation] = qm.ResizeBilinearOp
+        target: type[Operation] = qnn.ResizeBilinearOp
         align, half = BILINEAR_COORDINATES[op.coordinate_mode.data]
         props = copied_props(op, target) | {
             "align_corners": BoolAttr.from_bool(align),
@@ -305,9 +316,9 @@ def lower_reduce(em: Emitter, layer: Layer) -> None:
     real = qtype(x).scale / q_out.scale
     if isinstance(op, nn.ReduceMeanOp):
         real /= reduced_count(op)
-    props = copied_props(op, qm.ReduceSumOp)
+    props = copied_props(op, qnn.ReduceSumOp)
     props |= em.requant_props([real], q_out, activation_bounds(layer))
-    emit_requantizing(em, layer, qm.ReduceSumOp, [x], props, q_out)
+    emit_requantizing(em, layer, qnn.ReduceSumOp, [x], props, q_out)
 
 
 def lower_softmax(em: Emitter, layer: Layer) -> None:
@@ -330,9 +341,11 @@ def lower_softmax(em: Emitter, layer: Layer) -> None:
         "input_left_shift": IntegerAttr(left_shift, I64),
         "diff_min": IntegerAttr(diff_min, I64),
     }
-    new = em.add(qnn.SoftmaxOp.create(
-        operands=[x], properties=props, result_types=[tensor_of(op.results[0], q_out)]
-    ))  # fmt: skip
+    new = em.add(
+        qnn.SoftmaxOp.create(
+            operands=[x], properties=props, result_types=[tensor_of(op.results[0], q_out)]
+        )
+    )
     em.set_quant(op.results[0], new.results[0])
     report = new_report(em, layer, qnn.SoftmaxOp.name, [x])
     report.outputs = [em.params(op.results[0], q_out)]
@@ -345,10 +358,11 @@ def lower_concat(em: Emitter, layer: Layer) -> None:
     inputs = [em.as_type(v, shared) for v in op.operands]
     new = em.add(
         qnn.ConcatOp.create(
-            operands=inputs, properties=copied_props(op, qnn.ConcatOp),
+            operands=inputs,
+            properties=copied_props(op, qnn.ConcatOp),
             result_types=[tensor_of(op.results[0], shared)],
         )
-    )  # fmt: skip
+    )
     em.set_quant(op.results[0], new.results[0])
     report = new_report(em, layer, qnn.ConcatOp.name, inputs)
     report.outputs = [em.params(op.results[0], shared)]

@@ -127,8 +127,9 @@ def activation_range(
     opts = _options(strategy, _ACTIVATION_OPTIONS, options)
     _check_bits(bits)
     if strategy == "auto":
-        return activation_range(stats, auto_choice(stats, bits, symmetric), bits=bits,
-                                symmetric=symmetric)  # fmt: skip
+        return activation_range(
+            stats, auto_choice(stats, bits, symmetric), bits=bits, symmetric=symmetric
+        )
     request = (strategy, bits, symmetric, *sorted(opts.items()))
     if request not in stats.ranges:
         stats.ranges[request] = _activation_range(stats, strategy, bits, symmetric, opts)

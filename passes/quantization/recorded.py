@@ -72,7 +72,7 @@ def _force_recorded_outputs(plan: Plan, overrides: LayerOverrides) -> None:
             for i, item in enumerate(inputs if isinstance(inputs, list) else [])
             if isinstance(item, Mapping)
             and isinstance(item.get("tensor"), str)
-            and isinstance(values.get(item.get("tensor")), BlockArgument)
+            and isinstance(values.get(str(item.get("tensor"))), BlockArgument)
         ]
         for role, item in [*((f"outputs[{i}]", o) for i, o in enumerate(outputs)), *graph_inputs]:
             where = _where(overrides, name, role)
@@ -91,8 +91,9 @@ def _settings_edited(entry: Mapping[str, Any]) -> bool:
     )
 
 
-def _recorded_type(where: str, storage: str, scale: Any, zero_point: Any,
-                   bounds: tuple[int, int]) -> UniformQuantizedType:  # fmt: skip
+def _recorded_type(
+    where: str, storage: str, scale: Any, zero_point: Any, bounds: tuple[int, int]
+) -> UniformQuantizedType:
     if isinstance(scale, list) or isinstance(zero_point, list):
         raise NpucError(
             f"{where}: an activation is quantized per tensor: one scale, one zero point"
@@ -105,8 +106,10 @@ def _recorded_type(where: str, storage: str, scale: Any, zero_point: Any,
         or not isinstance(zero_point, int)
         or not (lo <= zero_point <= hi)
     ):
-        raise NpucError(f"{where}.zero_point: must be an integer in [{lo}, {hi}] for {storage}, "
-                        f"got {zero_point!r}")  # fmt: skip
+        raise NpucError(
+            f"{where}.zero_point: must be an integer in [{lo}, {hi}] for {storage}, "
+            f"got {zero_point!r}"
+        )
     return UniformQuantizedType(storage, float(scale), zero_point, storage_min=lo, storage_max=hi)
 
 
@@ -153,8 +156,9 @@ def _check_recorded(report: QuantizeReport, overrides: LayerOverrides) -> None:
                 )
 
 
-def _check_tensors(overrides: LayerOverrides, name: str, layer: LayerReport, role: str,
-                   items: list) -> None:  # fmt: skip
+def _check_tensors(
+    overrides: LayerOverrides, name: str, layer: LayerReport, role: str, items: list[Any]
+) -> None:
     actual = {t.tensor: t for t in getattr(layer, role)}
     for i, item in enumerate(items):
         where = _where(overrides, name, f"{role}[{i}]")
@@ -163,23 +167,30 @@ def _check_tensors(overrides: LayerOverrides, name: str, layer: LayerReport, rol
         if got is None:
             raise NpucError(f"{where}: layer '{name}' has no {role[:-1]} '{tensor}'")
         if storage != got.storage:
-            raise NpucError(f"{where}.storage: edited to {storage}, but the tensor is "
-                            f"{got.storage}: the storage follows the layer's bits")  # fmt: skip
+            raise NpucError(
+                f"{where}.storage: edited to {storage}, but the tensor is "
+                f"{got.storage}: the storage follows the layer's bits"
+            )
         if (scale, zero_point) != (got.scale, got.zero_point):
-            raise NpucError(f"{where}: scale {scale!r}, zero point {zero_point!r} cannot be "
-                            f"applied (the quantization gives {got.scale!r}, "
-                            f"{got.zero_point!r}): {_why_fixed(layer, role)}")  # fmt: skip
+            raise NpucError(
+                f"{where}: scale {scale!r}, zero point {zero_point!r} cannot be "
+                f"applied (the quantization gives {got.scale!r}, "
+                f"{got.zero_point!r}): {_why_fixed(layer, role)}"
+            )
         recorded_fl = item.get("fractional_length")
         if recorded_fl is not None and recorded_fl != got.fractional_length:
-            raise NpucError(f"{where}.fractional_length: it follows the scale (2^-fl); "
-                            "edit the scale")  # fmt: skip
+            raise NpucError(
+                f"{where}.fractional_length: it follows the scale (2^-fl); edit the scale"
+            )
 
 
 def _why_fixed(layer: LayerReport, role: str) -> str:
     """Why a layer's recorded tensor type cannot be set directly."""
     if role == "inputs":
-        return ("an input takes the type its producer gives it: edit the producing layer's "
-                "outputs, and update or delete this entry")  # fmt: skip
+        return (
+            "an input takes the type its producer gives it: edit the producing layer's "
+            "outputs, and update or delete this entry"
+        )
     if layer.lowering == "qnn.softmax":
         return "qnn.softmax's result is fixed at scale 1/256, zero point -128"
     if layer.lowering == "qnn.concat":

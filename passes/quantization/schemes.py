@@ -23,7 +23,7 @@ import numpy as np
 
 from npuc.diagnostics import NpucError
 from npuc.dialects.quant_types import STORAGE_TYPES, UniformQuantizedType, storage_range
-from npuc.runtime.kernels.integer import quantize
+from npuc.integer import quantize
 
 
 def round_half_away(x: np.ndarray | float) -> np.ndarray:

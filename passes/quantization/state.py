@@ -14,16 +14,24 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import DictionaryAttr, FunctionType, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FunctionType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
-from npuc.dialects.nn_base import ints
+from npuc.dialects.arrays import ints
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.graph_io import STATE_INIT_ATTR, entry_function, initial_state, state_names
-from npuc.runtime.kernels.integer import quantize_multiplier
+from npuc.integer import quantize_multiplier
+from npuc.runtime.nn_interpreter import tensor_names
 from npuc.tensors import from_dense, to_dense
 
 from .lowering import storage_element
@@ -68,8 +76,6 @@ class StateCarrier:
 
 def _state_keys(module: ModuleOp) -> list[tuple[str, str]]:
     """(argument key, result key) of each state pair, as calibration names the tensors."""
-    from npuc.passes.quantize import tensor_names
-
     func = entry_function(module)
     keys = tensor_names(func)
     ret = func.body.block.last_op
@@ -131,20 +137,27 @@ def quantize_state(module: ModuleOp, rounding: str = "half_away_from_zero") -> N
             source = value.type.element_type if isinstance(value.type, TensorType) else None
             if isinstance(source, UniformQuantizedType):
                 if source.per_axis or q.per_axis:
-                    raise NpucError(f"state '{name}' is quantized per axis; npuc carries "
-                                    "per-tensor state only")  # fmt: skip
+                    raise NpucError(
+                        f"state '{name}' is quantized per axis; npuc carries per-tensor state only"
+                    )
                 m0, shift = quantize_multiplier(source.scale / q.scale)
-                op = qnn.RequantizeOp.create(
-                    operands=[value], result_types=[ty],
-                    properties={"multiplier": ints([m0]), "shift": ints([shift]),
-                                "rounding": StringAttr(rounding)},
-                )  # fmt: skip
+                op: Operation = qnn.RequantizeOp.create(
+                    operands=[value],
+                    result_types=[ty],
+                    properties={
+                        "multiplier": ints([m0]),
+                        "shift": ints([shift]),
+                        "rounding": StringAttr(rounding),
+                    },
+                )
             else:
                 op = qnn.QuantizeOp.create(operands=[value], result_types=[ty])
             func.body.block.insert_op_before(op, ret)
             ret.operands = [op.results[0] if i == res else v for i, v in enumerate(ret.operands)]
         if name in init:
-            values = np.asarray(from_dense(init[name]))
+            stored = init[name]
+            assert isinstance(stored, DenseIntOrFPElementsAttr)
+            values = np.asarray(from_dense(stored))
             if values.dtype.kind == "f":
                 init[name] = to_dense(quantize_array(values, q, None), storage_element(q))
     if init:

@@ -16,7 +16,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -160,6 +160,7 @@ class Histogram:
             np.int64
         )[: self.bins]
         self.start = new_start
+        assert self.width is not None
         self.width *= 2.0**doublings
 
     def _move(self, start: int) -> None:
@@ -227,7 +228,9 @@ class TensorStatistics:
         self.outliers = 0
         self.auto: dict[str, str] = {}
         self.probe: StrategyProbe | None = None
-        self.ranges: dict[tuple, tuple[float, float]] = {}  # activation_range's, by request
+        self.ranges: dict[
+            tuple[Any, ...], tuple[float, float]
+        ] = {}  # activation_range's, by request
         self._batch: tuple[float, float] | None = None
 
     @property
@@ -320,9 +323,19 @@ class TensorStatistics:
         if not isinstance(data, dict):
             check.fail("", "must be an object")
         known = {
-            "count", "min", "max", "ema_min", "ema_max", "mean", "std",
-            "batch_ranges", "histogram", "nonfinite", "outliers", "auto",
-        }  # fmt: skip
+            "count",
+            "min",
+            "max",
+            "ema_min",
+            "ema_max",
+            "mean",
+            "std",
+            "batch_ranges",
+            "histogram",
+            "nonfinite",
+            "outliers",
+            "auto",
+        }
         unknown = sorted(set(data) - known)
         if unknown:
             check.fail(unknown[0], "is not a statistics key")
@@ -360,7 +373,7 @@ class _Checker:
     def __init__(self, name: str, location: str | None):
         self.name, self.location = name, location
 
-    def fail(self, key: str, problem: str) -> None:
+    def fail(self, key: str, problem: str) -> NoReturn:
         what = f"'{key}' " if key else ""
         raise NpucError(f"statistics of tensor '{self.name}': {what}{problem}", self.location)
 
@@ -374,10 +387,10 @@ class _Checker:
         except OverflowError:  # an integer beyond the float range
             self.fail(key, "is out of the range of a float")
 
-    def number(self, data: dict, key: str, optional: bool = False) -> float | None:
+    def number(self, data: dict[str, Any], key: str, optional: bool = False) -> float | None:
         return self.value(key, data.get(key), optional)
 
-    def count(self, data: dict, key: str, optional: bool = False) -> int:
+    def count(self, data: dict[str, Any], key: str, optional: bool = False) -> int:
         value = data.get(key, 0 if optional else None)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
             self.fail(key, "must be a non-negative integer (below 2**63)")
@@ -419,8 +432,9 @@ class _Checker:
             self.fail("histogram", f"range [{lo}, {hi}] is empty")
         if not isinstance(counts, list) or len(counts) < 2:
             self.fail("histogram", "'counts' must be a list of at least 2 counts")
-        if not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 2**63
-                   for c in counts):  # fmt: skip
+        if not all(
+            isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 2**63 for c in counts
+        ):
             self.fail("histogram", "'counts' must hold non-negative integers (below 2**63)")
         return Histogram.from_range(lo, hi, counts)
 
@@ -586,9 +600,10 @@ def _output_aliases(
         if value in args:
             key = inputs[args.index(value)]
         else:
-            key = runner.keys.get(value)
-            if key not in intermediates:
+            named = runner.keys.get(value)
+            if named is None or named not in intermediates:
                 continue  # a returned constant: recorded under its output name
+            key = named
         if name == key or name in intermediates or name in inputs:
             continue  # same key, or the name belongs to another tensor
         aliases[name] = key

@@ -1,8 +1,8 @@
 """Estimated cycles of tiles and groups: a first model (docs/tiling.md; issue 6 refines it).
 
-- MAC cycles of a tile, from the array geometry with edge effects:
-  `ceil(oc / array.output_channels) * ceil(pixels / array.pixels) *
-  ceil(ic_per_group / array.input_channels) * kernel taps` (pools and elementwise ops:
+- MAC cycles of a tile, from the array geometry with edge effects (`MacArray.cycles`, which
+  the cycle model uses too): `ceil(oc / array.output_channels) * ceil(pixels / array.pixels)
+  * ceil(ic_per_group / array.input_channels) * kernel taps` (pools and elementwise ops:
   one input channel per output channel; dense layers: pixels = batch).
 - A tile's compute time is the larger of its MAC cycles and the cycles to move its
   operands and result through the arena's port (bytes / bytes per cycle).
@@ -36,12 +36,7 @@ def mac_factor(target: Target, layer: Layer, channels: Channels) -> tuple[int, i
     if layer.kind is Kind.DENSE:
         n, k = shape(layer.op.operands[0])
         f0, f1 = channels.out
-        cycles = (
-            _ceil(f1 - f0, array.output_channels)
-            * _ceil(n, array.pixels)
-            * _ceil(k, array.input_channels)
-        )
-        return cycles, 0
+        return array.cycles(f1 - f0, n, k), 0
     if not layer.spatial:
         return max(1, _ceil(elements(_full(layer)), array.output_channels * array.pixels)), 0
     taps, per_group = 1, 1
@@ -51,8 +46,7 @@ def mac_factor(target: Target, layer: Layer, channels: Channels) -> tuple[int, i
         if isinstance(layer.op, CONV_OPS):
             per_group = shape(layer.op.operands[1])[1]
     c0, c1 = channels.out
-    factor = _ceil(c1 - c0, array.output_channels) * _ceil(per_group, array.input_channels) * taps
-    return factor, layer.out_shape[0]
+    return array.cycles(c1 - c0, 1, per_group, taps), layer.out_shape[0]
 
 
 def mac_cycles(target: Target, layer: Layer, out: Region, channels: Channels) -> int:

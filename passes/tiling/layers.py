@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import Float32Type, TensorType
+from xdsl.dialects.builtin import Float32Type, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
 from npuc.diagnostics import NpucError
 from npuc.dialects import nn, qnn
+from npuc.dialects.nn_base import prop_bool, prop_int, prop_ints
 from npuc.dialects.nn_elementwise import (
     AxisOperation,
     BinaryOperation,
@@ -188,20 +189,13 @@ def is_constant(value: SSAValue) -> bool:
     return isinstance(value.owner, CONSTANT_OPS)
 
 
-def _ints(attr) -> tuple[int, ...]:
-    return tuple(int(v) for v in attr.get_values())
-
-
 def _window(op: Operation) -> Window | None:
     """The geometry of a convolution or pool whose every window touches the input."""
-    kernel = shape(op.operands[1])[2:] if isinstance(op, CONV_OPS) else _ints(op.kernel)
-    dilations = getattr(op, "dilations", None)
-    window = Window(
-        (kernel[0], kernel[1]),
-        _ints(op.strides),
-        _ints(dilations) if dilations is not None else (1, 1),
-        _ints(op.pads),
-    )
+    props = op.properties
+    kernel = shape(op.operands[1])[2:] if isinstance(op, CONV_OPS) else prop_ints(props, "kernel")
+    (sh, sw), (dh, dw) = prop_ints(props, "strides"), prop_ints(props, "dilations", (1, 1))
+    top, left, bottom, right = prop_ints(props, "pads")
+    window = Window((kernel[0], kernel[1]), (sh, sw), (dh, dw), (top, left, bottom, right))
     # A window lying wholly in the padding would need an empty slice: such layers stay whole.
     for axis in range(2):
         if max(window.pads[axis], window.pads[axis + 2]) >= window.extent(axis):
@@ -210,16 +204,14 @@ def _window(op: Operation) -> Window | None:
 
 
 def _ceil_mode(op: Operation) -> bool:
-    attr = op.properties.get("ceil_mode")
-    return attr is not None and bool(attr.value.data)
+    return prop_bool(op.properties, "ceil_mode")
 
 
 Classified = tuple[Kind, Window | None, tuple[int, int], tuple[bool, bool]]
 
 
 def _softmax_axis(op: Operation, rank: int) -> int:
-    attr = op.properties.get("axis")
-    return attr.value.data % rank if attr is not None else rank - 1  # qnn.softmax: the last
+    return prop_int(op.properties, "axis", -1) % rank  # qnn.softmax has none: the last
 
 
 def _classify(op: Operation) -> Classified:
@@ -243,8 +235,7 @@ def _classify_kind(op: Operation) -> tuple[Kind, Window | None]:
     if isinstance(op, CONV_OPS + POOL_OPS):
         if rank != 4 or (isinstance(op, CONV_OPS) and not is_constant(op.operands[1])):
             return Kind.WHOLE, None
-        include_pad = op.properties.get("count_include_pad")
-        if _ceil_mode(op) and include_pad is not None and include_pad.value.data:
+        if _ceil_mode(op) and prop_bool(op.properties, "count_include_pad"):
             return Kind.WHOLE, None  # the ceil-mode overhang is not counted, tile pads would be
         window = _window(op)
         return (Kind.WINDOW, window) if window is not None else (Kind.WHOLE, None)
@@ -290,9 +281,19 @@ def find_layers(func: FuncOp) -> list[Layer]:
         groups_attr = op.properties.get("groups")
         groups = groups_attr.value.data if groups_attr is not None else 1
         layers.append(
-            Layer(len(layers), op, name, kind, activations, constants, window, groups, hw=hw,
-                  fixed=fixed)
-        )  # fmt: skip
+            Layer(
+                len(layers),
+                op,
+                name,
+                kind,
+                activations,
+                constants,
+                window,
+                groups,
+                hw=hw,
+                fixed=fixed,
+            )
+        )
     for layer in layers:
         if not layer.spatial:
             continue
@@ -331,7 +332,7 @@ def chain_link(producer: Layer, consumer: Layer) -> str | None:
 
 def _user_name(op: Operation) -> str:
     name_attr = op.properties.get("name")
-    return f"'{name_attr.data}'" if name_attr is not None else op.name
+    return f"'{name_attr.data}'" if isinstance(name_attr, StringAttr) else op.name
 
 
 NEVER_JOINS = 1 << 62

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedInput, v_args
+from lark.tree import Meta
 
 from npuc.diagnostics import NpucError
 
@@ -60,12 +61,13 @@ def parse_manual(text: str) -> list[Entry]:
         raise NpucError(_syntax_error(text, e)) from None
 
     @v_args(meta=True)
-    class Entries(Transformer):
-        def entry(self, meta, items: list[Token]) -> Entry:
-            numbers = [int(t) for t in items] + ([1] if len(items) == 3 else [])
-            return Entry(*numbers, text[meta.start_pos : meta.end_pos])
+    class Entries(Transformer[Token, list[Entry]]):
+        def entry(self, meta: Meta, items: list[Token]) -> Entry:
+            first, last, h_parts, *w_parts = [int(t) for t in items]
+            w = w_parts[0] if w_parts else 1
+            return Entry(first, last, h_parts, w, text[meta.start_pos : meta.end_pos])
 
-        def start(self, meta, entries: list[Entry]) -> list[Entry]:
+        def start(self, meta: Meta, entries: list[Entry]) -> list[Entry]:
             return entries
 
     return Entries().transform(tree)

@@ -16,12 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, StringAttr, TensorType, i64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    i64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from npuc.dialects import tile
-from npuc.dialects.nn_base import ints
+from npuc.dialects.arrays import int_values, ints
 from npuc.dialects.quant_types import UniformQuantizedType
 
 from .layers import Kind, Layer, shape
@@ -40,13 +47,16 @@ from .working_set import (
     transposed_region,
 )
 
+#: A tile's [h, w, c] part index, or None when its group is one tile.
+Part = tuple[int, int, int] | None
+
 # Attributes are immutable, so ops share them; cleared after each `materialise` call.
-_ARRAYS: dict[tuple[int, ...], DenseArrayBase] = {}
+_ARRAYS: dict[tuple[int, ...], DenseArrayBase[IntegerType]] = {}
 _LAYERS: dict[int, IntegerAttr] = {}
 _TYPES: dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[TensorType, TensorType]] = {}
 
 
-def _ints(values) -> DenseArrayBase:
+def _ints(values: Sequence[int]) -> DenseArrayBase[IntegerType]:
     key = tuple(values)
     found = _ARRAYS.get(key)
     if found is None:
@@ -54,7 +64,7 @@ def _ints(values) -> DenseArrayBase:
     return found
 
 
-def _region_type(ty: TensorType, offsets, sizes) -> TensorType:
+def _region_type(ty: TensorType, offsets: Sequence[int], sizes: Sequence[int]) -> TensorType:
     """`tile.region_type`, cached by the identity of `ty` (hashing a per-axis quantized type
     is slow); only a per-axis quantized type depends on the offsets."""
     element = ty.element_type
@@ -98,7 +108,7 @@ class Materialiser:
         Rewriter.insert_op(op, InsertPoint.before(self.anchor))
         return op
 
-    def tag(self, op: Operation, layer: Layer, part: tuple[int, int, int] | None) -> Operation:
+    def tag(self, op: Operation, layer: Layer, part: Part) -> Operation:
         number = _LAYERS.get(layer.index)
         if number is None:
             number = _LAYERS[layer.index] = IntegerAttr(layer.index, i64)
@@ -107,9 +117,7 @@ class Materialiser:
             op.attributes[tile.PART_ATTR] = _ints(part)
         return op
 
-    def region(
-        self, value: SSAValue, region: Region, layer: Layer, part: tuple[int, int, int] | None
-    ) -> SSAValue:
+    def region(self, value: SSAValue, region: Region, layer: Layer, part: Part) -> SSAValue:
         """`value` itself, a view of its region, or a load of it into the arena."""
         ty = value.type
         assert isinstance(ty, TensorType)
@@ -211,7 +219,9 @@ class Materialiser:
                     roll, wspan = rolls[k][i], ws[k][j]
                     new = None
                     if roll.span is not None:
-                        fed = {k - 1: (buffer, None)} if buffer is not None else {}
+                        fed: dict[int, tuple[SSAValue, Region | None]] = {}
+                        if buffer is not None:
+                            fed[k - 1] = (buffer, None)
                         new = self.layer_tile(k, roll.span, wspan, channels[k], fed, part)
                         keep = rolls[k - 1][i] if k else None
                         if buffer is not None and keep is not None and keep.keep is not None:
@@ -231,7 +241,7 @@ class Materialiser:
         wspan: Span,
         tail: SSAValue | None,
         new: SSAValue | None,
-        part: tuple[int, int, int],
+        part: Part,
     ) -> SSAValue:
         """Layer `layer`'s buffer of rows `roll.need`: the kept tail, then the new rows."""
         assert roll.need is not None
@@ -259,7 +269,7 @@ class Materialiser:
             value = self.emit(self.tag(op, layer, part)).results[0]
         return value
 
-    def tail(self, buffer: SSAValue, roll: Roll, layer: Layer, part) -> SSAValue:
+    def tail(self, buffer: SSAValue, roll: Roll, layer: Layer, part: Part) -> SSAValue:
         """The rows `roll.keep` of a buffer of rows `roll.need`, kept for a later stripe."""
         assert roll.need is not None and roll.keep is not None
         if roll.keep == roll.need:
@@ -283,7 +293,7 @@ class Materialiser:
         wspan: Span | None,
         channels: Channels,
         tiles: dict[int, tuple[SSAValue, Region | None]],
-        part: tuple[int, int, int] | None,
+        part: Part,
     ) -> SSAValue:
         """Layer k of the group on one tile; `tiles` holds this tile's results of the layers
         before k in the run, with the region each covers (None: exactly what k reads)."""
@@ -310,7 +320,7 @@ class Materialiser:
         return self.emit(self.tag(op, layer, part)).results[0]
 
     def within(
-        self, value: SSAValue, covered: Region | None, region: Region, layer: Layer, part
+        self, value: SSAValue, covered: Region | None, region: Region, layer: Layer, part: Part
     ) -> SSAValue:
         """The part `region` of a tile that covers `covered` (a view when they differ)."""
         if covered is None or tuple(covered) == tuple(region):
@@ -326,7 +336,7 @@ class Materialiser:
         )
         return self.emit(self.tag(op, layer, part)).results[0]
 
-    def transposed(self, layer: Layer, index: int, region: Region, part) -> SSAValue:
+    def transposed(self, layer: Layer, index: int, region: Region, part: Part) -> SSAValue:
         """The tile of a folded transpose's result: the transpose of a tile of its input."""
         transpose = layer.transposes[index]
         source = transpose.operands[0]
@@ -342,7 +352,14 @@ class Materialiser:
         )
         return self.emit(self.tag(new, layer, part)).results[0]
 
-    def tile_op(self, layer: Layer, operands, out: Region, channels, pads) -> Operation:
+    def tile_op(
+        self,
+        layer: Layer,
+        operands: Sequence[SSAValue],
+        out: Region,
+        channels: Channels,
+        pads: tuple[int, int, int, int] | None,
+    ) -> Operation:
         """`layer`'s op on tile operands: result box `out`, tile pads, channel slices."""
         op = layer.op
         ty = op.results[0].type
@@ -369,16 +386,17 @@ class Materialiser:
             props: dict[str, Attribute] = {}
             for name in ("multiplier", "shift"):
                 values = layer.op.properties.get(name)
-                sliced = isinstance(values, DenseArrayBase) and (lo, hi) != (0, len(values))
-                if sliced and len(values) > 1:
-                    props[name] = _ints(list(values.get_values())[lo:hi])
+                if not isinstance(values, DenseArrayBase):
+                    continue
+                if (lo, hi) != (0, len(values)) and len(values) > 1:
+                    props[name] = _ints(list(int_values(values))[lo:hi])
             if "groups" in layer.op.properties:
                 props["groups"] = IntegerAttr(channels.groups, i64)
             self.props[key] = props
         return self.props[key]
 
     def assemble(
-        self, value: SSAValue, dest: SSAValue, out: Region, last: Layer, part, memory: str
+        self, value: SSAValue, dest: SSAValue, out: Region, last: Layer, part: Part, memory: str
     ) -> SSAValue:
         props: dict[str, Attribute] = {"offsets": _ints([lo for lo, _ in out])}
         if memory == self.memories.arena:

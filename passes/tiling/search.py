@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from xdsl.dialects.builtin import IntegerAttr, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from npuc.target import Target
 
@@ -90,6 +92,12 @@ class Group:
     manual: bool = False
 
 
+#: A tile's buffers and its MAC cost factors (`mac_factor`).
+TileModel = tuple[tuple[Term, ...], int, int]
+#: Cascades ending at each layer b: (first layer, its estimates, chosen by hand).
+Runs = dict[int, list[tuple[int, list[Estimate], bool]]]
+
+
 class Residency:
     """Bytes of whole tensors in the arena while a run of layers executes.
 
@@ -124,9 +132,10 @@ class Residency:
         self.merged: set[Operation] = set()  # concats whose operands are written into them
         for op in block.ops:
             if (
-                op.name.endswith(".concat") and op not in folded
+                op.name.endswith(".concat")
+                and op not in folded
                 and _merge_concat(op, root, live, memories)
-            ):  # fmt: skip
+            ):
                 self.merged.add(op)
         self.tensors = [
             (value, lo, hi, align(nbytes(value), memories.alignment))
@@ -144,9 +153,10 @@ class Residency:
         self.steps = [
             self.pos[op]
             for op in block.ops
-            if not isinstance(op, (*CONSTANT_OPS, ReturnOp)) and op.name.endswith("transpose")
+            if not isinstance(op, (*CONSTANT_OPS, ReturnOp))
+            and op.name.endswith("transpose")
             and op not in folded
-        ]  # fmt: skip
+        ]
 
     def resident(self, first: Operation, last: Operation, links: set[SSAValue]) -> int:
         lo, hi = self.pos[first], self.pos[last]
@@ -179,6 +189,12 @@ def fastest(options: Sequence[Estimate]) -> Estimate:
     return min(options, key=lambda e: (e.cycles + TILE_CHARGE * e.tiles, *e.order()))
 
 
+def _element(value: SSAValue) -> Attribute:
+    ty = value.type
+    assert isinstance(ty, TensorType)
+    return ty.element_type
+
+
 def _merge_concat(
     op: Operation,
     root: dict[SSAValue, SSAValue],
@@ -192,7 +208,11 @@ def _merge_concat(
     out = op.results[0]
     dims = list(shape(out))
     axis_attr = op.properties.get("axis")
-    if out not in live or axis_attr is None or memories.of(out) != memories.arena:
+    if (
+        out not in live
+        or not isinstance(axis_attr, IntegerAttr)
+        or memories.of(out) != memories.arena
+    ):
         return False
     axis = axis_attr.value.data % len(dims)
     if math.prod(dims[:axis]) != 1:
@@ -200,15 +220,21 @@ def _merge_concat(
     bases = [root.get(x) for x in op.operands]
     if len(set(map(id, bases))) != len(bases):
         return False
-    element = out.type.element_type  # type: ignore[attr-defined]
+    element = _element(out)
     for x, base in zip(op.operands, bases, strict=True):
         if (
-            base is None or base not in live or isinstance(base, BlockArgument)
-            or not x.has_one_use() or x.type.element_type != element  # type: ignore[attr-defined]
-            or memories.of(base) != memories.arena or nbytes(base) != nbytes(x)
-            or any(use.operation is not op and not use.operation.name.endswith(".reshape")
-                   for use in base.uses)
-        ):  # fmt: skip
+            base is None
+            or base not in live
+            or isinstance(base, BlockArgument)
+            or not x.has_one_use()
+            or _element(x) != element
+            or memories.of(base) != memories.arena
+            or nbytes(base) != nbytes(x)
+            or any(
+                use.operation is not op and not use.operation.name.endswith(".reshape")
+                for use in base.uses
+            )
+        ):
             return False
     for base in bases:
         assert base is not None
@@ -251,18 +277,18 @@ class Planner:
             single = k > 0 and self.graph.is_chain(k - 1, k)
             self._chain_from[k] = self._chain_from[k - 1] if single else k
         self._added: set[tuple[int, int]] = set()
-        self._layers: dict[tuple, tuple] = {}
+        self._layers: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self._crossing: dict[tuple[int, int], list[tuple[int, ...]] | None] = {}
         self._linked: dict[tuple[int, int], tuple[int, ...]] = {}
         self._spans: dict[tuple[int, int, int], list[list[Span]]] = {}
         self._rolls: dict[tuple[int, int], list[list[Roll]]] = {}
-        self._classes: dict[tuple[int, int, int, bool], list[list[tuple]]] = {}
-        self._models: dict[tuple[int, bool, int, int], tuple[tuple[Term, ...], int, int]] = {}
-        self._distinct: dict[tuple[tuple[Term, ...], int, int], tuple] = {}
-        self._shared: dict[tuple, tuple[int, int, float, float, int, int]] = {}
+        self._classes: dict[tuple[int, int, int, bool], list[list[tuple[Any, ...]]]] = {}
+        self._models: dict[tuple[int, tuple[int, ...], int, int], TileModel] = {}
+        self._distinct: dict[TileModel, TileModel] = {}
+        self._shared: dict[tuple[Any, ...], tuple[int, int, float, float, int, int]] = {}
         self._channels: dict[tuple[int, int], list[Channels]] = {}
         self._resident: dict[tuple[int, int], int] = {}
-        self._values: dict[tuple, tuple[int, int, float, float, int, int]] = {}
+        self._values: dict[tuple[Any, ...], tuple[int, int, float, float, int, int]] = {}
         self._held: dict[tuple[int, int, int, int], RollingBytes] = {}
         self._summaries: dict[tuple[int, int], list[Summary]] = {}
 
@@ -315,14 +341,15 @@ class Planner:
     def rolling(self, first: int, last: int, parts: tuple[int, int, int]) -> bool:
         """Whether the group runs through rolling buffers (along H; W parts recompute)."""
         return (
-            self.cascade != "recompute" and first < last and parts[0] > 1
-            and self.layers[last].spatial and self.layers[last].nchw
+            self.cascade != "recompute"
+            and first < last
+            and parts[0] > 1
+            and self.layers[last].spatial
+            and self.layers[last].nchw
             and first >= self._chain_from[last]
-        )  # fmt: skip
+        )
 
-    def model(
-        self, k: int, linked: tuple[int, ...], c: int, part: int
-    ) -> tuple[list[Term], int, int]:
+    def model(self, k: int, linked: tuple[int, ...], c: int, part: int) -> TileModel:
         """A tile's buffers and its MAC cost (`mac_factor`) for layer k in channel part `part`,
         its operands `linked` fed by other layers of the run."""
         key = (k, linked, c, part)
@@ -398,7 +425,7 @@ class Planner:
 
     def classes(
         self, first: int, last: int, axis: int, parts: int, rolling: bool = False
-    ) -> list[list[tuple]]:
+    ) -> list[list[tuple[Any, ...]]]:
         """Per layer of first..last: the distinct (output, input) lengths of its parts along
         `axis`, as (out, in, count) triples (rolling: of the rows each part computes).
         Cached for the longest chain ending at `last`, as `spans`."""
@@ -421,11 +448,14 @@ class Planner:
                 per_layer = self.spans(start, last, axis, parts)
             known = list(cached or ())  # the later layers' classes do not change
             cached = self._classes[key] = [
-                [(o, i, n) for (o, i), n in Counter(
-                    (s.out[1] - s.out[0], s.inp[1] - s.inp[0]) for s in spans
-                ).items()]
+                [
+                    (o, i, n)
+                    for (o, i), n in Counter(
+                        (s.out[1] - s.out[0], s.inp[1] - s.inp[0]) for s in spans
+                    ).items()
+                ]
                 for spans in per_layer[: len(per_layer) - len(known)]
-            ] + known  # fmt: skip
+            ] + known
         return cached[len(cached) - (last - first + 1) :]
 
     def resident_tensors(self, first: int, last: int) -> list[tuple[SSAValue, int]]:
@@ -457,7 +487,7 @@ class Planner:
         computed = needed = weights = extra = 0
         compute = streamed_dma = activation_dma = once = first_dma = 0.0
         layer_ws = []
-        outputs = []
+        outputs: list[int] = []
         crossing = self.crossing(first, last) if many else None
         # One tile of the last layer is its whole result, already counted as resident.
         whole = tiles == 1 and self.memories.of(seg[-1].result) == self.memories.arena
@@ -506,16 +536,20 @@ class Planner:
                 readers = self.graph.readers
                 found = []
                 for k in range(first, last + 1):
-                    found.append(tuple(
-                        p - first for p in range(first, k)
-                        if max(j for j, _ in readers[p]) > k and all(j != k for j, _ in readers[p])
-                    ))  # fmt: skip
+                    found.append(
+                        tuple(
+                            p - first
+                            for p in range(first, k)
+                            if max(j for j, _ in readers[p]) > k
+                            and all(j != k for j, _ in readers[p])
+                        )
+                    )
             self._crossing[key] = found
         return self._crossing[key]
 
     def layer_values(
         self, index: int, first: int, last: int, parts: tuple[int, int, int], rolling: bool
-    ) -> tuple:
+    ) -> tuple[Any, ...]:
         """Layer `index`'s share of the estimate of the run first..last in `parts`: computed and
         needed output elements, its largest tile working set, what its largest tile adds to
         the peak, compute and DMA cycles (activations, streamed weights, the first tile's
@@ -572,9 +606,18 @@ class Planner:
         if weights_dma:
             weights = 2 * max(part_weights) if c > 1 else part_weights[0]
         found = (
-            computed, needed, most, extra, compute, activation_dma, streamed_dma, first_dma,
-            once, weights, output,
-        )  # fmt: skip
+            computed,
+            needed,
+            most,
+            extra,
+            compute,
+            activation_dma,
+            streamed_dma,
+            first_dma,
+            once,
+            weights,
+            output,
+        )
         self._layers[key] = found
         return found
 
@@ -649,7 +692,7 @@ class Planner:
         for entry in manual:
             for k in range(entry[0], entry[1] + 1):
                 owner[k] = entry
-        runs: dict[int, list[tuple[int, list[Estimate], bool]]] = {b: [] for b in range(n)}
+        runs: Runs = {b: [] for b in range(n)}
         alone: dict[int, int] = {}  # each free layer's lowest peak as a group of its own
         for b in range(n):
             if b in owner:
@@ -669,9 +712,10 @@ class Planner:
         while True:
             best_peak = self._min_max_peak(runs)
             above = [
-                k for k, peak in alone.items()
+                k
+                for k, peak in alone.items()
                 if k not in expanded and peak > floor and peak >= min(best_peak, floor + 1)
-            ]  # fmt: skip
+            ]
             if not above:
                 break
             for k in above:
@@ -692,7 +736,7 @@ class Planner:
                 self._add_runs(k, runs, owner)
         return self._min_cycles(runs, threshold), best_peak
 
-    def _add_runs(self, k: int, runs, owner) -> None:
+    def _add_runs(self, k: int, runs: Runs, owner: Mapping[int, tuple[int, int, int, int]]) -> None:
         """Add the cascades through layer k (runs first..last with first <= k <= last)."""
         known = self._added
         for b in range(k, min(len(self.layers), k + MAX_CASCADE)):
@@ -714,7 +758,7 @@ class Planner:
             return fitting
         return options  # a single layer that fits nowhere still runs (the pass warns)
 
-    def _min_max_peak(self, runs) -> int:
+    def _min_max_peak(self, runs: Runs) -> int:
         n = len(self.layers)
         best = [0] + [NEVER] * n
         for b in range(n):
@@ -724,7 +768,7 @@ class Planner:
                     best[b + 1] = min(best[b + 1], peak)
         return max(best[n], self.residency.floor())
 
-    def _min_cycles(self, runs, threshold: int) -> list[Group]:
+    def _min_cycles(self, runs: Runs, threshold: int) -> list[Group]:
         n = len(self.layers)
         cost: list[tuple[int, int]] = [(0, 0)] + [(NEVER, 0)] * n
         choice: list[tuple[int, Estimate, bool] | None] = [None] * (n + 1)

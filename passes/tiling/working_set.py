@@ -24,6 +24,7 @@ from typing import NamedTuple
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import BlockArgument, SSAValue
 
+from npuc.dialects.nn_base import prop_ints
 from npuc.target import Target
 
 from .layers import Kind, Layer, is_constant, itemsize, shape
@@ -195,7 +196,7 @@ def box(layer: Layer, index: int, out: Region, inp: Region, channels: Channels) 
 
 def transposed_region(layer: Layer, index: int, region: Region) -> Region:
     """The region of a folded transpose's input that holds `region` of its result."""
-    perm = [int(p) for p in layer.transposes[index].perm.get_values()]
+    perm = list(prop_ints(layer.transposes[index].properties, "perm"))
     source = [(0, 0)] * len(region)
     for result_axis, input_axis in enumerate(perm):
         source[input_axis] = region[result_axis]
@@ -223,9 +224,14 @@ class TileBytes(NamedTuple):
         twice = 2 if streamed else 1
         w = self.weights * (2 if weights_streamed and weights_dma else 1)
         return (
-            self.views + self.buffers + self.loads * twice + w + self.output
-            + self.stored * (twice - 1) + self.acc
-        )  # fmt: skip
+            self.views
+            + self.buffers
+            + self.loads * twice
+            + w
+            + self.output
+            + self.stored * (twice - 1)
+            + self.acc
+        )
 
     def extra(self, streamed: bool) -> int:
         """What the tile adds to SRAM beyond resident tensors and the group's weights."""

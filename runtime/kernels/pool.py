@@ -13,7 +13,7 @@ from .window import pad_hw, tap, window_extent
 F32 = np.float32
 
 
-def _geometry(
+def window_geometry(
     shape: Sequence[int],
     kernel: Sequence[int],
     strides: Sequence[int],
@@ -45,7 +45,7 @@ def max_pool2d(
 ) -> np.ndarray:
     """Maximum over each (dilated) window; padding is -inf (integers: the type's minimum)
     so it never wins. Floats give float32, integers keep their dtype."""
-    out_hw, extra = _geometry(x.shape, kernel, strides, pads, dilations, ceil_mode)
+    out_hw, extra = window_geometry(x.shape, kernel, strides, pads, dilations, ceil_mode)
     floor = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     xp = pad_hw(x, pads, floor, extra)
     y: np.ndarray | None = None
@@ -60,7 +60,7 @@ def max_pool2d(
     return y
 
 
-def _divisor_1d(
+def divisor_1d(
     size: int,
     out: int,
     kernel: int,
@@ -92,14 +92,14 @@ def avg_pool2d(
     padding when count_include_pad; taps a ceil-mode window hangs past the
     padding are never counted.
     """
-    out_hw, extra = _geometry(x.shape, kernel, strides, pads, dilations, ceil_mode)
+    out_hw, extra = window_geometry(x.shape, kernel, strides, pads, dilations, ceil_mode)
     xp = pad_hw(x, pads, 0.0, extra)
     y = np.zeros((*x.shape[:2], *out_hw), dtype=F32)
     for i in range(kernel[0]):
         for j in range(kernel[1]):
             y += tap(xp, i, j, out_hw, strides, dilations)
     counts = [
-        _divisor_1d(
+        divisor_1d(
             x.shape[2 + a],
             out_hw[a],
             kernel[a],

@@ -1,7 +1,7 @@
 """Integer-exact numpy kernels of the `qnn` ops (docs/quantization.md), free of IR.
 
 Operands are stored integers of any integer dtype; accumulators are int64.
-Rounding and requantization come from `integer.py` (`wide_requantize` only
+Rounding and requantization come from `npuc/integer.py` (`wide_requantize` only
 narrows products too long for int64 before rounding them there). Dot products
 use a float32 GEMM when every partial sum provably stays below 2^24, a float64
 one below 2^53 (so BLAS computes them exactly, in any order), and an int64 GEMM
@@ -15,10 +15,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from npuc.diagnostics import KernelError
+from npuc.integer import requantize, rounding_divide, rounding_shift
 
 from . import conv, pool
-from .integer import requantize, rounding_divide, rounding_shift
-from .window import pad_hw, tap
+from .window import pad_hw, tap, window_extent
 
 I64 = np.int64
 F64 = np.float64
@@ -81,9 +81,13 @@ def conv2d_acc(
     k = int(np.prod(wc.shape[1:]))
     dtype = _gemm_dtype(k, xc, wc)
     y = conv.conv2d(
-        xc.astype(dtype), wc.astype(dtype), strides=strides, pads=pads, dilations=dilations,
+        xc.astype(dtype),
+        wc.astype(dtype),
+        strides=strides,
+        pads=pads,
+        dilations=dilations,
         groups=groups,
-    )  # fmt: skip
+    )
     return y.astype(I64)
 
 
@@ -176,19 +180,25 @@ def avg_pool2d_sums(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(window sums of xc, divisor per output position) with the float avg_pool2d's count rule."""
     dilations = (1, 1)
-    out_hw, extra = pool._geometry(xc.shape, kernel, strides, pads, dilations, ceil_mode)
+    out_hw, extra = pool.window_geometry(xc.shape, kernel, strides, pads, dilations, ceil_mode)
     xp = pad_hw(xc, pads, 0, extra)
     total = np.zeros((*xc.shape[:2], *out_hw), I64)
     for i in range(kernel[0]):
         for j in range(kernel[1]):
             total += tap(xp, i, j, out_hw, strides, dilations)
     counts = [
-        pool._divisor_1d(
-            xc.shape[2 + a], out_hw[a], kernel[a], strides[a], dilations[a], pads[a],
-            pads[a + 2], count_include_pad,
+        pool.divisor_1d(
+            xc.shape[2 + a],
+            out_hw[a],
+            kernel[a],
+            strides[a],
+            dilations[a],
+            pads[a],
+            pads[a + 2],
+            count_include_pad,
         )
         for a in range(2)
-    ]  # fmt: skip
+    ]
     return total, np.outer(counts[0], counts[1]).astype(I64)
 
 
@@ -269,7 +279,7 @@ def max_pool2d(
     ceil_mode: bool,
 ) -> np.ndarray:
     """Window maximum of stored integers; padding holds the dtype's minimum so it never wins."""
-    out_hw, extra = pool._geometry(x.shape, kernel, strides, pads, dilations, ceil_mode)
+    out_hw, extra = pool.window_geometry(x.shape, kernel, strides, pads, dilations, ceil_mode)
     xp = pad_hw(x, pads, np.iinfo(x.dtype).min, extra)
     y = np.array(tap(xp, 0, 0, out_hw, strides, dilations))
     for i in range(kernel[0]):
@@ -408,7 +418,7 @@ def softmax_int8(
     # Accumulated in Q12.19 (Rescale<12>), int32 wrap-around as in C++.
     sum_of_exps = _wrap32(np.where(used, fx_rounding_divide_by_pot(exps, 12), 0).sum(axis=-1))
     # GetReciprocal(sum, 12): count leading zeros of the (positive) uint32 sum.
-    headroom_plus_one = 32 - _bit_length(sum_of_exps)
+    headroom_plus_one = 32 - bit_length(sum_of_exps)
     num_bits_over_unit = 12 - headroom_plus_one
     if num_bits_over_unit.max() + 31 - 8 > 31:
         # TFLite's RoundingDivideByPOT takes exponents up to 31 (gemmlowp asserts beyond).
@@ -422,11 +432,11 @@ def softmax_int8(
     return np.where(used, out, -128).astype(np.int8)
 
 
-def _bit_length(x: np.ndarray) -> np.ndarray:
-    """Bits needed for each non-negative int64 below 2^32 (0 for 0)."""
+def bit_length(x: np.ndarray) -> np.ndarray:
+    """Bits needed for each non-negative int64 below 2^63 (0 for 0)."""
     x = np.asarray(x, I64)
     n = np.zeros(x.shape, I64)
-    for step in (16, 8, 4, 2, 1):
+    for step in (32, 16, 8, 4, 2, 1):
         big = x >= (I64(1) << step)
         n += big * step
         x = np.where(big, x >> step, x)
@@ -444,3 +454,72 @@ def reduce_max(x: np.ndarray, axes: Sequence[int], keepdims: bool) -> np.ndarray
 def arg_max(x: np.ndarray, axis: int, keepdims: bool) -> np.ndarray:
     """int64 index of the largest stored integer along `axis`; ties pick the first."""
     return np.asarray(np.argmax(x, axis=axis % x.ndim, keepdims=keepdims), dtype=I64)
+
+
+def _leading_sign_bits(x: np.ndarray) -> np.ndarray:
+    """CountLeadingSignBits of int32 values (31 for 0)."""
+    v = np.where(x >= 0, x, ~x)
+    return 31 - bit_length(v)
+
+
+def tflite_divide(
+    num: np.ndarray, den: np.ndarray, multiplier: int, shift: int, overshift: str
+) -> np.ndarray:
+    """qnn.div's integer quotient before the zero point, for centred int64 operands.
+
+    Shared by the qnn interpreter and the NPU runtime's eltwise div.
+    """
+    zero = den == 0  # TFLite leaves it undefined: saturate toward the numerator's sign
+    num = np.where(den < 0, -num, num)
+    den = np.where(zero, 1, np.abs(den))
+    k = bit_length(den) - 1
+    inv = fx_one_over_one_plus_x_for_x_in_0_1(np.left_shift(den, 31 - k) - (1 << 31))
+    headroom = _leading_sign_bits(num)
+    unscaled = fx_mul(np.left_shift(num, headroom), inv)
+    total = shift + k + headroom
+    r = requantize(unscaled, multiplier, total, "tflite")
+    exponent = total - 31  # RoundingDivideByPOT's exponent in TFLite
+    if overshift == "x86" and np.any(exponent >= 32):
+        if np.any(exponent >= 64):
+            raise KernelError("a rounding shift of 64 or more")
+        # (1ll << e) - 1 truncated to int32 is -1; the 32-bit arithmetic shift uses e mod 32.
+        high = fx_mul(unscaled, multiplier)
+        wrapped = np.right_shift(high, exponent & 31) + (high >= 0)
+        r = np.where(exponent >= 32, wrapped, r)
+    return np.where(zero, np.sign(num) * (2**31 - 1), r)
+
+
+def conv_transpose2d_acc(
+    xc: np.ndarray,
+    wc: np.ndarray,
+    *,
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    output_padding: Sequence[int],
+) -> np.ndarray:
+    """The scattered sums of (x - zp_x)(w - zp_w), exactly, as int64 [N, O, OH, OW].
+
+    xc: centred input [N, C, H, W]; wc: centred weight [C, O, kH, kW]. The GEMM runs in
+    float32 or float64 when every partial sum provably stays exact there, else in int64.
+    """
+    n, c, h, w = xc.shape
+    _, o, kh, kw = wc.shape
+    (sh, sw), (dh, dw) = strides, dilations
+    bound = dot_bound(c * kh * kw, xc, wc)
+    if bound >= 1 << 63:
+        raise KernelError(f"accumulator bound {bound} exceeds the int64 range")
+    dtype = np.float32 if bound < FLOAT32_EXACT else np.float64 if bound < FLOAT_EXACT else I64
+    wmat = wc.reshape(c, o * kh * kw).T.astype(dtype)
+    cols = np.matmul(wmat, xc.reshape(n, c, h * w).astype(dtype)).reshape(n, o, kh, kw, h, w)
+    full_h = sh * (h - 1) + window_extent(kh, dh) + output_padding[0]
+    full_w = sw * (w - 1) + window_extent(kw, dw) + output_padding[1]
+    full = np.zeros((n, o, full_h, full_w), dtype)
+    for i in range(kh):
+        for j in range(kw):
+            r0, c0 = i * dh, j * dw
+            full[:, :, r0 : r0 + sh * (h - 1) + 1 : sh, c0 : c0 + sw * (w - 1) + 1 : sw] += cols[
+                :, :, i, j
+            ]
+    top, left, bottom, right = pads
+    return full[:, :, top : full_h - bottom, left : full_w - right].astype(I64)

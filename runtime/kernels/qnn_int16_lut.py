@@ -1,8 +1,8 @@
 """Integer kernels of TFLite's 16-bit table activations (dialects/qnn_int16.py).
 
 The functions are exact integer transcriptions of the semantics documented on the ops
-and in docs/quantization.md ("16-bit LOGISTIC, TANH and SOFTMAX"); importing the module
-registers them in QNN_KERNELS.
+and in docs/quantization.md ("16-bit LOGISTIC, TANH and SOFTMAX"); runtime/qnn_kernels.py
+applies them to the ops.
 """
 
 from __future__ import annotations
@@ -10,12 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from npuc.diagnostics import KernelError
-from npuc.dialects import qnn_int16 as q16
-from npuc.runtime.kernels.integer import requantize
-from npuc.runtime.kernels.qnn_arith import _bit_length
-from npuc.runtime.nn_interpreter import _v
-from npuc.runtime.qnn_kernels import _dtype, register_qnn_kernel
-from npuc.tensors import from_dense
+from npuc.integer import requantize
+
+from .qnn_arith import bit_length
 
 I64 = np.int64
 
@@ -71,23 +68,9 @@ def softmax_lut(
     total = exps.sum(axis=-1, keepdims=True)
     if np.any(total < 2) or np.any(total >= 1 << 31):  # TFLite's shifts need 2 <= sum < 2^31
         raise KernelError("softmax_lut: a row's sum of exponentials is outside [2, 2^31)")
-    headroom = 32 - _bit_length(total)  # count of leading zeros of the uint32 sum
+    headroom = 32 - bit_length(total)  # count of leading zeros of the uint32 sum
     normalised = ((total << (headroom - 1)) + (1 << 13)) >> 14
     reciprocal = lut_lookup_513(np.clip(normalised - (3 << 15), -32768, 32767), recip_table)
     right = 31 - headroom
     y = (exps * reciprocal + (I64(1) << (right - 1))) >> right
     return np.clip(y, 0, 32767)
-
-
-@register_qnn_kernel(q16.SigmoidLutOp)
-def _sigmoid_lut(op: q16.SigmoidLutOp, a: list[np.ndarray]) -> list[np.ndarray]:
-    y = sigmoid_lut(a[0], op.function.data, _v(op.input_multiplier), _v(op.input_shift),
-                    from_dense(op.table))  # fmt: skip
-    return [y.astype(_dtype(op.output))]
-
-
-@register_qnn_kernel(q16.SoftmaxLutOp)
-def _softmax_lut(op: q16.SoftmaxLutOp, a: list[np.ndarray]) -> list[np.ndarray]:
-    y = softmax_lut(a[0], _v(op.input_multiplier), _v(op.input_shift),
-                    from_dense(op.exp_table), from_dense(op.reciprocal_table))  # fmt: skip
-    return [y.astype(_dtype(op.output))]

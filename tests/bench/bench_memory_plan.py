@@ -18,7 +18,7 @@ import argparse
 import random
 import time
 
-from npuc.backend.memory_plan import (
+from npuc.passes.memory.plan import (
     Buffer,
     greedy_by_conflicts,
     greedy_by_size,
@@ -26,7 +26,7 @@ from npuc.backend.memory_plan import (
     naive_size,
     plan,
 )
-from npuc.backend.memory_report import verify_placement
+from npuc.passes.memory.report import verify_placement
 
 
 def network_instance(rng: random.Random, n: int) -> list[Buffer]:

@@ -27,10 +27,10 @@ from onnx_models import LIGHT_DIR
 from shared_models import MBV2
 
 import npuc.api as api
-from npuc.backend.memory_assign import plan_function
-from npuc.backend.memory_plan import greedy_by_size, lower_bound, naive_size
-from npuc.backend.memory_report import verify_placement
 from npuc.graph_io import entry_function
+from npuc.passes.memory.assign import plan_function
+from npuc.passes.memory.plan import greedy_by_size, lower_bound, naive_size
+from npuc.passes.memory.report import verify_placement
 from npuc.registry import DEFAULT_PIPELINE
 from npuc.target import load_target
 

@@ -22,7 +22,7 @@ from npuc.passes.lower_to_npu import program_of
 from npuc.runtime.cycle_model import estimate
 from npuc.runtime.executor import Executor
 from npuc.runtime.loader import load
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 from npuc.target import load_target
 
 MODEL = MBV2
@@ -40,15 +40,16 @@ def compile_binary(target: str, optimise: str | None) -> bytes:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--no-compile-time", action="store_true",
-                        help="skip timing the compiler")  # fmt: skip
+    parser.add_argument("--no-compile-time", action="store_true", help="skip timing the compiler")
     parser.add_argument("--target", default="ethos-u55-256-hee")
     args = parser.parse_args()
 
     for optimise in () if args.no_compile_time else ("performance", "size"):
         seconds = times(lambda o=optimise: compile_binary(args.target, o), 3)
-        print(f"compile (import, tile, plan, lower, encode) {optimise}: "
-              f"best of 3 {min(seconds):.2f} s")  # fmt: skip
+        print(
+            f"compile (import, tile, plan, lower, encode) {optimise}: "
+            f"best of 3 {min(seconds):.2f} s"
+        )
     program = load(compile_binary(args.target, "performance"))
     untiled = Executor(load(compile_binary(args.target, None)))
     executor = Executor(program)
@@ -68,18 +69,24 @@ def main() -> None:
             data, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, 1, x
         ),
     }
-    outputs = {label: np.asarray(next(iter(run().values())) if label.startswith("npuc")
-                                 else run()) for label, run in engines.items()}  # fmt: skip
+    outputs = {
+        label: np.asarray(next(iter(run().values())) if label.startswith("npuc") else run())
+        for label, run in engines.items()
+    }
     in_turn: dict[str, list[float]] = {label: [] for label in engines}
     for _ in range(args.repeat):  # round robin: a change in machine speed hits every engine
         for label, run in engines.items():
             in_turn[label].extend(times(run, 1))
     back_to_back = {label: times(run, args.repeat) for label, run in engines.items()}
-    print(f"latency, median of {args.repeat} runs, 1 thread each; the tiled program has "
-          f"{len(program.instructions)} instructions, the untiled "
-          f"{len(untiled.program.instructions)}:")  # fmt: skip
-    for order, samples in (("engines in turn, run by run", in_turn),
-                           ("each engine's runs back to back", back_to_back)):  # fmt: skip
+    print(
+        f"latency, median of {args.repeat} runs, 1 thread each; the tiled program has "
+        f"{len(program.instructions)} instructions, the untiled "
+        f"{len(untiled.program.instructions)}:"
+    )
+    for order, samples in (
+        ("engines in turn, run by run", in_turn),
+        ("each engine's runs back to back", back_to_back),
+    ):
         medians = {label: statistics.median(t) for label, t in samples.items()}
         reference_t = medians["LiteRT reference kernels"]
         builtin_t = medians["LiteRT default kernels, no delegate"]
@@ -88,16 +95,20 @@ def main() -> None:
             print(f"  {label:46s} {t * 1e3:8.2f} ms")
         for label in [label for label in engines if label.startswith("npuc")]:
             t = medians[label]
-            print(f"  {label}: {reference_t / t:.2f}x faster than LiteRT's reference kernels, "
-                  f"{t / builtin_t:.2f}x the time of its default kernels")  # fmt: skip
+            print(
+                f"  {label}: {reference_t / t:.2f}x faster than LiteRT's reference kernels, "
+                f"{t / builtin_t:.2f}x the time of its default kernels"
+            )
     ours = outputs["npuc runtime, program tiled for the target"]
     reference = next(iter(run_module(load_model(MODEL), {name: x}).values()))
     same = np.array_equal(ours, reference)
     untiled_same = np.array_equal(outputs["npuc runtime, untiled program"], reference)
     assert np.array_equal(outputs["npuc runtime, tiled, an instruction at a time"], ours)
     litert_same = np.array_equal(ours, outputs["LiteRT reference kernels"])
-    print(f"runtime outputs (tiled, untiled) equal the qnn interpreter's: {same}, "
-          f"{untiled_same}; LiteRT reference's: {litert_same}")  # fmt: skip
+    print(
+        f"runtime outputs (tiled, untiled) equal the qnn interpreter's: {same}, "
+        f"{untiled_same}; LiteRT reference's: {litert_same}"
+    )
     target = load_target(args.target)
     profile = estimate(program, target)
     ms = profile.total_cycles / (target.clock_mhz * 1e3)

@@ -27,7 +27,7 @@ from shared_models import MBV2
 
 from npuc.frontends.tflite import import_tflite
 from npuc.graph_io import entry_function, input_names
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(TESTS), str(TESTS / "frontends")]
@@ -44,8 +44,9 @@ def times(fn: Callable[[], object], repeat: int) -> list[float]:
 
 
 def litert_runner(data: bytes, kind: OpResolverType, threads: int | None, x: np.ndarray):
-    interp = Interpreter(model_content=data, experimental_op_resolver_type=kind,
-                         num_threads=threads)  # fmt: skip
+    interp = Interpreter(
+        model_content=data, experimental_op_resolver_type=kind, num_threads=threads
+    )
     interp.allocate_tensors()
     inp, out = interp.get_input_details()[0]["index"], interp.get_output_details()[0]["index"]
 
@@ -72,9 +73,11 @@ def count_cases() -> None:
     code = pytest.main(["-q", "-p", "no:cacheprovider", "--no-header", *files])
     counts = collections.Counter(kind for kind, _ in tflite_builder.EXACT_CASES)
     elements = sum(n for _, n in tflite_builder.EXACT_CASES)
-    print(f"bit-exact single-op cases vs BUILTIN_REF (pytest exit {int(code)}): "
-          + ", ".join(f"{kind} input: {n}" for kind, n in sorted(counts.items()))
-          + f"; {sum(counts.values())} cases, {elements} output elements")  # fmt: skip
+    print(
+        f"bit-exact single-op cases vs BUILTIN_REF (pytest exit {int(code)}): "
+        + ", ".join(f"{kind} input: {n}" for kind, n in sorted(counts.items()))
+        + f"; {sum(counts.values())} cases, {elements} output elements"
+    )
 
 
 def main() -> None:
@@ -87,8 +90,10 @@ def main() -> None:
     data = args.model.read_bytes()
     import_times = times(lambda: import_tflite(data), 5)
     print(f"model: {args.model.name}")
-    print(f"import_tflite: best of 5 {min(import_times) * 1e3:.1f} ms "
-          f"(median {statistics.median(import_times) * 1e3:.1f} ms)")  # fmt: skip
+    print(
+        f"import_tflite: best of 5 {min(import_times) * 1e3:.1f} ms "
+        f"(median {statistics.median(import_times) * 1e3:.1f} ms)"
+    )
 
     module = import_tflite(data)
     name = input_names(entry_function(module))[0]
@@ -103,10 +108,12 @@ def main() -> None:
         "npuc qnn interpreter": npuc_run,
         "LiteRT BUILTIN_REF": litert_runner(data, OpResolverType.BUILTIN_REF, None, x),
         "LiteRT builtin, no delegate, 1 thread": litert_runner(
-            data, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, 1, x),
+            data, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, 1, x
+        ),
         "LiteRT builtin, no delegate, 2 threads": litert_runner(
-            data, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, 2, x),
-    }  # fmt: skip
+            data, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, 2, x
+        ),
+    }
     outputs, medians = {}, {}
     for label, run in engines.items():
         outputs[label] = run()  # warm-up
@@ -117,8 +124,10 @@ def main() -> None:
         print(f"  {label:40s} {t * 1e3:9.2f} ms   npuc / this = {ours / t:7.2f}x")
     ref = outputs["LiteRT BUILTIN_REF"].astype(np.int64)
     diff = np.abs(outputs["npuc qnn interpreter"].astype(np.int64) - ref)
-    print(f"npuc vs BUILTIN_REF output: {int((diff != 0).sum())}/{diff.size} elements differ, "
-          f"max |diff| {int(diff.max())} (SOFTMAX goes through float)")  # fmt: skip
+    print(
+        f"npuc vs BUILTIN_REF output: {int((diff != 0).sum())}/{diff.size} elements differ, "
+        f"max |diff| {int(diff.max())} (SOFTMAX goes through float)"
+    )
     if not args.skip_cases:
         count_cases()
 

@@ -28,8 +28,14 @@ from npuc.target import load_target
 
 MODEL = MBV2
 TARGET = "ethos-u55-256-hee"
-VELA_ARGS = ["--accelerator-config", "ethos-u55-256", "--system-config",
-             "Ethos_U55_High_End_Embedded", "--memory-mode", "Shared_Sram"]  # fmt: skip
+VELA_ARGS = [
+    "--accelerator-config",
+    "ethos-u55-256",
+    "--system-config",
+    "Ethos_U55_High_End_Embedded",
+    "--memory-mode",
+    "Shared_Sram",
+]
 
 
 def vela_layers(model: Path, optimise: str) -> dict[str, int]:
@@ -37,10 +43,20 @@ def vela_layers(model: Path, optimise: str) -> dict[str, int]:
     vela = shutil.which("vela") or str(Path(__file__).parents[2] / ".venv" / "bin" / "vela")
     with tempfile.TemporaryDirectory() as out:
         done = subprocess.run(
-            [vela, str(model), *VELA_ARGS, "--optimise", optimise.capitalize(),
-             "--verbose-performance", "--output-dir", out],
-            capture_output=True, text=True, check=True,
-        )  # fmt: skip
+            [
+                vela,
+                str(model),
+                *VELA_ARGS,
+                "--optimise",
+                optimise.capitalize(),
+                "--verbose-performance",
+                "--output-dir",
+                out,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     lines = done.stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("Original Operator"))
     # The dashed line under the header gives each column's character span.
@@ -63,8 +79,11 @@ def _layer(name: str) -> str:
 
 def npuc_layers(model: Path, optimise: str) -> tuple[dict[str, int], int]:
     module = load_model(model)
-    apply_pipeline(module, f"tile{{target={TARGET} optimise={optimise}}},"
-                           f"plan-memory{{target={TARGET} io=arena}},lower-to-npu")  # fmt: skip
+    apply_pipeline(
+        module,
+        f"tile{{target={TARGET} optimise={optimise}}},"
+        f"plan-memory{{target={TARGET} io=arena}},lower-to-npu",
+    )
     profile = estimate(program_of(module), load_target(TARGET))
     return {layer.name: layer.cycles for layer in profile.layers}, profile.total_cycles
 
@@ -86,8 +105,10 @@ def main() -> None:
     pearson = float(np.corrcoef(a, b)[0, 1])
     ranks = float(np.corrcoef(np.argsort(np.argsort(a)), np.argsort(np.argsort(b)))[0, 1])
     unmatched = f"; unmatched names: {missing}" if missing else ""
-    print(f"per-layer correlation over {len(common)} layers: Pearson {pearson:.3f}, "
-          f"Spearman {ranks:.3f}{unmatched}")  # fmt: skip
+    print(
+        f"per-layer correlation over {len(common)} layers: Pearson {pearson:.3f}, "
+        f"Spearman {ranks:.3f}{unmatched}"
+    )
     worst = sorted(common, key=lambda n: -abs(np.log(max(ours[n], 1) / max(theirs[n], 1))))
     print("largest per-layer differences (npuc / Vela):")
     for name in worst[:8]:

@@ -43,13 +43,18 @@ def rows(name: str, calib_n: int | None, test_n: int | None, strategy: str) -> l
     for scheme, bits in VARIANTS:
         for corrected in (False, True):
             start = time.perf_counter()
-            config = QuantizeConfig(scheme=scheme, weight_bits=bits, bias_correction=corrected,
-                                    activation_strategy=strategy)  # fmt: skip
+            config = QuantizeConfig(
+                scheme=scheme,
+                weight_bits=bits,
+                bias_correction=corrected,
+                activation_strategy=strategy,
+            )
             out = run_npuc(quantize(module, statistics, config)[0], test.inputs, spec.batch)
             row = measure(spec, test, reference, out, scheme, time.perf_counter() - start)
             found.append((name, scheme, bits, corrected, row))
-            print(f"  {name} {scheme} w{bits} corrected={corrected}: {row.seconds:.0f} s",
-                  flush=True)  # fmt: skip
+            print(
+                f"  {name} {scheme} w{bits} corrected={corrected}: {row.seconds:.0f} s", flush=True
+            )
     return found
 
 
@@ -68,8 +73,10 @@ def main() -> None:
     print("\n| model | scheme | weight bits | bias correction | top-1 agr. | cosine | SQNR dB |")
     print("|---|---|---|---|---|---|---|")
     for name, scheme, bits, corrected, row in found:
-        print(f"| {name} | {scheme} | {bits} | {'yes' if corrected else 'no'} | "
-              f"{row.agreement:.4f} | {row.cosine:.5f} | {row.sqnr_db:.2f} |")  # fmt: skip
+        print(
+            f"| {name} | {scheme} | {bits} | {'yes' if corrected else 'no'} | "
+            f"{row.agreement:.4f} | {row.cosine:.5f} | {row.sqnr_db:.2f} |"
+        )
 
 
 if __name__ == "__main__":

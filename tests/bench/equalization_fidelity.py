@@ -104,8 +104,10 @@ def main() -> None:
         f"\n{'model':<18} {'scheme':<17} {'pairs':>5} {'equalized':>9} {'cosine':>9} {'SQNR dB':>8}"
     )
     for name, scheme, equalize, pairs, cos, sqnr in rows:
-        print(f"{name:<18} {scheme:<17} {pairs:>5} {'yes' if equalize else 'no':>9} "
-              f"{cos:>9.5f} {sqnr:>8.2f}")  # fmt: skip
+        print(
+            f"{name:<18} {scheme:<17} {pairs:>5} {'yes' if equalize else 'no':>9} "
+            f"{cos:>9.5f} {sqnr:>8.2f}"
+        )
 
 
 if __name__ == "__main__":

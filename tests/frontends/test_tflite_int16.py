@@ -11,9 +11,9 @@ from tflite_int16_cases import CASES, RNG, SAME, Q, conv_case, fc_case, single
 
 from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
-from npuc.frontends.tflite_int16 import tflite64_multiplier
-from npuc.runtime.kernels.integer import requantize, rounding_divide
-from npuc.runtime.qnn_kernels import run_module
+from npuc.frontends.tflite_quant import tflite64_multiplier
+from npuc.integer import requantize, rounding_divide
+from npuc.runtime.qnn_interpreter import run_module
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -74,8 +74,7 @@ def test_int64_bias_beyond_int32_is_refused() -> None:
 
 
 def test_int16_zero_point_is_refused() -> None:
-    data, _ = single("MUL", [Q([2, 4], 0.001, 3), Q([2, 4], 0.001)], Q([2, 4], 0.001),
-                     "MulOptions")  # fmt: skip
+    data, _ = single("MUL", [Q([2, 4], 0.001, 3), Q([2, 4], 0.001)], Q([2, 4], 0.001), "MulOptions")
     with pytest.raises(Exception, match="zero point"):
         import_tflite(data)
 

@@ -19,8 +19,15 @@ Q15 = 2.0**-15
 EVERY_INT16 = np.arange(-(2**15), 2**15, dtype=np.int64).astype(np.int16)
 
 
-def single(op: str, shape: Sequence[int], s_in: float, s_out: float = Q15, zp_in: int = 0,
-           options: str | None = None, **fields) -> bytes:  # fmt: skip
+def single(
+    op: str,
+    shape: Sequence[int],
+    s_in: float,
+    s_out: float = Q15,
+    zp_in: int = 0,
+    options: str | None = None,
+    **fields,
+) -> bytes:
     m = TFLiteModel()
     x = m.tensor("x", shape, np.int16, scale=s_in, zero_point=zp_in)
     y = m.tensor("y", shape, np.int16, scale=s_out, zero_point=0)
@@ -163,8 +170,9 @@ SOFTMAX_OPTIONS = {"options": "SoftmaxOptions", "Beta": 1.0}
         ("SOFTMAX", [], SOFTMAX_OPTIONS, "scalar"),
     ],
 )
-def test_what_litert_refuses_is_refused(op: str, shape: list[int], fields: dict,
-                                        reason: str) -> None:  # fmt: skip
+def test_what_litert_refuses_is_refused(
+    op: str, shape: list[int], fields: dict, reason: str
+) -> None:
     data = single(op, shape, 0.001, **fields)
     with pytest.raises(Exception, match=reason):
         import_tflite(data)

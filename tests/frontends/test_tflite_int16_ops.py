@@ -1,4 +1,4 @@
-"""16-bit TFLite operators beyond conv/add/pools (frontends/tflite_int16_more.py): npuc's
+"""16-bit TFLite operators beyond conv/add/pools (frontends/tflite_int16.py): npuc's
 qnn import and interpreter equal LiteRT's reference kernels bit for bit, and the 16-bit
 forms LiteRT rejects (checked in a subprocess) or mis-computes are refused."""
 
@@ -16,10 +16,9 @@ from tflite_builder import TFLiteModel, check_exact, run_litert
 
 from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
-from npuc.dialects import qnn_more as qm
-from npuc.dialects.qnn_transpose import ConvTranspose2dOp
+from npuc.dialects.qnn import ConvTranspose2dOp
 from npuc.frontends.tflite import import_tflite
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 RNG = np.random.default_rng(1608)
 SAME, VALID = 0, 1
@@ -30,8 +29,14 @@ EVERY_INT16 = np.arange(-(2**15), 2**15, dtype=np.int64).astype(np.int16).reshap
 class Q:
     """A quantized tensor spec: int16 activation by default; `data` makes it a constant."""
 
-    def __init__(self, shape: Sequence[int], scale: float, zp: int = 0, dtype=np.int16,
-                 data: np.ndarray | None = None):  # fmt: skip
+    def __init__(
+        self,
+        shape: Sequence[int],
+        scale: float,
+        zp: int = 0,
+        dtype=np.int16,
+        data: np.ndarray | None = None,
+    ):
         self.shape, self.scale, self.zp = list(shape), scale, zp
         self.dtype, self.data = np.dtype(dtype), data
 
@@ -41,17 +46,28 @@ def feed(spec: Q) -> np.ndarray:
     return RNG.integers(info.min, info.max + 1, spec.shape).astype(spec.dtype)
 
 
-def model(op: str, inputs: Sequence, outs: Q | Sequence, options: str | None = None,
-          feeds: Sequence[np.ndarray] | None = None,
-          **fields) -> tuple[bytes, list[np.ndarray]]:  # fmt: skip
+def model(
+    op: str,
+    inputs: Sequence,
+    outs: Q | Sequence,
+    options: str | None = None,
+    feeds: Sequence[np.ndarray] | None = None,
+    **fields,
+) -> tuple[bytes, list[np.ndarray]]:
     """A one-operator model. Inputs: Q, ("w", int8 data, scales, axis), ("b", bias data,
     scales) or plain int32/int64 constants; outputs: Q or (shape, dtype) (a list: several)."""
     m = TFLiteModel()
     ids, args, made = [], [], []
     for i, spec in enumerate(inputs):
         if isinstance(spec, Q):
-            t = m.tensor(f"x{i}", spec.shape, spec.dtype, data=spec.data, scale=spec.scale,
-                         zero_point=spec.zp)  # fmt: skip
+            t = m.tensor(
+                f"x{i}",
+                spec.shape,
+                spec.dtype,
+                data=spec.data,
+                scale=spec.scale,
+                zero_point=spec.zp,
+            )
             if spec.data is None:
                 args.append(t)
                 made.append(feed(spec))
@@ -75,15 +91,31 @@ def model(op: str, inputs: Sequence, outs: Q | Sequence, options: str | None = N
     return m.build(args, ys), list(feeds) if feeds is not None else made
 
 
-def every_value(op: str, s_in: float, s_out: float, options: str | None = None,
-                zp: int = 0, **fields):  # fmt: skip
+def every_value(
+    op: str, s_in: float, s_out: float, options: str | None = None, zp: int = 0, **fields
+):
     """Every int16 input value once through a unary op."""
-    return model(op, [Q([256, 256], s_in, zp)], Q([256, 256], s_out, zp), options,
-                 feeds=[EVERY_INT16], **fields)  # fmt: skip
+    return model(
+        op,
+        [Q([256, 256], s_in, zp)],
+        Q([256, 256], s_out, zp),
+        options,
+        feeds=[EVERY_INT16],
+        **fields,
+    )
 
 
-def transpose_conv(x_shape, out_hw, out_channels: int, kernel, stride: int, padding: int,
-                   per_channel: bool = True, bias=np.int64, act: int = 0):  # fmt: skip
+def transpose_conv(
+    x_shape,
+    out_hw,
+    out_channels: int,
+    kernel,
+    stride: int,
+    padding: int,
+    per_channel: bool = True,
+    bias=np.int64,
+    act: int = 0,
+):
     n, _, _, c = x_shape
     w = RNG.integers(-127, 128, [out_channels, *kernel, c]).astype(np.int8)
     ws = RNG.uniform(0.002, 0.02, out_channels if per_channel else 1).astype(np.float32)
@@ -92,9 +124,16 @@ def transpose_conv(x_shape, out_hw, out_channels: int, kernel, stride: int, padd
     if bias is not None:
         data = RNG.integers(-(2**20), 2**20, out_channels).astype(bias)
         inputs.append(("b", data, np.broadcast_to(ws * 0.0004, out_channels)))
-    return model("TRANSPOSE_CONV", inputs, Q(out_shape, 0.001), "TransposeConvOptions",
-                 Padding=padding, StrideH=stride, StrideW=stride,
-                 FusedActivationFunction=act)  # fmt: skip
+    return model(
+        "TRANSPOSE_CONV",
+        inputs,
+        Q(out_shape, 0.001),
+        "TransposeConvOptions",
+        Padding=padding,
+        StrideH=stride,
+        StrideW=stride,
+        FusedActivationFunction=act,
+    )
 
 
 def matmul(a: Q, b: Q, out: Q, **adj):
@@ -102,8 +141,13 @@ def matmul(a: Q, b: Q, out: Q, **adj):
 
 
 def div(shape_a, shape_b, s_a: float, s_b: float, s_out: float, act: int = 0, zp: int = 0):
-    data, feeds = model("DIV", [Q(shape_a, s_a, zp), Q(shape_b, s_b, zp)], Q(shape_a, s_out, zp),
-                        "DivOptions", FusedActivationFunction=act)  # fmt: skip
+    data, feeds = model(
+        "DIV",
+        [Q(shape_a, s_a, zp), Q(shape_b, s_b, zp)],
+        Q(shape_a, s_out, zp),
+        "DivOptions",
+        FusedActivationFunction=act,
+    )
     feeds[1] = np.where(feeds[1] == zp, np.int16(zp + 1), feeds[1])  # no division by zero
     feeds[0].flat[:5] = [zp, zp + 1, zp - 1, zp + 3, zp - 7]  # rounding shifts of 32 and more
     return data, feeds
@@ -111,16 +155,29 @@ def div(shape_a, shape_b, s_a: float, s_b: float, s_out: float, act: int = 0, zp
 
 def reduce(op: str, shape, axes, keep: bool, s_in: float, s_out: float):
     reduced = {a % len(shape) for a in axes}
-    out = [1 if i in reduced else d for i, d in enumerate(shape)] if keep else [
-        d for i, d in enumerate(shape) if i not in reduced]  # fmt: skip
-    return model(op, [Q(shape, s_in), np.array(axes, np.int32)], Q(out, s_out), "ReducerOptions",
-                 KeepDims=keep)  # fmt: skip
+    out = (
+        [1 if i in reduced else d for i, d in enumerate(shape)]
+        if keep
+        else [d for i, d in enumerate(shape) if i not in reduced]
+    )
+    return model(
+        op,
+        [Q(shape, s_in), np.array(axes, np.int32)],
+        Q(out, s_out),
+        "ReducerOptions",
+        KeepDims=keep,
+    )
 
 
 def resize(op: str, shape, size, options: str, zp: int = 0, **fields):
     n, _, _, c = shape
-    return model(op, [Q(shape, 0.0005, zp), np.array(size, np.int32)], Q([n, *size, c], 0.0005, zp),
-                 options, **fields)  # fmt: skip
+    return model(
+        op,
+        [Q(shape, 0.0005, zp), np.array(size, np.int32)],
+        Q([n, *size, c], 0.0005, zp),
+        options,
+        **fields,
+    )
 
 
 def int8_alpha(shape, scale: float, zp: int = 0) -> Q:
@@ -246,8 +303,10 @@ def ops_of(data: bytes, kind: type) -> list:
 
 def test_weighted_ops_rescale_like_tflite_64bit() -> None:
     """The 64-bit MultiplyByQuantizedMultiplier: 15-bit multipliers, one half-up rounding."""
-    for data, kind in ((CASES["transpose_conv_same_s2"]()[0], ConvTranspose2dOp),
-                       (CASES["batch_matmul_2d"]()[0], qnn.MatMulOp)):  # fmt: skip
+    for data, kind in (
+        (CASES["transpose_conv_same_s2"]()[0], ConvTranspose2dOp),
+        (CASES["batch_matmul_2d"]()[0], qnn.MatMulOp),
+    ):
         (op,) = ops_of(data, kind)
         assert op.rounding.data == "half_up"
         assert all(2**14 <= m < 2**15 for m in op.multiplier.get_values())
@@ -256,7 +315,7 @@ def test_weighted_ops_rescale_like_tflite_64bit() -> None:
 def test_table_and_slope_forms() -> None:
     (lut,) = ops_of(CASES["gelu"]()[0], qnn.LutOp)
     assert tuple(lut.table.get_shape()) == (65536,)
-    (prelu,) = ops_of(CASES["leaky_relu"]()[0], qm.PReluOp)
+    (prelu,) = ops_of(CASES["leaky_relu"]()[0], qnn.PReluOp)
     assert prelu.alpha_multiplier.value.data > 0
 
 
@@ -266,11 +325,15 @@ def test_int16_alpha_is_read_as_int8_bytes_by_litert() -> None:
     alpha = np.array([100, -200, 300, 1, 0, -1, 50, 7], np.int16)
     x = np.array([[-1000] * 8, [-30000] * 8, [5] * 8], np.int16)
     as16, _ = model("PRELU", [Q([3, 8], S), Q([8], 0.001, data=alpha)], Q([3, 8], 0.0003))
-    as8, _ = model("PRELU", [Q([3, 8], S), Q([8], 0.001, 0, np.int8, alpha.view(np.int8)[:8])],
-                   Q([3, 8], 0.0003))  # fmt: skip
+    as8, _ = model(
+        "PRELU",
+        [Q([3, 8], S), Q([8], 0.001, 0, np.int8, alpha.view(np.int8)[:8])],
+        Q([3, 8], 0.0003),
+    )
     np.testing.assert_array_equal(run_litert(as16, [x])[0], run_litert(as8, [x])[0])
-    np.testing.assert_array_equal(run_module(import_tflite(as8), {"x0": x})["y0"],
-                                  run_litert(as8, [x])[0])  # fmt: skip
+    np.testing.assert_array_equal(
+        run_module(import_tflite(as8), {"x0": x})["y0"], run_litert(as8, [x])[0]
+    )
     assert "reads it as per-tensor int8" in refused(as16)
 
 
@@ -304,8 +367,13 @@ REJECTED = {
 
 
 def reduce_zp(op: str):
-    return model(op, [Q([3, 4], S, 3), np.array([1], np.int32)], Q([3], S, 3), "ReducerOptions",
-                 KeepDims=False)  # fmt: skip
+    return model(
+        op,
+        [Q([3, 4], S, 3), np.array([1], np.int32)],
+        Q([3], S, 3),
+        "ReducerOptions",
+        KeepDims=False,
+    )
 
 
 _PROBE = """
@@ -328,8 +396,10 @@ def litert_verdicts(models: dict[str, tuple[bytes, list[np.ndarray]]]) -> dict[s
     while pending := {k: v for k, v in models.items() if k not in verdicts}:
         run = subprocess.run(
             [sys.executable, "-c", _PROBE, str(Path(__file__).parents[1])],
-            input=pickle.dumps(pending), capture_output=True, timeout=120,
-        )  # fmt: skip
+            input=pickle.dumps(pending),
+            capture_output=True,
+            timeout=120,
+        )
         for line in run.stdout.decode().splitlines():
             name, _, verdict = line.partition(" ")
             verdicts[name] = verdict or "aborted"
@@ -360,12 +430,22 @@ def test_what_litert_rejects_is_refused(op: str, rejected) -> None:
         # LiteRT runs its uint8 SUM code on the int16 buffers (uninitialised bytes leak out).
         (lambda: reduce("SUM", [3, 10], [1], False, S, S), "uint8 code"),
         # LiteRT reads an int32 bias as int64 (every output saturates).
-        (lambda: transpose_conv([1, 4, 4, 3], [8, 8], 4, [3, 3], 2, SAME, bias=np.int32),
-         "int64 expected"),
+        (
+            lambda: transpose_conv([1, 4, 4, 3], [8, 8], 4, [3, 3], 2, SAME, bias=np.int32),
+            "int64 expected",
+        ),
         # LiteRT copies the stored values whatever the scales: not a concatenation.
-        (lambda: model("CONCATENATION", [Q([2, 3], S), Q([2, 4], 0.0003)], Q([2, 7], S),
-                       "ConcatenationOptions", Axis=1), "quantization differ"),
+        (
+            lambda: model(
+                "CONCATENATION",
+                [Q([2, 3], S), Q([2, 4], 0.0003)],
+                Q([2, 7], S),
+                "ConcatenationOptions",
+                Axis=1,
+            ),
+            "quantization differ",
+        ),
     ],
-)  # fmt: skip
+)
 def test_what_litert_miscomputes_is_refused(build, reason: str) -> None:
     assert reason in refused(build()[0])

@@ -17,13 +17,14 @@ from tflite_builder import TFLiteModel, check_exact, run_litert
 from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 RNG = np.random.default_rng(16)
 
 
-def pot_model(op: str, shapes: Sequence[Sequence[int]], exponents: Sequence[int],
-              act: int = 0) -> tuple[bytes, list[np.ndarray]]:  # fmt: skip
+def pot_model(
+    op: str, shapes: Sequence[Sequence[int]], exponents: Sequence[int], act: int = 0
+) -> tuple[bytes, list[np.ndarray]]:
     """An int16 ADD/SUB with scales 2^e (lhs, rhs, output), zero points 0, PotScaleInt16."""
     a_shape, b_shape = shapes
     out_shape = list(np.broadcast_shapes(tuple(a_shape), tuple(b_shape)))
@@ -45,8 +46,9 @@ def rounding_divide_by_pot(x: np.ndarray, exponent: int) -> np.ndarray:
     return (x >> exponent) + ((x & mask) > threshold)
 
 
-def pot_reference(op: str, feeds: Sequence[np.ndarray], exponents: Sequence[int],
-                  act: int) -> np.ndarray:  # fmt: skip
+def pot_reference(
+    op: str, feeds: Sequence[np.ndarray], exponents: Sequence[int], act: int
+) -> np.ndarray:
     """TFLite's POT kernel per (broadcast) element: saturate16(a' +- b'), then the activation."""
     a, b = np.broadcast_arrays(*feeds)
     a = rounding_divide_by_pot(a, exponents[2] - exponents[0])
@@ -80,10 +82,13 @@ def test_pot_sub_bit_exact(case: str) -> None:
     check_exact(data, feeds)
 
 
-@pytest.mark.parametrize(("shapes", "exponents", "act"), [
-    ([[2, 64], [2, 64]], [-12, -10, -10], 0),
-    ([[3, 40], [3, 40]], [-9, -11, -9], 1),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("shapes", "exponents", "act"),
+    [
+        ([[2, 64], [2, 64]], [-12, -10, -10], 0),
+        ([[3, 40], [3, 40]], [-9, -11, -9], 1),
+    ],
+)
 def test_pot_add_reference_model_matches_litert(shapes, exponents, act) -> None:
     data, feeds = pot_model("ADD", shapes, exponents, act)
     want = run_litert(data, feeds)[0]
@@ -91,12 +96,15 @@ def test_pot_add_reference_model_matches_litert(shapes, exponents, act) -> None:
     np.testing.assert_array_equal(run_npuc(data, feeds), want)
 
 
-@pytest.mark.parametrize(("shapes", "exponents", "act"), [
-    ([[2, 64], [1, 64]], [-12, -10, -10], 0),
-    ([[1, 64], [3, 64]], [-10, -13, -10], 0),
-    ([[1, 4, 4, 8], [1, 1, 1, 8]], [-10, -11, -10], 1),
-    ([[3, 1], [1, 5]], [-14, -10, -10], 0),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("shapes", "exponents", "act"),
+    [
+        ([[2, 64], [1, 64]], [-12, -10, -10], 0),
+        ([[1, 64], [3, 64]], [-10, -13, -10], 0),
+        ([[1, 4, 4, 8], [1, 1, 1, 8]], [-10, -11, -10], 1),
+        ([[3, 1], [1, 5]], [-14, -10, -10], 0),
+    ],
+)
 def test_pot_add_broadcast_matches_the_kernel_rule(shapes, exponents, act) -> None:
     data, feeds = pot_model("ADD", shapes, exponents, act)
     got = run_npuc(data, feeds)

@@ -10,9 +10,9 @@ from tflite_builder import TFLiteModel, check_exact, run_litert
 
 from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
-from npuc.frontends.tflite_qops import tflite_multiplier
-from npuc.runtime.kernels.integer import quantize_multiplier
-from npuc.runtime.qnn_kernels import run_module
+from npuc.frontends.tflite_quant import tflite_multiplier
+from npuc.integer import quantize_multiplier
+from npuc.runtime.qnn_interpreter import run_module
 
 RNG = np.random.default_rng(99)
 SAME, VALID = 0, 1
@@ -32,8 +32,9 @@ def weights(shape: Sequence[int], axis: int | None) -> tuple[np.ndarray, np.ndar
     return w, RNG.uniform(0.002, 0.02, n).astype(np.float32)
 
 
-def single(op: str, inputs: Sequence, outs: Q | Sequence[Q], options: str | None = None,
-           **fields) -> tuple[bytes, list[np.ndarray]]:  # fmt: skip
+def single(
+    op: str, inputs: Sequence, outs: Q | Sequence[Q], options: str | None = None, **fields
+) -> tuple[bytes, list[np.ndarray]]:
     """A one-operator int8 model; inputs are Q (activations), ("w", array, scales, axis),
     ("b", int32 array, scales) or plain int32 arrays (shapes, axes)."""
     m = TFLiteModel()
@@ -54,44 +55,82 @@ def single(op: str, inputs: Sequence, outs: Q | Sequence[Q], options: str | None
             t = m.tensor(f"c{i}", data.shape, data.dtype, data=data)
         ids.append(t)
     outs = [outs] if isinstance(outs, Q) else list(outs)
-    out_ids = [m.tensor(f"y{i}", q.shape, np.int8, scale=q.scale, zero_point=q.zp)
-               for i, q in enumerate(outs)]  # fmt: skip
+    out_ids = [
+        m.tensor(f"y{i}", q.shape, np.int8, scale=q.scale, zero_point=q.zp)
+        for i, q in enumerate(outs)
+    ]
     m.op(op, ids, out_ids, options, **fields)
     return m.build(args, out_ids), feeds
 
 
-def conv_case(kernel: Sequence[int], channels: int, cin: int, stride: int, padding: int,
-              act: int, out_hw: Sequence[int]) -> tuple[bytes, list[np.ndarray]]:  # fmt: skip
+def conv_case(
+    kernel: Sequence[int],
+    channels: int,
+    cin: int,
+    stride: int,
+    padding: int,
+    act: int,
+    out_hw: Sequence[int],
+) -> tuple[bytes, list[np.ndarray]]:
     w, ws = weights([channels, *kernel, cin], 0)
     x = Q([1, 9, 9, cin], 0.05, -7)
     bias = RNG.integers(-3000, 3000, channels).astype(np.int32)
-    return single("CONV_2D", [x, ("w", w, ws, 0), ("b", bias, ws * 0.05)],
-                  Q([1, *out_hw, channels], 0.09, 5), "Conv2DOptions", Padding=padding,
-                  StrideH=stride, StrideW=stride, FusedActivationFunction=act, **CONV)  # fmt: skip
+    return single(
+        "CONV_2D",
+        [x, ("w", w, ws, 0), ("b", bias, ws * 0.05)],
+        Q([1, *out_hw, channels], 0.09, 5),
+        "Conv2DOptions",
+        Padding=padding,
+        StrideH=stride,
+        StrideW=stride,
+        FusedActivationFunction=act,
+        **CONV,
+    )
 
 
 def depthwise_case(act: int, multiplier: int) -> tuple[bytes, list[np.ndarray]]:
     c = 3 * multiplier
     w, ws = weights([1, 3, 3, c], 3)
     bias = RNG.integers(-2000, 2000, c).astype(np.int32)
-    return single("DEPTHWISE_CONV_2D", [Q([1, 8, 8, 3], 0.04, 3), ("w", w, ws, 3),
-                                        ("b", bias, ws * 0.04)], Q([1, 8, 8, c], 0.03, -20),
-                  "DepthwiseConv2DOptions", Padding=SAME, StrideH=1, StrideW=1,
-                  DepthMultiplier=multiplier, FusedActivationFunction=act, **CONV)  # fmt: skip
+    return single(
+        "DEPTHWISE_CONV_2D",
+        [Q([1, 8, 8, 3], 0.04, 3), ("w", w, ws, 3), ("b", bias, ws * 0.04)],
+        Q([1, 8, 8, c], 0.03, -20),
+        "DepthwiseConv2DOptions",
+        Padding=SAME,
+        StrideH=1,
+        StrideW=1,
+        DepthMultiplier=multiplier,
+        FusedActivationFunction=act,
+        **CONV,
+    )
 
 
 def fc_case(per_channel: bool) -> tuple[bytes, list[np.ndarray]]:
     w, ws = weights([10, 32], 0 if per_channel else None)
     bias = RNG.integers(-5000, 5000, 10).astype(np.int32)
-    return single("FULLY_CONNECTED", [Q([3, 32], 0.037, -11), ("w", w, ws, 0),
-                                      ("b", bias, ws * 0.037)], Q([3, 10], 0.21, 9),
-                  "FullyConnectedOptions", FusedActivationFunction=1)  # fmt: skip
+    return single(
+        "FULLY_CONNECTED",
+        [Q([3, 32], 0.037, -11), ("w", w, ws, 0), ("b", bias, ws * 0.037)],
+        Q([3, 10], 0.21, 9),
+        "FullyConnectedOptions",
+        FusedActivationFunction=1,
+    )
 
 
 def pool_case(op: str, kernel: int, stride: int, padding: int, out: int, zp: int, act: int = 0):
-    return single(op, [Q([1, 9, 9, 4], 0.1, zp)], Q([1, out, out, 4], 0.1, zp), "Pool2DOptions",
-                  Padding=padding, StrideH=stride, StrideW=stride, FilterHeight=kernel,
-                  FilterWidth=kernel, FusedActivationFunction=act)  # fmt: skip
+    return single(
+        op,
+        [Q([1, 9, 9, 4], 0.1, zp)],
+        Q([1, out, out, 4], 0.1, zp),
+        "Pool2DOptions",
+        Padding=padding,
+        StrideH=stride,
+        StrideW=stride,
+        FilterHeight=kernel,
+        FilterWidth=kernel,
+        FusedActivationFunction=act,
+    )
 
 
 CASES = {

@@ -11,13 +11,20 @@ from tflite_builder import TFLiteModel
 from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 ALL_INT8 = np.arange(-128, 128, dtype=np.int8)
 # (input scale, input zero point): small and large ranges, zero points at both ends;
 # 0.003 takes HARD_SWISH's right-shift branch, the others its left-shift one.
-INPUT_PARAMS = [(0.05, -7), (0.1, 0), (0.0237, 30), (0.37, -128), (0.01, 127), (0.0625, 3),
-                (0.003, 10)]  # fmt: skip
+INPUT_PARAMS = [
+    (0.05, -7),
+    (0.1, 0),
+    (0.0237, 30),
+    (0.37, -128),
+    (0.01, 127),
+    (0.0625, 3),
+    (0.003, 10),
+]
 # op -> (output scale, output zero point, options table, options); LOGISTIC and TANH
 # outputs are fixed by TFLite (Prepare rejects anything else).
 OPS: dict[str, tuple[float, int, str | None, dict[str, Any]]] = {
@@ -33,8 +40,15 @@ OPS: dict[str, tuple[float, int, str | None, dict[str, Any]]] = {
 }
 
 
-def model(op: str, s_in: float, zp_in: int, s_out: float, zp_out: int,
-          options: str | None, fields: dict[str, Any]) -> bytes:  # fmt: skip
+def model(
+    op: str,
+    s_in: float,
+    zp_in: int,
+    s_out: float,
+    zp_out: int,
+    options: str | None,
+    fields: dict[str, Any],
+) -> bytes:
     m = TFLiteModel()
     x = m.tensor("x", [2, 128], np.int8, scale=s_in, zero_point=zp_in)
     y = m.tensor("y", [2, 128], np.int8, scale=s_out, zero_point=zp_out)
@@ -46,8 +60,11 @@ def litert(data: bytes, x: np.ndarray, reference: bool) -> np.ndarray:
     """LiteRT's reference kernels, or its builtin kernels without XNNPACK (for ELU)."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-    kind = (OpResolverType.BUILTIN_REF if reference
-            else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)  # fmt: skip
+    kind = (
+        OpResolverType.BUILTIN_REF
+        if reference
+        else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+    )
     interp = Interpreter(model_content=data, experimental_op_resolver_type=kind)
     interp.allocate_tensors()
     interp.set_tensor(interp.get_input_details()[0]["index"], x)

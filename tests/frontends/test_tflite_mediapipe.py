@@ -14,7 +14,7 @@ import pytest
 from tflite_builder import TFLiteModel
 
 from npuc.frontends.tflite import import_tflite
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 RNG = np.random.default_rng(5)
 SAME, VALID = 1, 2  # TfLitePadding
@@ -24,8 +24,9 @@ def crops(n: int, k: int, s: int, padding: int) -> int:
     return max(0, k - (n - 1) % s - 1) if padding == SAME else 0
 
 
-def mediapipe_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, strides: tuple[int, int],
-                        padding: int) -> np.ndarray:  # fmt: skip
+def mediapipe_reference(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray, strides: tuple[int, int], padding: int
+) -> np.ndarray:
     (_, h, wd, _), (o, kh, kw, _), (sh, sw) = x.shape, w.shape, strides
     ch, cw = crops(h, kh, sh, padding), crops(wd, kw, sw, padding)
     full_h, full_w = sh * (h - 1) + kh, sw * (wd - 1) + kw
@@ -40,9 +41,14 @@ def mediapipe_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, strides: tu
 
 @pytest.mark.parametrize(
     ("hw", "kernel", "strides", "padding"),
-    [((8, 8), (2, 2), (2, 2), SAME), ((5, 7), (3, 3), (2, 2), SAME), ((6, 5), (4, 3), (2, 3), SAME),
-     ((4, 4), (3, 3), (2, 2), VALID), ((5, 5), (3, 3), (1, 1), SAME)],
-)  # fmt: skip
+    [
+        ((8, 8), (2, 2), (2, 2), SAME),
+        ((5, 7), (3, 3), (2, 2), SAME),
+        ((6, 5), (4, 3), (2, 3), SAME),
+        ((4, 4), (3, 3), (2, 2), VALID),
+        ((5, 5), (3, 3), (1, 1), SAME),
+    ],
+)
 def test_convolution_2d_transpose_bias_matches_mediapipe(
     hw: tuple[int, int], kernel: tuple[int, int], strides: tuple[int, int], padding: int
 ) -> None:
@@ -64,8 +70,9 @@ def test_convolution_2d_transpose_bias_matches_mediapipe(
     module = import_tflite(m.build([xt], [y]))
     w_used = w.astype(np.float16).astype(np.float32)
     got = next(iter(run_module(module, {"x": x}).values()))
-    np.testing.assert_allclose(got, mediapipe_reference(x, w_used, b, strides, padding),
-                               rtol=1e-5, atol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(
+        got, mediapipe_reference(x, w_used, b, strides, padding), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_convolution_2d_transpose_bias_without_options_is_reported() -> None:

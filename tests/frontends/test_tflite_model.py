@@ -16,7 +16,7 @@ from npuc.api import load_model
 from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 
 @pytest.fixture(scope="module")

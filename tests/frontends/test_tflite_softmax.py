@@ -10,23 +10,16 @@ from tflite_builder import TFLiteModel, run_litert
 
 from npuc.diagnostics import KernelError
 from npuc.dialects import qnn
-from npuc.frontends import tflite_qops
 from npuc.frontends.tflite import Unsupported, import_tflite
-from npuc.frontends.tflite_softmax import softmax_converter, softmax_params
+from npuc.frontends.tflite_softmax import softmax_params
 from npuc.graph_io import entry_function, input_names
 from npuc.runtime.kernels.qnn_arith import softmax_int8
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 RNG = np.random.default_rng(2026)
 LENGTHS = (2, 4, 10, 1000)
 QUANT = ((0.05, -3), (0.1, 10), (0.5, 0), (1.3, 5), (0.03, -128), (8.0, 0))
 BETAS = (1.0, 0.5)
-
-
-@pytest.fixture(autouse=True)
-def _softmax_converter(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Until the lead wires it in: the importer's int8 SOFTMAX is softmax_converter."""
-    monkeypatch.setitem(tflite_qops.CONVERTERS, "SOFTMAX", softmax_converter)
 
 
 def softmax_model(shape: Sequence[int], scale: float, zp: int, beta: float) -> bytes:
@@ -86,8 +79,12 @@ def test_crafted_rows_bit_exact(n: int, scale: float, zp: int, beta: float) -> N
 def test_every_difference_bit_exact(scale: float, beta: float) -> None:
     """Rows [m, m - d] for every difference d in 0..255 and a few maxima m."""
     d = np.arange(256)
-    feed = np.concatenate([np.stack([np.full(256, 127), 127 - d], axis=1),
-                           np.stack([-128 + d, np.full(256, -128)], axis=1)])  # fmt: skip
+    feed = np.concatenate(
+        [
+            np.stack([np.full(256, 127), 127 - d], axis=1),
+            np.stack([-128 + d, np.full(256, -128)], axis=1),
+        ]
+    )
     check_exact(softmax_model(list(feed.shape), scale, 0, beta), feed.astype(np.int8))
 
 

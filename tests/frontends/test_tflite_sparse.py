@@ -65,8 +65,11 @@ def test_csr_outer_and_inner_levels() -> None:  # densify_4
 
 
 def test_traversal_order_other_than_the_dimension_order() -> None:  # densify_5
-    levels = [([0, 2], [0, 2]), ([0, 2, 5], [0, 2, 0, 2, 3]),
-              ([0, 2, 3, 4, 6, 8], [0, 1, 1, 1, 0, 1, 0, 1])]  # fmt: skip
+    levels = [
+        ([0, 2], [0, 2]),
+        ([0, 2, 5], [0, 2, 0, 2, 3]),
+        ([0, 2, 3, 4, 6, 8], [0, 1, 1, 1, 0, 1, 0, 1]),
+    ]
     s = sparsity([0, 2, 1], [], levels)
     got = densify(s, np.array([1, 7, 5, 2, 4, 8, 3, 9], np.float32), (3, 2, 4), "t")
     want = [1, 0, 0, 0, 7, 0, 5, 0] + [0] * 10 + [4, 3, 2, 0, 8, 9]

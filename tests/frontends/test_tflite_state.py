@@ -31,7 +31,7 @@ from npuc.graph_io import (
 from npuc.passes.quantization.datasets import model_inputs, random_dataset
 from npuc.passes.quantize import QuantizeConfig, quantize_module
 from npuc.quantize_flow import calibrate, quantize
-from npuc.runtime.qnn_kernels import dequantized_outputs
+from npuc.runtime.qnn_interpreter import dequantized_outputs
 
 FRAME, WINDOW, CLASSES = 8, 4, 3
 
@@ -202,10 +202,19 @@ def test_npu_run_sequence_carries_state(tmp_path: Path) -> None:
     out = tmp_path / "out.npz"
     bin_dir = Path(sys.executable).parent
     run = subprocess.run(
-        [bin_dir / "npu-run", model, "--sequence", "4", "--input",
-         f"frame={tmp_path / 'frames.npy'}", "-o", out],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            bin_dir / "npu-run",
+            model,
+            "--sequence",
+            "4",
+            "--input",
+            f"frame={tmp_path / 'frames.npy'}",
+            "-o",
+            out,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
     assert "step 3: scores: shape (1, 3)" in run.stdout
     saved = np.load(out)["scores"]
@@ -215,8 +224,9 @@ def test_npu_run_sequence_carries_state(tmp_path: Path) -> None:
     feed = f"frame={tmp_path / 'frames.npy'}"
     bad = subprocess.run(
         [bin_dir / "npu-run", model, "--sequence", "3", "--input", feed],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 1 and "leading axis of length 3" in bad.stderr
 
 
@@ -233,8 +243,9 @@ def ema_model(decay: float, init: np.ndarray, seed: int = 3) -> bytes:
     k = m.tensor("decay", [1, FRAME], data=np.full([1, FRAME], decay, np.float32))
     decayed = m.tensor("decayed", [1, FRAME])
     new = m.tensor("acc_new", [1, FRAME])
-    w = m.tensor("w", [CLASSES, FRAME],
-                 data=rng.standard_normal([CLASSES, FRAME]).astype(np.float32))  # fmt: skip
+    w = m.tensor(
+        "w", [CLASSES, FRAME], data=rng.standard_normal([CLASSES, FRAME]).astype(np.float32)
+    )
     b = m.tensor("b", [CLASSES], data=rng.standard_normal([CLASSES]).astype(np.float32))
     scores = m.tensor("scores", [1, CLASSES])
     sub = m.add_subgraph(_init_subgraph("acc", init), [], [])
@@ -275,13 +286,17 @@ def test_quantized_state_tracks_the_float_model_over_a_sequence(io: str) -> None
     xs = [{"frame": x} for x in frames(16, seed=11)]
     want, _ = run_sequence(module, xs)
     got, final = run_sequence(quantized, xs)
-    steps = [sqnr_db(w["scores"], dequantized_outputs(quantized, g)["scores"])
-             for w, g in zip(want, got, strict=True)]  # fmt: skip
+    steps = [
+        sqnr_db(w["scores"], dequantized_outputs(quantized, g)["scores"])
+        for w, g in zip(want, got, strict=True)
+    ]
     assert min(steps) > SQNR_DB, steps
     # The state matters: restarting every call from the initial state loses the average.
     reset = [run_sequence(quantized, [x])[0][0] for x in xs]
-    lost = [sqnr_db(w["scores"], dequantized_outputs(quantized, r)["scores"])
-            for w, r in zip(want, reset, strict=True)]  # fmt: skip
+    lost = [
+        sqnr_db(w["scores"], dequantized_outputs(quantized, r)["scores"])
+        for w, r in zip(want, reset, strict=True)
+    ]
     assert max(lost[1:]) < SQNR_DB, lost  # every later step would fail the threshold
     if io == "quantized":  # the initial value is stored integers of the state type
         assert initial_state(quantized)["acc"].dtype == np.int8
@@ -313,10 +328,23 @@ def test_npu_run_quantizes_a_stateful_model_and_runs_a_sequence(tmp_path: Path) 
     out = tmp_path / "out.npz"
     bin_dir = Path(sys.executable).parent
     run = subprocess.run(
-        [bin_dir / "npu-run", model, "--quantize", "int8", "--calib-random", "32",
-         "--sequence", "10", "--input", f"frame={tmp_path / 'frames.npy'}", "-o", out],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            bin_dir / "npu-run",
+            model,
+            "--quantize",
+            "int8",
+            "--calib-random",
+            "32",
+            "--sequence",
+            "10",
+            "--input",
+            f"frame={tmp_path / 'frames.npy'}",
+            "-o",
+            out,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
     got = np.load(out)["scores"]
     want = np.stack([w[0] for w in run_litert_sequence(data, [[x] for x in xs])])
@@ -327,8 +355,13 @@ def test_npu_run_quantizes_a_stateful_model_and_runs_a_sequence(tmp_path: Path) 
 def test_quantize_module_gives_a_state_pair_one_type() -> None:
     """Ranges that differ for a state argument and its result are merged, so no rescale."""
     module = import_tflite(ema_model(0.9, np.full([1, FRAME], 2.0, np.float32)))
-    ranges = {"frame": (-4.0, 4.0), "acc": (-8.0, 8.0), "decayed": (-8.0, 8.0),
-              "acc_new": (-12.0, 12.0), "scores": (-20.0, 20.0)}  # fmt: skip
+    ranges = {
+        "frame": (-4.0, 4.0),
+        "acc": (-8.0, 8.0),
+        "decayed": (-8.0, 8.0),
+        "acc_new": (-12.0, 12.0),
+        "scores": (-20.0, 20.0),
+    }
     quantize_module(module, ranges, QuantizeConfig(scheme="int8", io="quantized"))
     func = entry_function(module)
     state_type = func.function_type.inputs.data[1]
@@ -340,6 +373,8 @@ def test_quantize_module_gives_a_state_pair_one_type() -> None:
     xs = [{"frame": x} for x in frames(12, seed=5)]
     want, _ = run_sequence(import_tflite(ema_model(0.9, np.full([1, FRAME], 2.0, np.float32))), xs)
     got, _ = run_sequence(module, xs)
-    steps = [sqnr_db(w["scores"], dequantized_outputs(module, g)["scores"])
-             for w, g in zip(want, got, strict=True)]  # fmt: skip
+    steps = [
+        sqnr_db(w["scores"], dequantized_outputs(module, g)["scores"])
+        for w, g in zip(want, got, strict=True)
+    ]
     assert min(steps) > SQNR_DB, steps

@@ -27,8 +27,15 @@ RATIOS = [
 ]
 
 
-def requantize_model(src: type, dst: type, s_in: float, z_in: int, s_out: float, z_out: int,
-                     shape: tuple[int, ...] = (4, 64)) -> bytes:  # fmt: skip
+def requantize_model(
+    src: type,
+    dst: type,
+    s_in: float,
+    z_in: int,
+    s_out: float,
+    z_out: int,
+    shape: tuple[int, ...] = (4, 64),
+) -> bytes:
     m = TFLiteModel()
     x = m.tensor("x", shape, src, scale=s_in, zero_point=z_in)
     y = m.tensor("y", shape, dst, scale=s_out, zero_point=z_out)
@@ -74,10 +81,21 @@ def test_uint8_model_edges_around_an_int8_layer() -> None:
     m = TFLiteModel()
     x = m.tensor("x", [3, 16], np.uint8, scale=0.02, zero_point=128)
     xq = m.tensor("xq", [3, 16], np.int8, scale=0.02, zero_point=0)
-    w = m.tensor("w", [8, 16], np.int8, data=RNG.integers(-127, 128, (8, 16)).astype(np.int8),
-                 scale=RNG.uniform(0.004, 0.01, 8).astype(np.float32), axis=0)  # fmt: skip
-    b = m.tensor("b", [8], np.int32, data=RNG.integers(-500, 500, 8).astype(np.int32),
-                 scale=np.full(8, 1e-4, np.float32))  # fmt: skip
+    w = m.tensor(
+        "w",
+        [8, 16],
+        np.int8,
+        data=RNG.integers(-127, 128, (8, 16)).astype(np.int8),
+        scale=RNG.uniform(0.004, 0.01, 8).astype(np.float32),
+        axis=0,
+    )
+    b = m.tensor(
+        "b",
+        [8],
+        np.int32,
+        data=RNG.integers(-500, 500, 8).astype(np.int32),
+        scale=np.full(8, 1e-4, np.float32),
+    )
     h = m.tensor("h", [3, 8], np.int8, scale=0.05, zero_point=-5)
     p = m.tensor("p", [3, 8], np.int8, scale=1 / 256, zero_point=-128)
     y = m.tensor("y", [3, 8], np.uint8, scale=1 / 256, zero_point=0)

@@ -756,16 +756,24 @@ _ZP_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (0, 0)}
 
 
 def edited_int(
-    data: bytes | bytearray, at: int, width: int, rng: random.Random,
+    data: bytes | bytearray,
+    at: int,
+    width: int,
+    rng: random.Random,
     interesting: Sequence[int] = INTERESTING_INTS,
-) -> int:  # fmt: skip
+) -> int:
     """A new value for the little-endian `width`-byte integer at `at`: an interesting one,
     one off, one bit flipped, or random (modulo the width)."""
     old = int.from_bytes(data[at : at + width], "little")
     return rng.choice(
-        (*interesting, old + 1, old - 1, old ^ (1 << rng.randrange(8 * width)),
-         rng.getrandbits(8 * width))
-    ) % (1 << (8 * width))  # fmt: skip
+        (
+            *interesting,
+            old + 1,
+            old - 1,
+            old ^ (1 << rng.randrange(8 * width)),
+            rng.getrandbits(8 * width),
+        )
+    ) % (1 << (8 * width))
 
 
 def mutate_npubin(data: bytes, rng: random.Random) -> Mutant:

@@ -1152,5 +1152,14 @@ if __name__ == "__main__":
 def _model_case(kind: str, tool: str, args: list[str], out: str, name: str, m) -> Case:
     """A mutated model file `case.KIND` run by `tool`, writing `out`."""
     file = f"case.{kind}"
-    return Case(kind, tool, args, {file: m.data}, names=[file], outputs=[out], bad=m.bad,
-                description=f"{name}: {m.description}", main_file=file)  # fmt: skip
+    return Case(
+        kind,
+        tool,
+        args,
+        {file: m.data},
+        names=[file],
+        outputs=[out],
+        bad=m.bad,
+        description=f"{name}: {m.description}",
+        main_file=file,
+    )

@@ -50,72 +50,147 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
     def model(name, tool, file, data, fragment, *extra):
         out = "{dir}/out.npz" if tool == "npu-run" else "{dir}/out.mlir"
         argv = [f"{{dir}}/{file}", *extra, "-o", out]
-        case = run.Case(name.split(":")[0], tool, argv, {file: data}, names=[file], bad=True,
-                        outputs=[out.split("/")[-1]], description=name)  # fmt: skip
+        case = run.Case(
+            name.split(":")[0],
+            tool,
+            argv,
+            {file: data},
+            names=[file],
+            bad=True,
+            outputs=[out.split("/")[-1]],
+            description=name,
+        )
         c[name] = (case, fragment)
 
     def cli(name, tool, argv, fragment):
         c[name] = (run.Case("cli", tool, argv, names=[""], bad=True, description=name), fragment)
 
-    model("tflite:axis past rank", "npu-run", "m.tflite",
-          _tflite(corpus, "int8_conv", lambda m: _set(_tensor(m, "db"), axis=7)),
-          "tensor 'db' is quantized along dimension 7")  # fmt: skip
-    model("tflite:type byte 0xFF", "npu-run", "m.tflite",
-          _tflite(corpus, "float_conv", lambda m: _set(_tensor(m, "w"), type_code=-1)),
-          "unsupported type type -1")  # fmt: skip
-    model("tflite:type 15 activation", "npu-run", "m.tflite",
-          _tflite(corpus, "int8_reshape", lambda m: _set(_tensor(m, "r"), type_code=15)),
-          "is not a quantized int8")  # fmt: skip
-    model("tflite:huge dilation", "npu-run", "m.tflite",
-          _tflite(corpus, "float_conv",
-                  lambda m: m.ops[0].fields.update(DilationHFactor=2**31 - 1)),
-          "more than the limit")  # fmt: skip
-    model("tflite:bias zero point", "npu-run", "m.tflite",
-          _tflite(corpus, "int8_fc", lambda m: _set(_tensor(m, "b"), zero_points=[3] * 10)),
-          "bias 'b' has zero point 3")  # fmt: skip
-    model("tflite:nan input scale", "npu-run", "m.tflite",
-          _tflite(corpus, "int8_reshape", lambda m: _set(_tensor(m, "x"), scales=[float("nan")])),
-          "input 'x'")  # fmt: skip
-    model("tflite:rank-3 conv input", "npu-opt", "m.tflite",
-          _tflite(corpus, "float_conv", lambda m: _set(_tensor(m, "x"), shape=[1, 8, 8])),
-          "invalid operator")  # fmt: skip
-    model("onnx:initializer dim -5", "npu-run", "m.onnx",
-          _onnx(corpus, "dynamic", lambda m: m.graph.initializer[2].dims.__setitem__(0, -5)),
-          "negative dimension")  # fmt: skip
-    model("onnx:conv with 5 inputs", "npu-opt", "m.onnx",
-          _onnx(corpus, "conv", lambda m: m.graph.node[0].input.extend(["w", "b"])),
-          "Conv-11 takes 2 to 3 inputs, not 5")  # fmt: skip
-    model("onnx:repeated attribute", "npu-opt", "m.onnx",
-          _onnx(corpus, "conv", lambda m: m.graph.node[0].attribute.append(
-              copy.deepcopy(m.graph.node[0].attribute[0]))),
-          "is given more than once")  # fmt: skip
+    model(
+        "tflite:axis past rank",
+        "npu-run",
+        "m.tflite",
+        _tflite(corpus, "int8_conv", lambda m: _set(_tensor(m, "db"), axis=7)),
+        "tensor 'db' is quantized along dimension 7",
+    )
+    model(
+        "tflite:type byte 0xFF",
+        "npu-run",
+        "m.tflite",
+        _tflite(corpus, "float_conv", lambda m: _set(_tensor(m, "w"), type_code=-1)),
+        "unsupported type type -1",
+    )
+    model(
+        "tflite:type 15 activation",
+        "npu-run",
+        "m.tflite",
+        _tflite(corpus, "int8_reshape", lambda m: _set(_tensor(m, "r"), type_code=15)),
+        "is not a quantized int8",
+    )
+    model(
+        "tflite:huge dilation",
+        "npu-run",
+        "m.tflite",
+        _tflite(corpus, "float_conv", lambda m: m.ops[0].fields.update(DilationHFactor=2**31 - 1)),
+        "more than the limit",
+    )
+    model(
+        "tflite:bias zero point",
+        "npu-run",
+        "m.tflite",
+        _tflite(corpus, "int8_fc", lambda m: _set(_tensor(m, "b"), zero_points=[3] * 10)),
+        "bias 'b' has zero point 3",
+    )
+    model(
+        "tflite:nan input scale",
+        "npu-run",
+        "m.tflite",
+        _tflite(corpus, "int8_reshape", lambda m: _set(_tensor(m, "x"), scales=[float("nan")])),
+        "input 'x'",
+    )
+    model(
+        "tflite:rank-3 conv input",
+        "npu-opt",
+        "m.tflite",
+        _tflite(corpus, "float_conv", lambda m: _set(_tensor(m, "x"), shape=[1, 8, 8])),
+        "invalid operator",
+    )
+    model(
+        "onnx:initializer dim -5",
+        "npu-run",
+        "m.onnx",
+        _onnx(corpus, "dynamic", lambda m: m.graph.initializer[2].dims.__setitem__(0, -5)),
+        "negative dimension",
+    )
+    model(
+        "onnx:conv with 5 inputs",
+        "npu-opt",
+        "m.onnx",
+        _onnx(corpus, "conv", lambda m: m.graph.node[0].input.extend(["w", "b"])),
+        "Conv-11 takes 2 to 3 inputs, not 5",
+    )
+    model(
+        "onnx:repeated attribute",
+        "npu-opt",
+        "m.onnx",
+        _onnx(
+            corpus,
+            "conv",
+            lambda m: m.graph.node[0].attribute.append(copy.deepcopy(m.graph.node[0].attribute[0])),
+        ),
+        "is given more than once",
+    )
     raw = bytearray(corpus.onnx["tiny_cnn"].SerializeToString())
     raw[raw.find(b"conv1")] = 0xFF
     model("onnx:name not UTF-8", "npu-opt", "m.onnx", bytes(raw), "is not UTF-8 text")
-    model("mlir:array<i642>", "npu-run", "m.mlir",
-          b"func.func @main(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {\n"
-          b"  %0 = nn.transpose %x {perm = array<i642: 0, 1>} : (tensor<1x4xf32>) -> "
-          b"tensor<1x4xf32>\n  func.return %0 : tensor<1x4xf32>\n}\n",
-          "m.mlir:2:")  # fmt: skip
+    model(
+        "mlir:array<i642>",
+        "npu-run",
+        "m.mlir",
+        b"func.func @main(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {\n"
+        b"  %0 = nn.transpose %x {perm = array<i642: 0, 1>} : (tensor<1x4xf32>) -> "
+        b"tensor<1x4xf32>\n  func.return %0 : tensor<1x4xf32>\n}\n",
+        "m.mlir:2:",
+    )
     moved = TINY_MLIR.splitlines(keepends=True)
     moved[1], moved[2] = moved[2], moved[1]
-    model("mlir:use before def (npu-opt)", "npu-opt", "m.mlir", "".join(moved).encode(),
-          "used before its definition")  # fmt: skip
-    model("mlir:use before def (npu-run)", "npu-run", "m.mlir", "".join(moved).encode(),
-          "used before its definition")  # fmt: skip
-    model("mlir:i8 out of range", "npu-opt", "m.mlir",
-          b'%0 = "nn.constant"() {value = dense<4294967296> : tensor<2xi8>} : () -> '
-          b"tensor<2xi8>\n",
-          "m.mlir:1:")  # fmt: skip
-    model("mlir:huge splat", "npu-opt", "m.mlir",
-          b'%0 = "nn.constant"() {value = dense<1.0> : tensor<99999x99999x9xf32>} : () -> '
-          b"tensor<99999x99999x9xf32>\n",
-          "more than the limit")  # fmt: skip
-    model("mlir:nan scale", "npu-run", "m.mlir",
-          b"func.func @main(%x: tensor<4x!qnn.uniform<i8:f32, nan>>) -> "
-          b"tensor<4x!qnn.uniform<i8:f32, nan>> {\n  func.return %x : "
-          b"tensor<4x!qnn.uniform<i8:f32, nan>>\n}\n",
-          "m.mlir:1:")  # fmt: skip
+    model(
+        "mlir:use before def (npu-opt)",
+        "npu-opt",
+        "m.mlir",
+        "".join(moved).encode(),
+        "used before its definition",
+    )
+    model(
+        "mlir:use before def (npu-run)",
+        "npu-run",
+        "m.mlir",
+        "".join(moved).encode(),
+        "used before its definition",
+    )
+    model(
+        "mlir:i8 out of range",
+        "npu-opt",
+        "m.mlir",
+        b'%0 = "nn.constant"() {value = dense<4294967296> : tensor<2xi8>} : () -> tensor<2xi8>\n',
+        "m.mlir:1:",
+    )
+    model(
+        "mlir:huge splat",
+        "npu-opt",
+        "m.mlir",
+        b'%0 = "nn.constant"() {value = dense<1.0> : tensor<99999x99999x9xf32>} : () -> '
+        b"tensor<99999x99999x9xf32>\n",
+        "more than the limit",
+    )
+    model(
+        "mlir:nan scale",
+        "npu-run",
+        "m.mlir",
+        b"func.func @main(%x: tensor<4x!qnn.uniform<i8:f32, nan>>) -> "
+        b"tensor<4x!qnn.uniform<i8:f32, nan>> {\n  func.return %x : "
+        b"tensor<4x!qnn.uniform<i8:f32, nan>>\n}\n",
+        "m.mlir:1:",
+    )
     model("mlir:not UTF-8", "npu-opt", "m.mlir", b"func.func @\xff() {\n}\n", "not a UTF-8")
     model(
         "mlir:huge input",
@@ -127,9 +202,12 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
 
     for tool in ("npu-opt", "npu-run", "npu-bundle"):
         extra = ["-t", "mcu-64", "-o", "{dir}/out"] if tool == "npu-bundle" else []
-        cli(f"cli:huge --input-shape ({tool})", tool,
-            ["{root}/tiny_cnn.onnx", "--input-shape", "image:99999999999999999999,1,28,28",
-             *extra], "--input-shape")  # fmt: skip
+        cli(
+            f"cli:huge --input-shape ({tool})",
+            tool,
+            ["{root}/tiny_cnn.onnx", "--input-shape", "image:99999999999999999999,1,28,28", *extra],
+            "--input-shape",
+        )
     cli("cli:--seed -1", "npu-run", ["{root}/tiny_cnn.onnx", "--seed", "-1"], "--seed")
     cli(
         "cli:--sequence huge",
@@ -143,17 +221,24 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
         ["{root}/tiny_cnn.onnx", "--max-tensor-bytes", "1K"],
         "limit of 1 KiB",
     )
-    cli("cli:--tiling", "npu-compile",
+    cli(
+        "cli:--tiling",
+        "npu-compile",
         ["{root}/tiny_cnn.onnx", "-t", "mcu-64", "-o", "{dir}/out", "--tiling", "(a"],
-        "--tiling")  # fmt: skip
+        "--tiling",
+    )
     cli(
         "cli:--export-qdq float model",
         "npu-run",
         ["{root}/tiny_cnn.onnx", "--export-qdq", "{dir}/q.onnx"],
         "no ONNX form for",
     )
-    cli("cli:--mean without --quantize", "npu-run", ["{root}/tiny_cnn.onnx", "--mean", "abc"],
-        "--mean needs --quantize")  # fmt: skip
+    cli(
+        "cli:--mean without --quantize",
+        "npu-run",
+        ["{root}/tiny_cnn.onnx", "--mean", "abc"],
+        "--mean needs --quantize",
+    )
     cli(
         "cli:long target name",
         "npu-compile",
@@ -172,38 +257,59 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
     zipped = bytearray(archive.getvalue())
     zipped[60] ^= 0xFF  # inside the member's data: a CRC error on reading
     c["npy:corrupt npz"] = (
-        run.Case("npy", "npu-run", ["{root}/tiny_cnn.onnx", "--input", "image={dir}/x.npz"],
-                 {"x.npz": bytes(zipped)}, names=["x.npz"], bad=True),
+        run.Case(
+            "npy",
+            "npu-run",
+            ["{root}/tiny_cnn.onnx", "--input", "image={dir}/x.npz"],
+            {"x.npz": bytes(zipped)},
+            names=["x.npz"],
+            bad=True,
+        ),
         "x.npz",
-    )  # fmt: skip
+    )
     c["npy:wrong shape"] = (
-        run.Case("npy", "npu-run", ["{root}/tiny_cnn.onnx", "--input", "image={dir}/x.npy"],
-                 {"x.npy": mutators.npy_bytes(np.zeros(7, np.float32))}, names=["x.npy"],
-                 bad=True),
+        run.Case(
+            "npy",
+            "npu-run",
+            ["{root}/tiny_cnn.onnx", "--input", "image={dir}/x.npy"],
+            {"x.npy": mutators.npy_bytes(np.zeros(7, np.float32))},
+            names=["x.npy"],
+            bad=True,
+        ),
         "input 'image' has shape (7,)",
-    )  # fmt: skip
+    )
     stats = copy.deepcopy(corpus.json["stats"])
     next(iter(stats["tensors"].values()))["histogram"]["counts"][0] = 10**30
     c["json:huge histogram count"] = (
-        run.Case("json", "npu-run", ["{root}/tiny_cnn.onnx", "--quantize", "int8", "--stats",
-                                     "{dir}/s.json"],
-                 {"s.json": json.dumps(stats).encode()}, names=["s.json"], bad=True),
+        run.Case(
+            "json",
+            "npu-run",
+            ["{root}/tiny_cnn.onnx", "--quantize", "int8", "--stats", "{dir}/s.json"],
+            {"s.json": json.dumps(stats).encode()},
+            names=["s.json"],
+            bad=True,
+        ),
         "below 2**63",
-    )  # fmt: skip
+    )
     c["json:huge range"] = (
-        run.Case("json", "npu-opt", ["{root}/tiny_cnn.onnx", "-p",
-                                     'quantize{scheme=int8 ranges="{dir}/r.json"}'],
-                 {"r.json": b'{"image": [0, 1e400000], "conv1": [0, 10' + b"0" * 40 + b"]}"},
-                 names=["r.json"], bad=True),
+        run.Case(
+            "json",
+            "npu-opt",
+            ["{root}/tiny_cnn.onnx", "-p", 'quantize{scheme=int8 ranges="{dir}/r.json"}'],
+            {"r.json": b'{"image": [0, 1e400000], "conv1": [0, 10' + b"0" * 40 + b"]}"},
+            names=["r.json"],
+            bad=True,
+        ),
         "must be finite",
-    )  # fmt: skip
+    )
     return c
 
 
 def test_each_crash_is_a_located_diagnostic(corpus):
     cases = _cases(corpus)
-    results = run.run_cases([case for case, _ in cases.values()], str(corpus.root), jobs=2,
-                            timeout=30)  # fmt: skip
+    results = run.run_cases(
+        [case for case, _ in cases.values()], str(corpus.root), jobs=2, timeout=30
+    )
     problems = []
     for (name, (case, fragment)), result in zip(cases.items(), results, strict=True):
         line = run.error_line(result.stderr)

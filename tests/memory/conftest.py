@@ -17,7 +17,7 @@ from xdsl.dialects.func import ReturnOp
 
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.graph_io import entry_function, input_names, output_names
-from npuc.runtime.qnn_kernels import evaluate
+from npuc.runtime.qnn_interpreter import evaluate
 from npuc.tensors import from_dense, numpy_dtype
 
 CONSTANT_OPS = {"nn.constant", "qnn.constant", "arith.constant"}

@@ -11,9 +11,9 @@ from shared_models import MBV2
 
 import npuc.api as api
 from npuc.backend.bundle import header_text
-from npuc.backend.memory_ir import read_plan
 from npuc.diagnostics import NpucError
 from npuc.graph_io import entry_function
+from npuc.passes.memory.ir import read_plan
 from npuc.registry import DEFAULT_PIPELINE
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from npuc.backend.memory_plan import (
+from npuc.passes.memory.plan import (
     Buffer,
     Placement,
     PlacementError,
@@ -23,8 +23,8 @@ from npuc.backend.memory_plan import (
     plan,
     resolve_aliases,
 )
-from npuc.backend.memory_report import plan_with_report, verify_placement
-from npuc.backend.memory_schedule import Node, is_topological, live_ranges, peak_bytes, schedule
+from npuc.passes.memory.report import plan_with_report, verify_placement
+from npuc.passes.memory.schedule import Node, is_topological, live_ranges, peak_bytes, schedule
 
 ALIGNMENTS = (1, 16, 64)
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from npuc.backend.memory_plan import (
+from npuc.passes.memory.plan import (
     Buffer,
     Placement,
     greedy_by_conflicts,

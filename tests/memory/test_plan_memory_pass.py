@@ -20,12 +20,12 @@ from shared_models import MBV2
 from xdsl.passes import PassPipeline
 
 import npuc.api as api
-from npuc.backend.memory_ir import read_plan
 from npuc.backend.memory_plot import plot_profile
-from npuc.backend.memory_report import format_memory_report, memory_json
 from npuc.diagnostics import NpucError
 from npuc.frontends.onnx import import_onnx
 from npuc.graph_io import entry_function
+from npuc.passes.memory.ir import read_plan
+from npuc.passes.memory.report import format_memory_report, memory_json
 from npuc.passes.plan_memory import PlanMemoryPass
 from npuc.registry import DEFAULT_PIPELINE, PASSES
 from npuc.target import load_target

@@ -32,7 +32,7 @@ from test_corpus import (
 
 from npuc.compile_flow import CompileOptions, compile_model
 from npuc.frontends.tflite_state import run_sequence
-from npuc.runtime.qnn_kernels import random_inputs, run_module
+from npuc.runtime.qnn_interpreter import random_inputs, run_module
 from npuc.target import load_target
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "models.md"
@@ -85,9 +85,12 @@ def build_row(model: Model, target: str) -> list[str]:
     with tempfile.TemporaryDirectory() as out:
         shapes = INPUT_SHAPES.get(model.name)
         options = CompileOptions(
-            model=model.file, target=target, output=Path(out), calib_random=2,
+            model=model.file,
+            target=target,
+            output=Path(out),
+            calib_random=2,
             import_options={"input_shapes": shapes} if shapes else {},
-        )  # fmt: skip
+        )
         start = time.perf_counter()
         try:
             result = compile_model(options, progress=False)
@@ -119,8 +122,19 @@ def build_row(model: Model, target: str) -> list[str]:
 
 
 def table(target: str) -> str:
-    head = ["model", "kind", "ops", "float error", "compile", "NPU MACs", "host ops",
-            "cycles", "SRAM", "flash", "int8 cosine"]  # fmt: skip
+    head = [
+        "model",
+        "kind",
+        "ops",
+        "float error",
+        "compile",
+        "NPU MACs",
+        "host ops",
+        "cycles",
+        "SRAM",
+        "flash",
+        "int8 cosine",
+    ]
     rows = []
     for model in MODELS:
         print(f"{model.name} ...", flush=True)

@@ -27,7 +27,7 @@ from npuc.passes.lower_to_npu import program_of
 from npuc.registry import DEFAULT_PIPELINE
 from npuc.runtime.executor import Executor
 from npuc.runtime.loader import load
-from npuc.runtime.qnn_kernels import random_inputs, run_module
+from npuc.runtime.qnn_interpreter import random_inputs, run_module
 from npuc.target import available_targets
 
 BY_NAME = {m.name: m for m in MODELS}
@@ -113,8 +113,11 @@ STEPS = 8
 def litert_reference(path: str):
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-    return Interpreter(model_path=path, experimental_preserve_all_tensors=True,
-                       experimental_op_resolver_type=OpResolverType.BUILTIN_REF)  # fmt: skip
+    return Interpreter(
+        model_path=path,
+        experimental_preserve_all_tensors=True,
+        experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
+    )
 
 
 @cache
@@ -160,8 +163,9 @@ def test_streaming_model_is_bit_exact_with_litert_reference_kernels(name):
     scores = set()
     for step, (want, have) in enumerate(zip(litert_steps(name), got, strict=True)):
         for output in outputs:
-            np.testing.assert_array_equal(have[output], want[output],
-                                          err_msg=f"{output}, step {step}")  # fmt: skip
+            np.testing.assert_array_equal(
+                have[output], want[output], err_msg=f"{output}, step {step}"
+            )
         scores.add(have[outputs[1]].tobytes())
     assert len(scores) > 1  # the scores change from step to step
 
@@ -172,8 +176,9 @@ def test_streaming_build_carries_state_bit_exact_on_every_target(name, target):
     module, steps, _ = streaming_case(name)
     reference, _ = run_sequence(module, steps)
     compiled = module.clone()
-    npuc.apply_pipeline(compiled, f"tile{{target={target}}},plan-memory{{target={target}}},"
-                                  "lower-to-npu")  # fmt: skip
+    npuc.apply_pipeline(
+        compiled, f"tile{{target={target}}},plan-memory{{target={target}}},lower-to-npu"
+    )
     executor = Executor(load(encode_program(program_of(compiled))))
     got, _ = run_sequence(module, steps, run=lambda _module, feeds: executor.run(feeds))
     assert len(got) == len(reference) == STEPS

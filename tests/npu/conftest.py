@@ -17,8 +17,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
+from npuc.dialects.context import make_context
 from npuc.dialects.npu_isa import IODesc, Program, Region
-from npuc.registry import DIALECTS
 
 TINY = (Path(__file__).parent / "tiny.mlir").read_text()
 
@@ -267,10 +267,7 @@ def empty_program() -> Program:
 
 @pytest.fixture(scope="session")
 def ctx() -> Context:
-    context = Context()
-    for name, factory in DIALECTS.items():
-        context.register_dialect(name, factory)
-    return context
+    return make_context()
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from npuc.backend.npubin import encode_program
 from npuc.passes.lower_to_npu import program_of
 from npuc.runtime.executor import Executor
 from npuc.runtime.loader import load
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 ONE_HOT = """
 func.func @main(%x: tensor<1x8xi32> {nn.name = "x"})

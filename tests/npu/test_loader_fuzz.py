@@ -26,8 +26,32 @@ from npuc.runtime.loader import load
 
 SEED = 20240606
 CASES = 3000
-INTERESTING = (0, 1, 2, 3, 7, 8, 9, 15, 16, 31, 32, 63, 64, 127, 128, 255, 256, 1023, 4096,
-               65535, 65536, 2**31 - 1, 2**31, 2**32 - 1)  # fmt: skip
+INTERESTING = (
+    0,
+    1,
+    2,
+    3,
+    7,
+    8,
+    9,
+    15,
+    16,
+    31,
+    32,
+    63,
+    64,
+    127,
+    128,
+    255,
+    256,
+    1023,
+    4096,
+    65535,
+    65536,
+    2**31 - 1,
+    2**31,
+    2**32 - 1,
+)
 
 
 def fields(data: bytes) -> list[tuple[int, int]]:
@@ -48,8 +72,11 @@ def fields(data: bytes) -> list[tuple[int, int]]:
     regions_at, _ = sections[2]
     (n,) = struct.unpack_from("<I", data, regions_at)
     for k in range(n):
-        out += [(regions_at + 8 + 16 * k, 4), (regions_at + 12 + 16 * k, 4),
-                (regions_at + 16 + 16 * k, 8)]  # fmt: skip
+        out += [
+            (regions_at + 8 + 16 * k, 4),
+            (regions_at + 12 + 16 * k, 4),
+            (regions_at + 16 + 16 * k, 8),
+        ]
     io_at, io_size = sections[3]
     out += [(io_at + 4, 4), (io_at + 8, 4)]
     at = io_at + 16
@@ -61,8 +88,15 @@ def fields(data: bytes) -> list[tuple[int, int]]:
     at = commands_at + 8
     for _ in range(n):
         _, _, operands, deps, params, _, size = struct.unpack_from("<HBBHHII", data, at)
-        out += [(at, 2), (at + 2, 1), (at + 3, 1), (at + 4, 2), (at + 6, 2), (at + 8, 4),
-                (at + 12, 4)]  # fmt: skip
+        out += [
+            (at, 2),
+            (at + 2, 1),
+            (at + 3, 1),
+            (at + 4, 2),
+            (at + 6, 2),
+            (at + 8, 4),
+            (at + 12, 4),
+        ]
         out += [(at + 16 + k, 1) for k in range(params)]  # enums, flags and int bytes
         out += [(at + 16 + k, 4) for k in range(0, params, 4)]
         dep_at = at + 16 + params

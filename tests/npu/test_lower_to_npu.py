@@ -49,8 +49,11 @@ def test_lenet5_runs_bit_exact(lenet_int8, tile):
     if tile:
         # Weight slices are DMAed to SRAM; bias slices are not (the bias_scale tables hold them).
         assert ops.count("dma") == ops.count("conv2d") + ops.count("matmul")
-        assert all(inst.operands[2].region == "constants" for inst in program.instructions
-                   if inst.op in ("conv2d", "matmul"))  # fmt: skip
+        assert all(
+            inst.operands[2].region == "constants"
+            for inst in program.instructions
+            if inst.op in ("conv2d", "matmul")
+        )
 
 
 def test_tiled_tokens_let_dma_overlap_compute(lenet_int8):
@@ -62,10 +65,12 @@ def test_tiled_tokens_let_dma_overlap_compute(lenet_int8):
     # A DMA issued after a compute instruction without waiting for any compute token: the
     # load of the next weights overlaps the current convolution.
     overlapped = [
-        k for k, inst in enumerate(insts)
-        if inst.op == "dma" and any(c < k for c in computes)
+        k
+        for k, inst in enumerate(insts)
+        if inst.op == "dma"
+        and any(c < k for c in computes)
         and not any(insts[d].engine == "compute" for d in inst.deps)
-    ]  # fmt: skip
+    ]
     assert overlapped
     # And every compute instruction reading DMAed weights waits for that DMA (directly or
     # through the DMA engine's order).
@@ -152,10 +157,18 @@ func.func @main(%x: $X {nn.name = "x"}, %v: $V {nn.name = "v"}) -> ($X, $X, $X, 
 TYPES = {
     "$TABLE": "dense<[" + ", ".join(str(i * 37 % 256 - 128) for i in range(256)) + "]>"
     " : tensor<256xi8>",
-    "$X": "1x2x4x4", "$V": "1x2x4x4:0.1:5", "$R": "1x4:0.2:1", "$P": "1x2x2x2",
-    "$G": "1x2x1x1", "$C": "1x4x4x4", "$H": "1x4x2x4", "$D": "1x2x6x6", "$F": "2x16",
-    "$S": "2x16:0.00390625:-128", "$E": "1x2x4x2",
-}  # fmt: skip
+    "$X": "1x2x4x4",
+    "$V": "1x2x4x4:0.1:5",
+    "$R": "1x4:0.2:1",
+    "$P": "1x2x2x2",
+    "$G": "1x2x1x1",
+    "$C": "1x4x4x4",
+    "$H": "1x4x2x4",
+    "$D": "1x2x6x6",
+    "$F": "2x16",
+    "$S": "2x16:0.00390625:-128",
+    "$E": "1x2x4x2",
+}
 
 
 def every_op_text() -> str:
@@ -250,8 +263,9 @@ def test_strided_reshape_views_match_numpy():
         perm = tuple(int(p) for p in rng.permutation(len(shape)))
         base = TensorRef("sram", 0, shape, row_major(shape), "i8")
         start = [int(rng.integers(0, d)) for d in shape]
-        view = sliced(permuted(base, perm), [start[p] for p in perm],
-                      [shape[p] - start[p] for p in perm])  # fmt: skip
+        view = sliced(
+            permuted(base, perm), [start[p] for p in perm], [shape[p] - start[p] for p in perm]
+        )
         addresses = view.byte_offsets().reshape(view.shape)
         flat = addresses.ravel()
         sizes = [d for d in rng.permutation(flat.size + 1)[:3] if d and flat.size % d == 0]
@@ -260,6 +274,7 @@ def test_strided_reshape_views_match_numpy():
             got = reshaped(view, target)
             if got is not None:
                 found += 1
-                np.testing.assert_array_equal(got.byte_offsets().reshape(target),
-                                              flat.reshape(target))  # fmt: skip
+                np.testing.assert_array_equal(
+                    got.byte_offsets().reshape(target), flat.reshape(target)
+                )
     assert found > 100

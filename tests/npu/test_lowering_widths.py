@@ -26,12 +26,12 @@ import npuc
 from npuc.diagnostics import NpucError
 from npuc.dialects.npu_isa import Program
 from npuc.frontends.onnx import import_onnx
+from npuc.integer import quantize_multiplier
 from npuc.passes.lower_to_npu import RULES
 from npuc.passes.quantization.datasets import random_dataset
 from npuc.passes.quantize import QuantizeConfig
 from npuc.quantize_flow import calibrate, quantize
 from npuc.registry import DEFAULT_PIPELINE
-from npuc.runtime.kernels.integer import quantize_multiplier
 
 SCHEMES = {"i8": "int8-per-channel", "u8": "uint8", "i16": "int16"}
 WIDTHS = sorted(SCHEMES)

@@ -50,20 +50,32 @@ def test_a_valid_program_verifies(parse, tiny_text):
 @pytest.mark.parametrize(
     "line, message",
     [
-        ('%0 = npu.dma <"constants", 250, [8], i8> -> <"sram", 0, [8], i8>',
-         r"src: bytes \[250, 258\) lie outside region 'constants' of 256 bytes"),
-        ('%0 = npu.dma <"constants", 0, [2, 8], [512, 1], i8> -> <"sram", 0, [2, 8], i8>',
-         r"src: bytes \[0, 520\) lie outside region 'constants'"),
-        ('%0 = npu.dma <"constants", 0, [8], i8> -> <"mutable", 0, [8], i8>',
-         r"dst: region 'mutable' is not declared"),
-        ('%0 = npu.dma <"sram", 0, [8], i8> -> <"constants", 0, [8], i8>',
-         r"dst: the constants region is read-only"),
-        ('%0 = npu.dma <"sram", 0, [8], i16> -> <"activations", 1016, [8], i16>',
-         r"dst: bytes \[1016, 1032\) lie outside region 'activations' of 1024 bytes"),
-        ('%0 = npu.dma <"sram", 0, [8], i8> -> <"sram", 64, [8], i8> {layer = 1 : i64}',
-         r"layer 1 is not among the 1 layers"),
+        (
+            '%0 = npu.dma <"constants", 250, [8], i8> -> <"sram", 0, [8], i8>',
+            r"src: bytes \[250, 258\) lie outside region 'constants' of 256 bytes",
+        ),
+        (
+            '%0 = npu.dma <"constants", 0, [2, 8], [512, 1], i8> -> <"sram", 0, [2, 8], i8>',
+            r"src: bytes \[0, 520\) lie outside region 'constants'",
+        ),
+        (
+            '%0 = npu.dma <"constants", 0, [8], i8> -> <"mutable", 0, [8], i8>',
+            r"dst: region 'mutable' is not declared",
+        ),
+        (
+            '%0 = npu.dma <"sram", 0, [8], i8> -> <"constants", 0, [8], i8>',
+            r"dst: the constants region is read-only",
+        ),
+        (
+            '%0 = npu.dma <"sram", 0, [8], i16> -> <"activations", 1016, [8], i16>',
+            r"dst: bytes \[1016, 1032\) lie outside region 'activations' of 1024 bytes",
+        ),
+        (
+            '%0 = npu.dma <"sram", 0, [8], i8> -> <"sram", 64, [8], i8> {layer = 1 : i64}',
+            r"layer 1 is not among the 1 layers",
+        ),
     ],
-)  # fmt: skip
+)
 def test_operands_lie_inside_declared_regions(parse, line, message):
     with pytest.raises(VerifyException, match=message):
         verify(parse, program(line))
@@ -88,8 +100,11 @@ def test_compute_waits_for_the_dma_that_fills_its_weights(parse):
 
 def test_a_dma_waits_before_overwriting_or_reading_compute_data(parse):
     refill = '%2 = npu.dma <"constants", 80, [16], i8> -> <"sram", 0, [16], i8>'
-    with pytest.raises(VerifyException, match=r"instruction 2 \(dma\) overwrites bytes read by "
-                       r"instruction 1 \(conv2d"):  # fmt: skip
+    with pytest.raises(
+        VerifyException,
+        match=r"instruction 2 \(dma\) overwrites bytes read by "
+        r"instruction 1 \(conv2d",
+    ):
         verify(parse, program(LOAD_WEIGHTS, CONV + " after %0", refill))
     verify(parse, program(LOAD_WEIGHTS, CONV + " after %0", refill + " after %1"))
     store = '%2 = npu.dma <"activations", 64, [64], i8> -> <"sram", 64, [64], i8>'
@@ -123,8 +138,10 @@ def test_disjoint_strided_slices_do_not_conflict(parse):
         '[1, 2, 4, 4], i8> after %0 {mode = "max"}',
     ]
     verify(parse, program(*lines))
-    lines[2] = lines[2].replace('"activations", 0, [1, 2, 4, 4], [64, 1, 16, 4]',
-                                '"activations", 1, [1, 2, 4, 4], [64, 1, 16, 4]')  # fmt: skip
+    lines[2] = lines[2].replace(
+        '"activations", 0, [1, 2, 4, 4], [64, 1, 16, 4]',
+        '"activations", 1, [1, 2, 4, 4], [64, 1, 16, 4]',
+    )
     with pytest.raises(VerifyException, match=r"reads bytes written by instruction 1"):
         verify(parse, program(*lines))
 
@@ -132,25 +149,40 @@ def test_disjoint_strided_slices_do_not_conflict(parse):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ('npu.program @p regions [#npu.region<"sram", 16, "sram">, #npu.region<"sram", 8, "x">] '
-         "inputs [] outputs [] layers [] {\n}", "region 'sram' is declared twice"),
-        ('npu.program @p regions [#npu.region<"mutable", 16, "sram">] inputs [] outputs [] '
-         "layers [] attributes {constants = dense<1> : tensor<4xi8>} {\n}",
-         r"4 bytes of constants exceed the constants region \(0 bytes\)"),
-        ('npu.program @p regions [#npu.region<"mutable", 16, "sram">] inputs [#npu.io<"x", '
-         '#npu.tensor<"mutable", 12, [2], i32>, 0.5:0>] outputs [] layers [] {\n}',
-         r"input 'x': bytes \[12, 20\) lie outside region 'mutable'"),
-        ('npu.program @p regions [#npu.region<"mutable", 16, "sram">] inputs [#npu.io<"x", '
-         '#npu.tensor<"mutable", 0, [2], i8>, 0.5:300>] outputs [] layers [] {\n}',
-         r"input 'x': zero point 300 is outside \[-128, 127\]"),
-        ('npu.program @p regions [#npu.region<"mutable", 16, "sram">] inputs [] outputs '
-         '[#npu.io<"y", #npu.tensor<"mutable", 0, [2], f32>, 0.5:0>] layers [] {\n}',
-         "a float tensor has no quantization"),
-        ('npu.program @p regions [#npu.region<"mutable", 16, "sram">] inputs [#npu.io<"x", '
-         '#npu.tensor<"mutable", 0, [2], i8>>, #npu.io<"x", #npu.tensor<"mutable", 2, [2], i8>>] '
-         "outputs [] layers [] {\n}", "input names must be unique"),
+        (
+            'npu.program @p regions [#npu.region<"sram", 16, "sram">, #npu.region<"sram", 8, "x">] '
+            "inputs [] outputs [] layers [] {\n}",
+            "region 'sram' is declared twice",
+        ),
+        (
+            'npu.program @p regions [#npu.region<"mutable", 16, "sram">] inputs [] outputs [] '
+            "layers [] attributes {constants = dense<1> : tensor<4xi8>} {\n}",
+            r"4 bytes of constants exceed the constants region \(0 bytes\)",
+        ),
+        (
+            'npu.program @p regions [#npu.region<"mutable", 16, "sram">] inputs [#npu.io<"x", '
+            '#npu.tensor<"mutable", 12, [2], i32>, 0.5:0>] outputs [] layers [] {\n}',
+            r"input 'x': bytes \[12, 20\) lie outside region 'mutable'",
+        ),
+        (
+            'npu.program @p regions [#npu.region<"mutable", 16, "sram">] inputs [#npu.io<"x", '
+            '#npu.tensor<"mutable", 0, [2], i8>, 0.5:300>] outputs [] layers [] {\n}',
+            r"input 'x': zero point 300 is outside \[-128, 127\]",
+        ),
+        (
+            'npu.program @p regions [#npu.region<"mutable", 16, "sram">] inputs [] outputs '
+            '[#npu.io<"y", #npu.tensor<"mutable", 0, [2], f32>, 0.5:0>] layers [] {\n}',
+            "a float tensor has no quantization",
+        ),
+        (
+            'npu.program @p regions [#npu.region<"mutable", 16, "sram">] inputs [#npu.io<"x", '
+            '#npu.tensor<"mutable", 0, [2], i8>>, '
+            '#npu.io<"x", #npu.tensor<"mutable", 2, [2], i8>>] '
+            "outputs [] layers [] {\n}",
+            "input names must be unique",
+        ),
     ],
-)  # fmt: skip
+)
 def test_program_level_rules(parse, text, message):
     with pytest.raises(VerifyException, match=message):
         verify(parse, text)
@@ -190,15 +222,22 @@ def test_view_geometry_against_brute_force():
         nested += a.is_nested()
         for perm in itertools.permutations(range(len(a.shape))):
             dense = TensorRef("sram", 0, a.shape, row_major(a.shape), a.dtype)
-            sliced = TensorRef("sram", 0, tuple(max(1, d - 1) for d in a.shape), dense.strides,
-                               a.dtype)  # fmt: skip
+            sliced = TensorRef(
+                "sram", 0, tuple(max(1, d - 1) for d in a.shape), dense.strides, a.dtype
+            )
             for t in (dense, sliced):
-                view = TensorRef("sram", 0, tuple(t.shape[p] for p in perm),
-                                 tuple(t.strides[p] for p in perm), a.dtype)  # fmt: skip
+                view = TensorRef(
+                    "sram",
+                    0,
+                    tuple(t.shape[p] for p in perm),
+                    tuple(t.strides[p] for p in perm),
+                    a.dtype,
+                )
                 assert view.is_nested()
     assert 50 < nested < 250
-    assert not overlaps(TensorRef("sram", 0, (4,), (1,), "i8"),
-                        TensorRef("activations", 0, (4,), (1,), "i8"))  # fmt: skip
+    assert not overlaps(
+        TensorRef("sram", 0, (4,), (1,), "i8"), TensorRef("activations", 0, (4,), (1,), "i8")
+    )
 
 
 # --------------------------------------------------------------------------- hazards
@@ -267,10 +306,16 @@ def test_hazards_ignore_the_read_only_constants(build):
     tensor, inst = build
     weights = tensor("constants", 0, (16,))
     prog = Program(
-        "p", (Region("constants", 16, "flash"), Region("sram", 64, "sram")), (), (), (),
-        (inst("dma", (weights, tensor("sram", 0, (16,)))),
-         inst("move", (weights, tensor("sram", 16, (16,))))),
-    )  # fmt: skip
+        "p",
+        (Region("constants", 16, "flash"), Region("sram", 64, "sram")),
+        (),
+        (),
+        (),
+        (
+            inst("dma", (weights, tensor("sram", 0, (16,)))),
+            inst("move", (weights, tensor("sram", 16, (16,)))),
+        ),
+    )
     check_hazards(prog)
     clash = dataclasses.replace(prog.instructions[1], operands=(weights, tensor("sram", 8, (16,))))
     with pytest.raises(ISAError, match="writes bytes written by"):

@@ -24,8 +24,15 @@ NAMES = ("tiny", "eltwise", "conv_pool", "empty")
 # --------------------------------------------------------------------------- independent decoder
 # Written from docs/binary-format.md with struct.unpack only; shares no code with npuc.
 
-DOC_SECTIONS = {1: "STRINGS", 2: "REGIONS", 3: "IO", 4: "LAYERS", 5: "COMMANDS", 6: "CONSTANTS",
-                7: "DEBUG"}  # fmt: skip
+DOC_SECTIONS = {
+    1: "STRINGS",
+    2: "REGIONS",
+    3: "IO",
+    4: "LAYERS",
+    5: "COMMANDS",
+    6: "CONSTANTS",
+    7: "DEBUG",
+}
 # opcode: (name, engine, operand count, parameter block size)
 DOC_OPCODES = {
     1: ("dma", 0, 2, 0), 2: ("conv2d", 1, 4, 56), 3: ("matmul", 1, 4, 24), 4: ("pool", 1, 2, 72),
@@ -87,12 +94,26 @@ def doc_decode(data: bytes) -> dict:
         for _ in range(operands):
             region, dtype, rank, _r1, _r2, offset = struct.unpack_from("<BBBBIQ", data, position)
             dims = [struct.unpack_from("<II", data, position + 16 + 8 * d) for d in range(rank)]
-            tensors.append((DOC_REGIONS[region], offset, [d for d, _ in dims],
-                            [s for _, s in dims], DOC_DTYPES[dtype]))  # fmt: skip
+            tensors.append(
+                (
+                    DOC_REGIONS[region],
+                    offset,
+                    [d for d, _ in dims],
+                    [s for _, s in dims],
+                    DOC_DTYPES[dtype],
+                )
+            )
             position += 16 + 8 * rank
         assert position == cursor + record
-        out["records"].append({"op": name, "params": block, "deps": dep_list, "tensors": tensors,
-                               "layer": None if layer == 0xFFFFFFFF else layer})  # fmt: skip
+        out["records"].append(
+            {
+                "op": name,
+                "params": block,
+                "deps": dep_list,
+                "tensors": tensors,
+                "layer": None if layer == 0xFFFFFFFF else layer,
+            }
+        )
         cursor += record
     assert cursor == at + size
     return out
@@ -113,8 +134,9 @@ def test_independent_decoder_reads_what_was_encoded(programs, name):
         assert record["op"] == inst.op
         assert record["deps"] == list(inst.deps)
         assert record["layer"] == inst.layer
-        assert record["tensors"] == [(t.region, t.offset, list(t.shape), list(t.strides), t.dtype)
-                                     for t in inst.operands]  # fmt: skip
+        assert record["tensors"] == [
+            (t.region, t.offset, list(t.shape), list(t.strides), t.dtype) for t in inst.operands
+        ]
 
 
 def test_parameter_offsets_follow_the_doc(programs):
@@ -231,8 +253,10 @@ def test_operand_outside_its_region_is_refused(programs):
 def _npu_opt(*args, stdin=None):
     return subprocess.run(
         [sys.executable, "-m", "npuc.tools.npu_opt", *map(str, args)],
-        capture_output=True, input=stdin, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        input=stdin,
+        timeout=120,
+    )
 
 
 def test_npu_opt_writes_and_disassembles_binaries(tmp_path, tiny_text):
@@ -301,8 +325,9 @@ def doc_assemble(sections: list[tuple[int, int, bytes]], minor: int = 0) -> byte
         start = -(-offset // alignment) * alignment
         body += bytes(start - offset) + data
         offset = start + len(data)
-        entries.append(struct.pack("<IIQQII", kind, alignment, start, len(data),
-                                   zlib.crc32(data), 0))  # fmt: skip
+        entries.append(
+            struct.pack("<IIQQII", kind, alignment, start, len(data), zlib.crc32(data), 0)
+        )
     head = struct.pack("<4sHHIIQI", b"NPUB", 1, minor, 32, len(sections), offset, 0)
     table = b"".join(entries)
     return head + struct.pack("<I", zlib.crc32(head + table)) + table + bytes(body)
@@ -312,8 +337,10 @@ def test_sections_in_any_order_and_newer_minor_versions(programs):
     program = programs["conv_pool"]
     data = encode_program(program)
     kinds = {name: kind for kind, name in DOC_SECTIONS.items()}
-    sections = [(kinds[name], 16 if name != "CONSTANTS" else 128, data[at : at + size])
-                for name, (at, size) in doc_decode(data)["sections"].items()]  # fmt: skip
+    sections = [
+        (kinds[name], 16 if name != "CONSTANTS" else 128, data[at : at + size])
+        for name, (at, size) in doc_decode(data)["sections"].items()
+    ]
     assert load(doc_assemble(sections[::-1])) == program
     extra = [*sections, (42, 8, b"from a newer npuc")]
     assert load(doc_assemble(extra, minor=3)) == program

@@ -14,7 +14,7 @@ from npuc.frontends.onnx import import_onnx
 from npuc.passes.lower_to_npu import program_of
 from npuc.runtime.executor import Executor
 from npuc.runtime.loader import load
-from npuc.runtime.qnn_kernels import random_inputs, run_module
+from npuc.runtime.qnn_interpreter import random_inputs, run_module
 
 
 def scalar_model():

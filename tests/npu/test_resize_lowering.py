@@ -134,9 +134,11 @@ def test_axis_descriptions_follow_the_interpreter():
         t[int(b)] = t.get(int(b), 0) + int(wb)
         taps.append({k: v for k, v in t.items() if v})
     assert axis_runs(taps, 4) == [
-        Run(0, 2, 1, 0, (1024,)), Run(2, 2, 3, 0, (256, 768)),
-        Run(1, 2, 3, 0, (768, 256)), Run(7, 2, 1, 3, (1024,)),
-    ]  # fmt: skip
+        Run(0, 2, 1, 0, (1024,)),
+        Run(2, 2, 3, 0, (256, 768)),
+        Run(1, 2, 3, 0, (768, 256)),
+        Run(7, 2, 1, 3, (1024,)),
+    ]
 
 
 def test_other_ratios_run_on_the_host(parse):
@@ -144,8 +146,9 @@ def test_other_ratios_run_on_the_host(parse):
     reference, outputs, program = compile_module(parse(text), "mcu-64", host="all")
     assert_same(reference, outputs)
     assert [inst.op for inst in program.instructions] == ["host"]
-    text = module_text("qnn.resize_bilinear %x {align_corners = true}", (1, 2, 5, 5),
-                       (1, 2, 10, 10), "i8")  # fmt: skip
+    text = module_text(
+        "qnn.resize_bilinear %x {align_corners = true}", (1, 2, 5, 5), (1, 2, 10, 10), "i8"
+    )
     module = parse(text)
     npuc.apply_pipeline(module, "plan-memory{target=mcu-64}")
     with pytest.raises(NpucError, match=r"'qnn\.resize_bilinear' .*no NPU instruction"):
@@ -160,8 +163,9 @@ def _patched(program: Program, index: int, role: str, shape: tuple[int, ...]) ->
     old = _tensor(ref)
     assert data.count(old) == 1
     at = data.find(old)
-    data[at : at + len(old)] = _tensor(type(ref)(ref.region, ref.offset, shape, ref.strides,
-                                                 ref.dtype))  # fmt: skip
+    data[at : at + len(old)] = _tensor(
+        type(ref)(ref.region, ref.offset, shape, ref.strides, ref.dtype)
+    )
     fix_crcs(data)
     return bytes(data)
 

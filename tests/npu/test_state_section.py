@@ -300,11 +300,13 @@ def test_npu_run_starts_from_the_initial_state(running_max_bin, tmp_path, capsys
     [
         (["--sequence", "0"], "--sequence must be at least 1, not 0"),
         (["--sequence", "-3"], "--sequence must be at least 1, not -3"),
-        (["--sequence", "3", "--input", "x=XS"], "input 'x' has shape (5, 1, 4); with --sequence "
-                                                 "3 it needs a leading axis of length 3"),
+        (
+            ["--sequence", "3", "--input", "x=XS"],
+            "input 'x' has shape (5, 1, 4); with --sequence 3 it needs a leading axis of length 3",
+        ),
         (["--input", "acc=XS"], "input 'acc' is state: it starts from the binary's initial"),
     ],
-)  # fmt: skip
+)
 def test_npu_run_refuses_bad_sequences(running_max_bin, tmp_path, capsys, argv, message):
     np.save(tmp_path / "xs.npy", np.zeros((5, 1, 4), np.int8))
     argv = [a.replace("XS", str(tmp_path / "xs.npy")) for a in argv]
@@ -333,8 +335,7 @@ def test_npu_run_sequence_of_a_stateless_binary(programs, tmp_path, capsys):
 def test_random_inputs_span_their_element_type(programs):
     program = programs["eltwise"]  # a: i8, b: u8, h: i16
     feeds = random_inputs(program, seed=1)
-    assert {n: a.dtype for n, a in feeds.items()} == {
-        "a": np.int8, "b": np.uint8, "h": np.int16}  # fmt: skip
+    assert {n: a.dtype for n, a in feeds.items()} == {"a": np.int8, "b": np.uint8, "h": np.int16}
     assert feeds["b"].max() > 128 and feeds["h"].min() < -128 and feeds["h"].max() > 127
     floats = random_inputs(programs["empty"], seed=1)["x"]
     assert floats.dtype == np.float32 and floats.min() < 0 < floats.max()
@@ -375,8 +376,15 @@ def test_compiled_wakeword_runs_a_sequence_bit_exact(tmp_path, capsys, ctx):
     frames = np.random.default_rng(5).integers(-128, 128, (STEPS, 1, 3, 40)).astype(np.int8)
     np.save(tmp_path / "frames.npy", frames)
     out = tmp_path / "out.npz"
-    argv = [binary, "--sequence", STEPS, "--input", f"{source}={tmp_path / 'frames.npy'}",
-            "-o", out]  # fmt: skip
+    argv = [
+        binary,
+        "--sequence",
+        STEPS,
+        "--input",
+        f"{source}={tmp_path / 'frames.npy'}",
+        "-o",
+        out,
+    ]
     status, stdout, stderr = run_tool(npu_run.main, argv, capsys)
     assert status == 0, stderr
     assert f"step {STEPS - 1}: {outputs[1]}: shape" in stdout

@@ -17,13 +17,13 @@ import npuc
 from npuc.backend.npubin import encode_program
 from npuc.diagnostics import NpucError
 from npuc.dialects.nn_shapes import conv_transpose2d as output_shape
+from npuc.integer import quantize_multiplier
 from npuc.passes.lower_to_npu import program_of
 from npuc.passes.npu_lowering.transpose_conv import Phase, axis_phases
 from npuc.runtime.executor import Executor
-from npuc.runtime.kernels.integer import quantize_multiplier
-from npuc.runtime.kernels.qnn_transpose import conv_transpose2d_acc
+from npuc.runtime.kernels.qnn_arith import conv_transpose2d_acc
 from npuc.runtime.loader import load
-from npuc.runtime.qnn_kernels import random_inputs, run_module
+from npuc.runtime.qnn_interpreter import random_inputs, run_module
 
 REPO = Path(__file__).resolve().parents[2]
 TARGETS = sorted(p.stem for p in (REPO / "targets").glob("*.toml"))
@@ -52,8 +52,9 @@ class Case:
     @property
     def y(self) -> tuple[int, ...]:
         w = (self.x[1], self.out_channels, *self.kernel)
-        return output_shape(self.x, w, self.strides, self.pads, self.dilations,
-                            self.output_padding, 1)  # fmt: skip
+        return output_shape(
+            self.x, w, self.strides, self.pads, self.dilations, self.output_padding, 1
+        )
 
     def weight_zps(self) -> list[int]:
         if self.per_channel:
@@ -93,8 +94,10 @@ def module_text(case: Case, weight_arg: bool = False, bias_arg: bool = False) ->
     if weight_arg:
         args.append(f'%w: {w_type} {{nn.name = "w"}}')
     else:
-        body.append(f"%w = qnn.constant {{value = dense<{weights.tolist()}> : "
-                    f"{_tensor(w_shape, 'i8')}}} : {w_type}")  # fmt: skip
+        body.append(
+            f"%w = qnn.constant {{value = dense<{weights.tolist()}> : "
+            f"{_tensor(w_shape, 'i8')}}} : {w_type}"
+        )
     operands, types = "%x, %w", f"{x_type}, {w_type}"
     if case.bias:
         if bias_arg:
@@ -104,16 +107,20 @@ def module_text(case: Case, weight_arg: bool = False, bias_arg: bool = False) ->
             body.append(f"%b = qnn.constant {{value = dense<{bias}> : {b_type}}} : {b_type}")
         operands, types = operands + ", %b", types + f", {b_type}"
     props = [
-        f"strides = {_array(case.strides)}", f"pads = {_array(case.pads)}",
+        f"strides = {_array(case.strides)}",
+        f"pads = {_array(case.pads)}",
         f"dilations = {_array(case.dilations)}",
         f"output_padding = {_array(case.output_padding)}",
-        f"multiplier = {_array(multipliers)}", f"shift = {_array(shifts)}",
-        f'rounding = "{case.rounding}"', 'name = "tconv"',
-    ]  # fmt: skip
+        f"multiplier = {_array(multipliers)}",
+        f"shift = {_array(shifts)}",
+        f'rounding = "{case.rounding}"',
+        'name = "tconv"',
+    ]
     if case.clamp is not None:
         props += [f"clamp_min = {case.clamp[0]} : i64", f"clamp_max = {case.clamp[1]} : i64"]
-    body.append(f"%y = qnn.conv_transpose2d {operands} {{{', '.join(props)}}} : ({types}) "
-                f"-> {y_type}")  # fmt: skip
+    body.append(
+        f"%y = qnn.conv_transpose2d {operands} {{{', '.join(props)}}} : ({types}) -> {y_type}"
+    )
     body.append(f"func.return %y : {y_type}")
     lines = "\n  ".join(body)
     return f'func.func @main({", ".join(args)}) -> ({y_type} {{nn.name = "y"}}) {{\n  {lines}\n}}'
@@ -162,18 +169,37 @@ def _check_lowered(reference, program, case: Case) -> None:
 # --------------------------------------------------------------------------- the grid
 
 GRID = [
-    Case(strides=(s, s), kernel=(k, k), pads=pads, output_padding=(op, op), per_channel=pc,
-         bias=bias, seed=i)
-    for i, (s, k, pads, op, pc, bias) in enumerate(itertools.product(
-        (1, 2, 3), (1, 2, 3, 4), ((0, 0, 0, 0), (1, 1, 1, 1), (1, 0, 0, 2)), (0, 1),
-        (False, True), (True, False)))
+    Case(
+        strides=(s, s),
+        kernel=(k, k),
+        pads=pads,
+        output_padding=(op, op),
+        per_channel=pc,
+        bias=bias,
+        seed=i,
+    )
+    for i, (s, k, pads, op, pc, bias) in enumerate(
+        itertools.product(
+            (1, 2, 3),
+            (1, 2, 3, 4),
+            ((0, 0, 0, 0), (1, 1, 1, 1), (1, 0, 0, 2)),
+            (0, 1),
+            (False, True),
+            (True, False),
+        )
+    )
     if op < s  # output_padding must be smaller than the stride
-]  # fmt: skip
+]
 
 
-@pytest.mark.parametrize("case", GRID, ids=lambda c: (
-    f"s{c.strides[0]}-k{c.kernel[0]}-p{''.join(map(str, c.pads))}-op{c.output_padding[0]}"
-    f"-{'pc' if c.per_channel else 'pt'}{'-bias' if c.bias else ''}"))  # fmt: skip
+@pytest.mark.parametrize(
+    "case",
+    GRID,
+    ids=lambda c: (
+        f"s{c.strides[0]}-k{c.kernel[0]}-p{''.join(map(str, c.pads))}-op{c.output_padding[0]}"
+        f"-{'pc' if c.per_channel else 'pt'}{'-bias' if c.bias else ''}"
+    ),
+)
 def test_grid_runs_bit_exact_on_the_npu(parse, case):
     reference, program = run_case(parse, case)
     _check_lowered(reference, program, case)
@@ -210,10 +236,16 @@ def test_special_cases_run_bit_exact_on_the_npu(parse, case):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("case", [
-    Case(x=(1, 16, 12, 12), out_channels=16, kernel=(2, 2), per_channel=True),
-    Case(x=(1, 8, 10, 9), out_channels=6, kernel=(3, 3), pads=(1, 1, 0, 0), output_padding=(1, 1)),
-], ids=["k2s2", "k3s2"])  # fmt: skip
+@pytest.mark.parametrize(
+    "case",
+    [
+        Case(x=(1, 16, 12, 12), out_channels=16, kernel=(2, 2), per_channel=True),
+        Case(
+            x=(1, 8, 10, 9), out_channels=6, kernel=(3, 3), pads=(1, 1, 0, 0), output_padding=(1, 1)
+        ),
+    ],
+    ids=["k2s2", "k3s2"],
+)
 def test_tiled_and_planned_for_every_target(parse, case, target):
     pipeline = f"tile{{target={target}}},plan-memory{{target={target}}}"
     reference, program = run_case(parse, case, pipeline)
@@ -244,8 +276,9 @@ def test_weights_from_an_argument_need_single_taps(parse):
 # --------------------------------------------------------------------------- host fallback
 
 
-@pytest.mark.parametrize("kwargs", [{"weight_arg": True}, {"bias_arg": True}],
-                         ids=["weights", "bias"])  # fmt: skip
+@pytest.mark.parametrize(
+    "kwargs", [{"weight_arg": True}, {"bias_arg": True}], ids=["weights", "bias"]
+)
 def test_declined_instances_run_on_the_host(parse, kwargs):
     # Three taps per phase from weights that are not constants, or a bias that is not one:
     # the predicate declines, the op runs on the host, still exactly.
@@ -270,12 +303,15 @@ def test_large_strides_run_on_the_host(parse):
 def test_axis_phases():
     # kernel 3, stride 2, pad 1: even outputs take tap 1, odd ones taps 2 and 0
     assert axis_phases(4, 7, 3, 2, 1, 1) == [
-        Phase(0, 4, (1,), 0, 4, (0, 0)), Phase(1, 3, (2, 0), 0, 4, (0, 0)),
-    ]  # fmt: skip
+        Phase(0, 4, (1,), 0, 4, (0, 0)),
+        Phase(1, 3, (2, 0), 0, 4, (0, 0)),
+    ]
     # kernel 1, stride 3, output_padding 2: phases 1 and 2 hold the bias alone
     assert axis_phases(3, 9, 1, 3, 1, 0) == [
-        Phase(0, 3, (0,), 0, 3, (0, 0)), Phase(1, 3, ()), Phase(2, 3, ()),
-    ]  # fmt: skip
+        Phase(0, 3, (0,), 0, 3, (0, 0)),
+        Phase(1, 3, ()),
+        Phase(2, 3, ()),
+    ]
     # stride 1 is one correlation with the kernel reversed and padded by K - 1 - pad
     assert axis_phases(5, 6, 3, 1, 1, 1) == [Phase(0, 6, (2, 1, 0), 0, 5, (1, 2))]
 
@@ -299,8 +335,12 @@ def test_interpreter_kernel_matches_the_docstring(case):
     rng = np.random.default_rng(case.seed)
     xc = rng.integers(-128, 128, case.x)
     wc = rng.integers(-128, 128, (case.x[1], case.out_channels, *case.kernel))
-    geometry = dict(strides=case.strides, pads=case.pads, dilations=case.dilations,
-                    output_padding=case.output_padding)  # fmt: skip
+    geometry = dict(
+        strides=case.strides,
+        pads=case.pads,
+        dilations=case.dilations,
+        output_padding=case.output_padding,
+    )
     want = _scatter_reference(xc, wc, **geometry)
     np.testing.assert_array_equal(conv_transpose2d_acc(xc, wc, **geometry), want)
 

@@ -24,7 +24,7 @@ from npuc.passes.nn_patterns import constant_value
 from npuc.passes.quantize import QuantizeConfig
 from npuc.quantize_flow import calibrate, quantize
 from npuc.registry import DEFAULT_PIPELINE
-from npuc.runtime import qnn_kernels
+from npuc.runtime import qnn_interpreter
 from npuc.runtime.nn_interpreter import run_module
 
 RELU = {"activation": StringAttr("clip"), "activation_min": FloatAttr(0.0, f32)}
@@ -32,15 +32,20 @@ RELU6 = RELU | {"activation_max": FloatAttr(6.0, f32)}
 LEAKY = {"activation": StringAttr("leaky_relu"), "activation_alpha": FloatAttr(0.1, f32)}
 
 
-def conv(g, x, cin: int, cout: int, name: str, *, k=3, groups=1, bias=True, scale=None,
-         rng=None, **props):  # fmt: skip
+def conv(
+    g, x, cin: int, cout: int, name: str, *, k=3, groups=1, bias=True, scale=None, rng=None, **props
+):
     """A conv whose output channels have deliberately uneven ranges (or `scale` per channel)."""
     rng = rng or np.random.default_rng(zlib.crc32(name.encode()))
     spread = rng.uniform(0.1, 3.0, cout) if scale is None else scale
     w = rng.standard_normal((cout, cin // groups, k, k)) * spread[:, None, None, None]
     b = g.const(rng.standard_normal(cout) * spread * 0.1, f"{name}.bias") if bias else None
-    window = {"strides": nn.ints([1, 1]), "pads": nn.ints([k // 2] * 4),
-              "dilations": nn.ints([1, 1]), "groups": IntegerAttr(groups, i64)}  # fmt: skip
+    window = {
+        "strides": nn.ints([1, 1]),
+        "pads": nn.ints([k // 2] * 4),
+        "dilations": nn.ints([1, 1]),
+        "groups": IntegerAttr(groups, i64),
+    }
     return g.op(nn.Conv2dOp, [x, g.const(w, f"{name}.weight"), b], window | props, name=name)
 
 
@@ -101,10 +106,19 @@ def leaky_pool_pad(graph):
     """conv (leaky relu) -> max pool -> reflect pad -> zero pad -> conv."""
     g = graph((1, 3, 8, 8))
     c1 = conv(g, g.inputs[0], 3, 6, "c1", **LEAKY)
-    pool = g.op(nn.MaxPool2dOp, [c1], {"kernel": nn.ints([2, 2]), "strides": nn.ints([2, 2]),
-                "pads": nn.ints([0] * 4), "dilations": nn.ints([1, 1])})  # fmt: skip
-    pad = g.op(nn.PadOp, [pool], {"pads": nn.ints([0, 0, 1, 1, 0, 0, 1, 1]),
-               "mode": StringAttr("reflect")})  # fmt: skip
+    pool = g.op(
+        nn.MaxPool2dOp,
+        [c1],
+        {
+            "kernel": nn.ints([2, 2]),
+            "strides": nn.ints([2, 2]),
+            "pads": nn.ints([0] * 4),
+            "dilations": nn.ints([1, 1]),
+        },
+    )
+    pad = g.op(
+        nn.PadOp, [pool], {"pads": nn.ints([0, 0, 1, 1, 0, 0, 1, 1]), "mode": StringAttr("reflect")}
+    )
     zero = g.op(nn.PadOp, [pad], {"pads": nn.ints([0, 0, 0, 2, 0, 0, 1, 0])})
     return g.module(conv(g, zero, 6, 4, "c2")), [("c1", "c2")]
 
@@ -167,8 +181,12 @@ def test_equalized_function_unchanged(graph, check, build):
         if len(pairs) == 1:  # one pair: both ranges meet at sqrt(r1_i * r2_i)
             expected = np.sqrt(before[first][0] * before[second][1])
             np.testing.assert_allclose(r1, expected, rtol=1e-5)
-    names = {o.owner.layer_name.data for op in after.values() for o in op.operands[1:]
-             if isinstance(o.owner, nn.ConstantOp) and o.owner.layer_name}  # fmt: skip
+    names = {
+        o.owner.layer_name.data
+        for op in after.values()
+        for o in op.operands[1:]
+        if isinstance(o.owner, nn.ConstantOp) and o.owner.layer_name
+    }
     assert {"c1.weight"} <= names  # replaced constants keep their names
 
 
@@ -200,8 +218,11 @@ def blocked_models():
 
     def nonzero_pad(graph):
         g = graph((1, 3, 6, 6))
-        pad = g.op(nn.PadOp, [conv(g, g.inputs[0], 3, 6, "c1")], {
-            "pads": nn.ints([0, 0, 1, 1, 0, 0, 1, 1]), "value": FloatAttr(1.0, f32)})  # fmt: skip
+        pad = g.op(
+            nn.PadOp,
+            [conv(g, g.inputs[0], 3, 6, "c1")],
+            {"pads": nn.ints([0, 0, 1, 1, 0, 0, 1, 1]), "value": FloatAttr(1.0, f32)},
+        )
         return g.module(conv(g, pad, 6, 4, "c2"))
 
     def reciprocal(graph):
@@ -276,10 +297,18 @@ def uneven_model(graph):
     c1 = conv(g, g.inputs[0], 3, 8, "c1", scale=spread * 0.3, rng=rng, **RELU)
     w2 = rng.standard_normal((8, 8, 3, 3)) * 0.2
     w2[:, 0] /= 100.0
-    window = {"strides": nn.ints([1, 1]), "pads": nn.ints([1] * 4), "dilations": nn.ints([1, 1]),
-              "groups": IntegerAttr(1, i64)}  # fmt: skip
-    c2 = g.op(nn.Conv2dOp, [c1, g.const(w2), g.const(rng.standard_normal(8) * 0.1)],
-              window | RELU, name="c2")  # fmt: skip
+    window = {
+        "strides": nn.ints([1, 1]),
+        "pads": nn.ints([1] * 4),
+        "dilations": nn.ints([1, 1]),
+        "groups": IntegerAttr(1, i64),
+    }
+    c2 = g.op(
+        nn.Conv2dOp,
+        [c1, g.const(w2), g.const(rng.standard_normal(8) * 0.1)],
+        window | RELU,
+        name="c2",
+    )
     return g.module(conv(g, c2, 8, 4, "c3", scale=np.full(4, 0.3), rng=rng))
 
 
@@ -291,7 +320,9 @@ def int8_cosine(module) -> float:
     ref, got = [], []
     for feed in feeds[4:]:
         ref.append(run_module(module, feed)["output_0"].ravel())
-        out = qnn_kernels.dequantized_outputs(quantized, qnn_kernels.run_module(quantized, feed))
+        out = qnn_interpreter.dequantized_outputs(
+            quantized, qnn_interpreter.run_module(quantized, feed)
+        )
         got.append(out["output_0"].ravel())
     a, b = np.concatenate(ref).astype(np.float64), np.concatenate(got).astype(np.float64)
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))

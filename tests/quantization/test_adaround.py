@@ -39,10 +39,16 @@ def im2col(x: np.ndarray, kernel, strides, pads, dilations, groups) -> np.ndarra
             for i in range(oh):
                 for j in range(ow):
                     patch = [
-                        xp[b, g * cg + ch, i * strides[0] + di * dilations[0],
-                           j * strides[1] + dj * dilations[1]]
-                        for ch in range(cg) for di in range(kh) for dj in range(kw)
-                    ]  # fmt: skip
+                        xp[
+                            b,
+                            g * cg + ch,
+                            i * strides[0] + di * dilations[0],
+                            j * strides[1] + dj * dilations[1],
+                        ]
+                        for ch in range(cg)
+                        for di in range(kh)
+                        for dj in range(kw)
+                    ]
                     cols[g, :, (b * oh + i) * ow + j] = patch
     return cols
 
@@ -53,10 +59,18 @@ def conv_model(groups: int, seed: int = 0, batch: int = 1):
     w = (rng.standard_normal((8, 4 // groups, 3, 3)) * 0.3).astype(np.float32)
     b = rng.standard_normal(8).astype(np.float32) * 0.1
     nodes = [
-        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", group=groups,
-                         strides=[2, 1], dilations=[1, 2], pads=[1, 2, 0, 1]),
+        helper.make_node(
+            "Conv",
+            ["x", "w", "b"],
+            ["c"],
+            name="conv",
+            group=groups,
+            strides=[2, 1],
+            dilations=[1, 2],
+            pads=[1, 2, 0, 1],
+        ),
         helper.make_node("Relu", ["c"], ["y"], name="relu"),
-    ]  # fmt: skip
+    ]
     graph = helper.make_graph(
         nodes,
         "adaround",
@@ -90,10 +104,12 @@ def test_the_grams_are_those_of_the_input_patches_over_the_probe_calls(groups):
     probe = stats["x"].probe
     grams = layer_grams(probe)
     cols = np.concatenate(
-        [im2col(np.asarray(c[0], np.float64), (3, 3), (2, 1), (1, 2, 0, 1), (1, 2), groups)
-         for c in probe.calls],
+        [
+            im2col(np.asarray(c[0], np.float64), (3, 3), (2, 1), (1, 2, 0, 1), (1, 2), groups)
+            for c in probe.calls
+        ],
         axis=2,
-    )  # fmt: skip
+    )
     expected = np.einsum("gkr,glr->gkl", cols, cols) / cols.shape[2]
     np.testing.assert_allclose(grams["conv"], expected, rtol=1e-12, atol=1e-12)
 

@@ -24,7 +24,7 @@ from npuc.passes.quantization.statistics import (
 )
 from npuc.passes.quantize import QuantizeConfig, quantize_module, ranges_from_statistics
 from npuc.runtime.nn_interpreter import FunctionRunner
-from npuc.runtime.qnn_kernels import QuantizedFunctionRunner
+from npuc.runtime.qnn_interpreter import QuantizedFunctionRunner
 
 CALLS = 12
 
@@ -105,14 +105,17 @@ def test_the_choice_minimises_the_consumers_error(qm, calibrated):
         errors[1:] *= CLIP_COST
         chosen = stats[name].auto["a8"]
         assert errors[CANDIDATES.index(chosen)] == pytest.approx(errors.min(), rel=1e-6), (
-            name, dict(zip(CANDIDATES, errors, strict=True)))  # fmt: skip
+            name,
+            dict(zip(CANDIDATES, errors, strict=True)),
+        )
 
 
 def test_the_report_shows_each_tensors_choice_and_the_quantizer_applies_it(calibrated):
     module, _, _, stats = calibrated
     auto = module.clone()
-    report = quantize_module(auto, ranges_from_statistics(stats),
-                             QuantizeConfig(activation_strategy="auto"))  # fmt: skip
+    report = quantize_module(
+        auto, ranges_from_statistics(stats), QuantizeConfig(activation_strategy="auto")
+    )
     # Tensors that take their type from another (a reshape's output) show no strategy.
     shown = {
         t.tensor: t.strategy
@@ -199,8 +202,11 @@ def test_a_tensor_missing_from_the_statistics_is_named_not_a_crash(calibrated):
     module, _, _, stats = calibrated
     partial = {name: s for name, s in stats.items() if name != "gap"}
     with pytest.raises(NpucError, match=r"no quantization range for tensor.*gap"):
-        quantize_module(module.clone(), ranges_from_statistics(partial),
-                        QuantizeConfig(activation_strategy="auto"))  # fmt: skip
+        quantize_module(
+            module.clone(),
+            ranges_from_statistics(partial),
+            QuantizeConfig(activation_strategy="auto"),
+        )
 
 
 def test_calibration_holds_out_every_fourth_batch_for_the_selection(calibrated):

@@ -26,7 +26,7 @@ from npuc.passes.quantization.statistics import (
 )
 from npuc.passes.quantize import QuantizeConfig, quantize_module, ranges_from_statistics
 from npuc.runtime.nn_interpreter import FunctionRunner
-from npuc.runtime.qnn_kernels import dequantized_outputs, run_module
+from npuc.runtime.qnn_interpreter import dequantized_outputs, run_module
 from npuc.tensors import from_dense
 
 SHAPE = (1, 3, 6, 5)
@@ -137,9 +137,8 @@ def error_and_cosine(module, float_module, xs) -> tuple[float, float]:
     runner = FunctionRunner(entry_function(float_module))
     ref = np.stack([runner.run([x])[0][0] for x in xs]).astype(np.float64)
     out = np.stack(
-        [next(iter(dequantized_outputs(module, run_module(module, {"x": x})).values()))
-         for x in xs]
-    ).astype(np.float64)  # fmt: skip
+        [next(iter(dequantized_outputs(module, run_module(module, {"x": x})).values())) for x in xs]
+    ).astype(np.float64)
     r, o = ref.reshape(len(xs), -1), out.reshape(len(xs), -1)
     cosine = (r * o).sum(1) / np.linalg.norm(r, axis=1) / np.linalg.norm(o, axis=1)
     channels = np.moveaxis(out - ref, 2, 0).reshape(out.shape[2], -1)  # axis 1 of an output

@@ -48,8 +48,16 @@ def test_round_trip_keeps_every_field_and_range(tmp_path):
     document = json.loads(path.read_text())
     assert document["version"] == 1
     assert set(document["tensors"]["conv1"]) >= {
-        "count", "min", "max", "ema_min", "ema_max", "mean", "std", "batch_ranges", "histogram",
-    }  # fmt: skip
+        "count",
+        "min",
+        "max",
+        "ema_min",
+        "ema_max",
+        "mean",
+        "std",
+        "batch_ranges",
+        "histogram",
+    }
     assert document["tensors"]["conv1"]["nonfinite"] == 1
 
 

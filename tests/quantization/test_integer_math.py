@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npuc.runtime.kernels.integer import (
+from npuc.integer import (
     dequantize,
     lut_lookup,
     quantize,

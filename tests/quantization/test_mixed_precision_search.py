@@ -41,18 +41,23 @@ class _Config:
 
 @pytest.fixture(autouse=True)
 def replace_overrides(monkeypatch):
-    monkeypatch.setattr(quantize_flow, "replace", lambda _config, overrides: SimpleNamespace(
-        overrides=overrides))  # fmt: skip
+    monkeypatch.setattr(
+        quantize_flow, "replace", lambda _config, overrides: SimpleNamespace(overrides=overrides)
+    )
 
 
 def test_a_promotion_that_lowers_the_cosine_is_undone(monkeypatch):
-    scripted(monkeypatch, {(): 0.990, ("a",): 0.985, ("b",): 0.995, ("b", "c"): 0.9995},
-             ["a", "b", "c"])  # fmt: skip
+    scripted(
+        monkeypatch, {(): 0.990, ("a",): 0.985, ("b",): 0.995, ("b", "c"): 0.9995}, ["a", "b", "c"]
+    )
     found = search(0.999)
     assert found.met and found.promoted == ["b", "c"]
     assert [(s.promoted, s.kept) for s in found.history] == [
-        ((), True), (("a",), False), (("b",), True), (("b", "c"), True)
-    ]  # fmt: skip
+        ((), True),
+        (("a",), False),
+        (("b",), True),
+        (("b", "c"), True),
+    ]
     assert found.module == ("b", "c")
 
 

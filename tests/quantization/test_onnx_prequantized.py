@@ -33,7 +33,7 @@ from npuc.frontends.onnx import import_onnx
 from npuc.graph_io import entry_function
 from npuc.runtime.nn_interpreter import FunctionRunner
 from npuc.runtime.nn_interpreter import run_module as run_float
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 SAMPLES = 32
 
@@ -90,15 +90,21 @@ class Reader(CalibrationDataReader):
         return None if batch is None else {"x": batch}
 
 
-def ort_quantize(tmp_path, model: onnx.ModelProto, fmt: str, act: str, per_channel: bool,
-                 **extra) -> onnx.ModelProto:  # fmt: skip
+def ort_quantize(
+    tmp_path, model: onnx.ModelProto, fmt: str, act: str, per_channel: bool, **extra
+) -> onnx.ModelProto:
     src, dst = tmp_path / "float.onnx", tmp_path / f"q_{fmt}_{act}_{per_channel}.onnx"
     onnx.save(model, src)
     quantize_static(
-        str(src), str(dst), Reader(model), quant_format=getattr(QuantFormat, fmt),
-        per_channel=per_channel, activation_type=getattr(QuantType, act),
-        weight_type=QuantType.QInt8, extra_options=extra or None,
-    )  # fmt: skip
+        str(src),
+        str(dst),
+        Reader(model),
+        quant_format=getattr(QuantFormat, fmt),
+        per_channel=per_channel,
+        activation_type=getattr(QuantType, act),
+        weight_type=QuantType.QInt8,
+        extra_options=extra or None,
+    )
     return onnx.load(dst)
 
 
@@ -273,12 +279,16 @@ def test_prequantized_kept_activations_vanish_when_the_range_already_clamps(tmp_
     """QDQKeepRemovableActivations keeps Relu/Clip between Q/DQ pairs of equal parameters
     whose range already lies within the bounds: the clamp changes nothing, so no op remains."""
     float_model = residual_cnn()
-    model = ort_quantize(tmp_path, float_model, "QDQ", "QUInt8", True,
-                         QDQKeepRemovableActivations=True)  # fmt: skip
+    model = ort_quantize(
+        tmp_path, float_model, "QDQ", "QUInt8", True, QDQKeepRemovableActivations=True
+    )
     assert sum(n.op_type == "Relu" for n in model.graph.node) == 2
     module = import_onnx(model)
-    names = {op.properties["name"].data for op in entry_function(module).body.block.ops
-             if "name" in op.properties}  # fmt: skip
+    names = {
+        op.properties["name"].data
+        for op in entry_function(module).body.block.ops
+        if "name" in op.properties
+    }
     assert not names & {"relu1", "relu2"}
     diffs = step_diffs(module, model, inputs(float_model, SAMPLES, seed=8))
     assert np.abs(diffs).max() <= 1
@@ -409,11 +419,16 @@ def _qdq_conv(opset: int, activation: str, float_bias: bool = False, **q_attrs):
         n("DequantizeLinear", ["w", "sw", "zw"], ["wf"], name="dqw"),
         n("DequantizeLinear", ["b", "sb", "zb"], ["bf"], name="dqb"),
         n("Conv", ["xf", "wf", "fb" if float_bias else "bf"], ["c"], name="conv", pads=[1] * 4),
-        n(activation, ["c", *(bounds if activation == "Clip" else [])], ["a"], name="act",
-          **act_attrs),
+        n(
+            activation,
+            ["c", *(bounds if activation == "Clip" else [])],
+            ["a"],
+            name="act",
+            **act_attrs,
+        ),
         n("QuantizeLinear", ["a", "sy", "zy"], ["yq"], name="qy", **q_attrs),
         n("DequantizeLinear", ["yq", "sy", "zy"], ["y"], name="dqy"),
-    ]  # fmt: skip
+    ]
     inits = [
         _const("sx", 0.02), _const("zx", 3, np.uint8), numpy_helper.from_array(w, "w"),
         _const("sw", 0.004), _const("zw", 0, np.int8),
@@ -445,8 +460,11 @@ def test_prequantized_hand_built_qdq_conv(opset, activation, float_bias, attrs):
     model = _qdq_conv(opset, activation, float_bias, **attrs)
     module = import_onnx(model)
     assert [k for k in op_names(module) if k != "qnn.constant"] == [
-        "qnn.quantize", "qnn.conv2d", "qnn.dequantize", "func.return",
-    ]  # fmt: skip
+        "qnn.quantize",
+        "qnn.conv2d",
+        "qnn.dequantize",
+        "func.return",
+    ]
     conv = next(op for op in entry_function(module).body.block.ops if isinstance(op, qnn.Conv2dOp))
     assert conv.clamp_min.value.data == 100  # real 0 at the zero point
     if activation == "Clip":

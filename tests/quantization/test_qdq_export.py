@@ -24,14 +24,14 @@ from npuc.api import parse_mlir
 from npuc.backend.onnx_export import export_qdq
 from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
-from npuc.dialects.nn_base import ints
+from npuc.dialects.arrays import ints
 from npuc.frontends.onnx import import_onnx
 from npuc.graph_io import entry_function
+from npuc.integer import quantize_multiplier
 from npuc.passes.quantization.statistics import collect_statistics
 from npuc.passes.quantize import QuantizeConfig, quantize_module, ranges_from_statistics
-from npuc.runtime.kernels.integer import quantize_multiplier
 from npuc.runtime.nn_interpreter import FunctionRunner
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 
 SAMPLES = 24
 
@@ -174,8 +174,10 @@ def test_qdq_export_of_npuc_quantized_model_runs_in_onnxruntime(name, scheme, ro
     xs = inputs(module, SAMPLES, seed=7)
     exact = check_layers(layer_agreement(module, exported, xs), min_exact=0.95)
     steps = output_steps(module, exported, xs)
-    print(f"{name} {scheme} {rounding}: layers {exact:.1%} exact, output "
-          f"{(steps == 0).mean():.1%} exact, max {np.abs(steps).max():.0f} step(s)")  # fmt: skip
+    print(
+        f"{name} {scheme} {rounding}: layers {exact:.1%} exact, output "
+        f"{(steps == 0).mean():.1%} exact, max {np.abs(steps).max():.0f} step(s)"
+    )
     if name == "mlp":  # no steep activation to amplify a one-step difference
         assert np.abs(steps).max() <= 1
 
@@ -243,8 +245,9 @@ def test_qdq_export_round_trips_a_prequantized_model(tmp_path):
             return next(self.it, None)
 
     onnx.save(float_model, tmp_path / "f.onnx")
-    quantize_static(str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"), Reader(),
-                    quant_format=QuantFormat.QDQ)  # fmt: skip
+    quantize_static(
+        str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"), Reader(), quant_format=QuantFormat.QDQ
+    )
     original = onnx.load(tmp_path / "q.onnx")
     module = import_onnx(original)
     exported = export_qdq(module)
@@ -322,8 +325,9 @@ def test_qdq_export_hand_built_qnn_module():
 
 def test_qdq_export_rejects_a_multiplier_that_does_not_match_the_types():
     module = npuc_quantized(mlp())
-    fc = next(op for op in entry_function(module).body.block.ops
-              if isinstance(op, qnn.FullyConnectedOp))  # fmt: skip
+    fc = next(
+        op for op in entry_function(module).body.block.ops if isinstance(op, qnn.FullyConnectedOp)
+    )
     fc.properties["multiplier"] = ints([m // 2 for m in fc.multiplier.get_values()])
     with pytest.raises(NpucError, match="do not match its types' scales"):
         export_qdq(module)

@@ -30,12 +30,12 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from npuc import graph_io
 from npuc.api import parse_mlir
 from npuc.dialects import nn, qnn
-from npuc.dialects.nn_base import ints
+from npuc.dialects.arrays import ints
 from npuc.dialects.quant_types import UniformQuantizedType
+from npuc.integer import quantize_multiplier, quantize_multipliers
 from npuc.printing import print_module
-from npuc.runtime.kernels.integer import quantize_multiplier, quantize_multipliers
 from npuc.runtime.nn_interpreter import run_module as run_float
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 from npuc.tensors import to_dense
 
 CONV = {"strides": ints([1, 1]), "pads": ints([1, 1, 1, 1]), "dilations": ints([1, 1])}

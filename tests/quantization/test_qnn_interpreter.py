@@ -35,12 +35,12 @@ from xdsl.utils.exceptions import VerifyException
 
 from npuc.diagnostics import KernelError
 from npuc.dialects import nn_shapes, qnn
-from npuc.dialects.nn_base import ints
+from npuc.dialects.arrays import ints
 from npuc.dialects.quant_types import UniformQuantizedType
+from npuc.integer import quantize_multiplier
 from npuc.runtime.kernels import conv, qnn_arith
-from npuc.runtime.kernels.integer import quantize_multiplier
 from npuc.runtime.kernels.qnn_arith import pooled_output
-from npuc.runtime.qnn_kernels import run_function
+from npuc.runtime.qnn_interpreter import run_function
 from npuc.tensors import to_dense
 
 ROUNDINGS = ("half_away_from_zero", "half_to_even", "tflite")
@@ -683,11 +683,18 @@ def check_avg_pool(
     mode = rounding or "half_away_from_zero"
     want = [
         ref_pooled(
-            t, c, m0, shift, mode, out_type.zero_point, out_type.qmin, out_type.qmax,
+            t,
+            c,
+            m0,
+            shift,
+            mode,
+            out_type.zero_point,
+            out_type.qmin,
+            out_type.qmax,
             x_type.zero_point,
         )
         for t, c in sums.ravel()
-    ]  # fmt: skip
+    ]
     props = requant([m0], [shift], rounding) | window_props(
         kernel=kernel,
         strides=strides,

@@ -18,10 +18,10 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Region
 
 from npuc.dialects import qnn
-from npuc.dialects.nn_base import ints
+from npuc.dialects.arrays import ints
 from npuc.dialects.quant_types import UniformQuantizedType
-from npuc.runtime.kernels.integer import quantize_multipliers
-from npuc.runtime.qnn_kernels import run_function
+from npuc.integer import quantize_multipliers
+from npuc.runtime.qnn_interpreter import run_function
 
 
 def run_onnx(op_type: str, inputs: dict[str, np.ndarray], attrs: dict | None = None):

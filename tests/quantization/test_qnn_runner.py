@@ -11,8 +11,8 @@ from npuc.api import random_inputs as float_random_inputs
 from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
 from npuc.runtime import nn_interpreter
-from npuc.runtime.qnn_kernels import (
-    QNN_KERNELS,
+from npuc.runtime.interpreter_kernels import QNN_KERNELS
+from npuc.runtime.qnn_interpreter import (
     check_level,
     dequantized_outputs,
     random_inputs,
@@ -174,9 +174,15 @@ def test_npu_run_level_qnn(tmp_path):
     x = np.random.default_rng(0).normal(0, 1, (1, 3, 4, 4)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
     done = run_tool(
-        "npu-run", model, "--level", "qnn", "--input", f"x={tmp_path / 'x.npy'}", "-o",
+        "npu-run",
+        model,
+        "--level",
+        "qnn",
+        "--input",
+        f"x={tmp_path / 'x.npy'}",
+        "-o",
         tmp_path / "out.npz",
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr
     assert "y.q: shape (1, 2, 2, 2) uint8" in done.stdout
     saved = np.load(tmp_path / "out.npz")
@@ -217,8 +223,16 @@ def test_npu_run_levels_below_qnn_take_tiled_and_planned_modules(tmp_path):
     model = tmp_path / "planned.mlir"
     model.write_text(str(module))
     np.save(tmp_path / "x.npy", x)
-    done = run_tool("npu-run", model, "--level", "mem", "--input", f"x={tmp_path / 'x.npy'}",
-                    "-o", tmp_path / "out.npz")  # fmt: skip
+    done = run_tool(
+        "npu-run",
+        model,
+        "--level",
+        "mem",
+        "--input",
+        f"x={tmp_path / 'x.npy'}",
+        "-o",
+        tmp_path / "out.npz",
+    )
     assert done.returncode == 0, done.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["y.q"], want["y"])
     refused = run_tool("npu-run", model, "--level", "tile")

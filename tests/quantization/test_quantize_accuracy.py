@@ -33,7 +33,7 @@ from npuc.api import apply_pipeline
 from npuc.dialects import nn, qnn
 from npuc.frontends.onnx import import_onnx
 from npuc.passes.quantize import QuantizeConfig, quantize_module
-from npuc.runtime import qnn_kernels
+from npuc.runtime import qnn_interpreter
 from npuc.runtime.nn_interpreter import run_module
 from npuc.tensors import to_dense
 
@@ -153,7 +153,9 @@ def compare(
     ref, got = [], []
     for feed in feeds:
         ref += [v.ravel() for v in run_module(module, feed).values()]
-        out = qnn_kernels.dequantized_outputs(quantized, qnn_kernels.run_module(quantized, feed))
+        out = qnn_interpreter.dequantized_outputs(
+            quantized, qnn_interpreter.run_module(quantized, feed)
+        )
         got += [v.ravel() for k, v in out.items() if not k.endswith(".q")]
     return quantized, cosine(np.concatenate(ref), np.concatenate(got)), report
 
@@ -179,8 +181,15 @@ def residual_cnn() -> ModuleOp:
     c3 = conv(net, c2, 8, 8, "conv3")
     res = net(nn.AddOp, c3, c1, name="residual", **RELU)
     dw = conv(net, res, 8, 8, "dwconv", groups=8, **RELU)
-    pool = net(nn.MaxPool2dOp, dw, name="pool", kernel=[2, 2], strides=[2, 2], pads=[0] * 4,
-               dilations=[1, 1])  # fmt: skip
+    pool = net(
+        nn.MaxPool2dOp,
+        dw,
+        name="pool",
+        kernel=[2, 2],
+        strides=[2, 2],
+        pads=[0] * 4,
+        dilations=[1, 1],
+    )
     c4 = conv(net, pool, 8, 12, "conv4", k=1)
     sig = net(nn.SigmoidOp, c4, name="gate")
     gated = net(nn.MulOp, c4, sig, name="swish")
@@ -243,8 +252,8 @@ def test_quantized_io_takes_and_returns_stored_integers():
     ref, got = [], []
     for feed in feeds:
         ref.append(run_module(module, feed)["logits"])
-        raw = qnn_kernels.run_module(quantized, feed)
-        got.append(qnn_kernels.dequantized_outputs(quantized, raw)["logits"])
+        raw = qnn_interpreter.run_module(quantized, feed)
+        got.append(qnn_interpreter.dequantized_outputs(quantized, raw)["logits"])
         assert raw["logits"].dtype == np.int8
     assert cosine(np.concatenate(ref), np.concatenate(got)) > 0.99
 
@@ -322,8 +331,9 @@ def test_movement_ops_keep_the_input_type(op_type, props, out_shape, lowered):
 
 def test_split_results_share_the_input_type():
     net = Net(x=(1, 6, 4, 4))
-    split = net(nn.SplitOp, net.inputs["x"], name="split", axis=1,
-                shapes=[(1, 2, 4, 4), (1, 4, 4, 4)])  # fmt: skip
+    split = net(
+        nn.SplitOp, net.inputs["x"], name="split", axis=1, shapes=[(1, 2, 4, 4), (1, 4, 4, 4)]
+    )
     a = net(nn.SigmoidOp, split.results[0], name="a")
     module = net.module(a=a, b=split.results[1])
     quantized, cos, report = compare(module, QuantizeConfig(), samples(module, 4))
@@ -337,8 +347,15 @@ def test_split_results_share_the_input_type():
 def test_pools_and_arithmetic():
     net = Net(x=(2, 4, 6, 6), y=(2, 4, 6, 6))
     x, y = net.inputs["x"], net.inputs["y"]
-    avg = net(nn.AvgPool2dOp, x, name="avg", kernel=[3, 3], strides=[1, 1], pads=[1] * 4,
-              count_include_pad=False)  # fmt: skip
+    avg = net(
+        nn.AvgPool2dOp,
+        x,
+        name="avg",
+        kernel=[3, 3],
+        strides=[1, 1],
+        pads=[1] * 4,
+        count_include_pad=False,
+    )
     sub = net(nn.SubOp, avg, y, name="sub")
     mul = net(nn.MulOp, sub, net.const(RNG.uniform(0.5, 2.0, (4, 1, 1))), name="scale")
     gap = net(nn.GlobalAvgPoolOp, mul, name="gap")
@@ -407,8 +424,15 @@ def test_ops_without_integer_lowering_stay_float_between_conversions(op_type, pr
 
 def test_unfused_batch_norm_and_layer_norm_stay_float():
     net = Net(x=(1, 4, 6, 6))
-    params = [net.const(v) for v in (RNG.uniform(0.5, 2, 4), RNG.standard_normal(4),
-                                     RNG.standard_normal(4), RNG.uniform(0.5, 2, 4))]  # fmt: skip
+    params = [
+        net.const(v)
+        for v in (
+            RNG.uniform(0.5, 2, 4),
+            RNG.standard_normal(4),
+            RNG.standard_normal(4),
+            RNG.uniform(0.5, 2, 4),
+        )
+    ]
     bn = net(nn.BatchNormOp, net.inputs["x"], *params, name="bn", epsilon=1e-5)
     ln = net(nn.LayerNormOp, bn, net.const(np.ones(6)), name="ln", axis=-1, epsilon=1e-5)
     relu = net(nn.ReluOp, ln, name="relu")
@@ -435,15 +459,20 @@ def digits() -> tuple[ModuleOp, dict[str, tuple[float, float]], Any]:
 
 @pytest.mark.parametrize(
     ("scheme", "threshold"),
-    [("int8-per-channel", 0.999), ("int8", 0.999), ("uint8", 0.999), ("int16", 0.99995),
-     ("pow2", 0.999)],
-)  # fmt: skip
+    [
+        ("int8-per-channel", 0.999),
+        ("int8", 0.999),
+        ("uint8", 0.999),
+        ("int16", 0.99995),
+        ("pow2", 0.999),
+    ],
+)
 def test_trained_digits_cnn_keeps_its_accuracy(digits, scheme, threshold):
     module, ranges, data = digits
     quantized = module.clone()
     quantize_module(quantized, ranges, QuantizeConfig(scheme=scheme))
     ref = run_module(module, {"image": data.test_x})["logits"]
-    got = qnn_kernels.run_module(quantized, {"image": data.test_x})["logits"]
+    got = qnn_interpreter.run_module(quantized, {"image": data.test_x})["logits"]
     assert cosine(ref, got) > threshold
     float_acc = (ref.argmax(1) == data.test_y).mean()
     assert (got.argmax(1) == data.test_y).mean() >= float_acc - 0.01

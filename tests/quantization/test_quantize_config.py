@@ -27,7 +27,7 @@ from npuc.passes.quantization.layer_config import (
 from npuc.passes.quantization.ranges import activation_range
 from npuc.passes.quantization.statistics import collect_statistics, save_statistics
 from npuc.passes.quantize import QuantizeConfig, quantize_module, ranges_from_statistics
-from npuc.runtime import qnn_kernels
+from npuc.runtime import qnn_interpreter
 from npuc.runtime.nn_interpreter import run_module
 
 RNG = np.random.default_rng(5)
@@ -103,7 +103,7 @@ def conversions(module: ModuleOp) -> list[str]:
 def run_float_and_quantized(original: ModuleOp, quantized: ModuleOp) -> float:
     feeds = [{"x": RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)} for _ in range(8)]
     ref = np.concatenate([run_module(original, f)["probs"].ravel() for f in feeds])
-    got = np.concatenate([qnn_kernels.run_module(quantized, f)["probs"].ravel() for f in feeds])
+    got = np.concatenate([qnn_interpreter.run_module(quantized, f)["probs"].ravel() for f in feeds])
     return float(ref @ got / np.linalg.norm(ref) / np.linalg.norm(got))
 
 
@@ -120,8 +120,18 @@ def test_stats_file_and_written_configuration(model, tmp_path):
     assert written["format"] == "npuc-quantize-layers" and written["scheme"] == "int8-per-channel"
     layers = written["layers"]
     assert list(layers) == [
-        "conv1", "conv2", "gate", "swish", "pool", "skip", "cat", "gap", "flat", "fc", "softmax"
-    ]  # fmt: skip
+        "conv1",
+        "conv2",
+        "gate",
+        "swish",
+        "pool",
+        "skip",
+        "cat",
+        "gap",
+        "flat",
+        "fc",
+        "softmax",
+    ]
     conv = layers["conv1"]
     assert (conv["op"], conv["bits"], conv["mode"]) == ("nn.conv2d", 8, "int")
     assert (conv["strategy"], conv["weight_strategy"], conv["weight_bits"]) == (
@@ -217,10 +227,13 @@ def test_unchanged_configuration_reproduces_the_module(model, tmp_path):
     assert str(first) == str(second)
 
 
-@pytest.mark.parametrize(("edit", "inserted"), [
-    ({"bits": 16}, ["qnn.requantize", "qnn.requantize"]),
-    ({"mode": "float"}, ["qnn.dequantize", "qnn.quantize"]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("edit", "inserted"),
+    [
+        ({"bits": 16}, ["qnn.requantize", "qnn.requantize"]),
+        ({"mode": "float"}, ["qnn.dequantize", "qnn.quantize"]),
+    ],
+)
 def test_editing_one_layer_changes_only_it_and_its_boundaries(model, tmp_path, edit, inserted):
     module, stats = model
     config = tmp_path / "layers.json"
@@ -230,9 +243,12 @@ def test_editing_one_layer_changes_only_it_and_its_boundaries(model, tmp_path, e
     data["layers"]["conv2"].update(edit)
     config.write_text(json.dumps(data))
     assert read_layer_config(config).layers["conv2"] == LayerSetting(
-        bits=edit.get("bits", 8), mode=edit.get("mode", "int"), strategy="auto",
-        weight_bits=8, weight_strategy="extrema",
-    )  # fmt: skip
+        bits=edit.get("bits", 8),
+        mode=edit.get("mode", "int"),
+        strategy="auto",
+        weight_bits=8,
+        weight_strategy="extrema",
+    )
     after = module.clone()
     apply_pipeline(after, f'quantize{{stats="{stats}" config="{config}"}}')
 
@@ -260,9 +276,10 @@ def test_op_type_entries_and_similarity_for_display(model, tmp_path):
     quantized = module.clone()
     tensors = collect_statistics(module, random_dataset(module, 4), progress=False)
     report = quantize_module(
-        quantized, ranges_from_statistics(tensors),
+        quantized,
+        ranges_from_statistics(tensors),
         QuantizeConfig(overrides=read_layer_config(config)),
-    )  # fmt: skip
+    )
     assert [r.name for r in report.float_layers] == ["gate"]
     assert report.layers["gate"].reason == "configured float"
     out = tmp_path / "written.json"
@@ -290,9 +307,10 @@ def test_int16_scheme_with_an_8_bit_layer(model):
     storage = {
         op.properties["name"].data: op.results[0].type.element_type.storage
         for op in quantized.walk()
-        if "name" in op.properties and isinstance(op.results[0].type, TensorType)
+        if "name" in op.properties
+        and isinstance(op.results[0].type, TensorType)
         and isinstance(op.results[0].type.element_type, UniformQuantizedType)
-    }  # fmt: skip
+    }
     assert storage["gate"] == "i8" and storage["conv2"] == "i16" and storage["fc"] == "i16"
     assert run_float_and_quantized(module, quantized) > 0.999
 
@@ -392,23 +410,51 @@ def test_a_changed_strategy_recalibrates_the_layer_instead_of_pinning_its_scale(
     assert result_type(module, "conv2").scale != result_type(first, "conv2").scale
 
 
-@pytest.mark.parametrize(("layer", "field", "value", "message"), [
-    ("pool", ("outputs", 0, "scale"), 0.5,
-     r"layers\.pool\.outputs\[0\]: scale 0\.5.* cannot be applied .*qnn\.max_pool2d keeps its "
-     r"input's type"),
-    ("swish", ("inputs", 0, "scale"), 0.5,
-     r"layers\.swish\.inputs\[0\]: .*an input takes the type its producer gives it"),
-    ("softmax", ("outputs", 0, "zero_point"), 0,
-     r"layers\.softmax\.outputs\[0\]: .*fixed at scale 1/256"),
-    ("conv1", ("lowering",), "qnn.matmul",
-     r"layers\.conv1\.lowering: edited to 'qnn\.matmul', but it is a result of quantization"),
-    ("conv1", ("outputs", 0, "storage"), "i16",
-     r"layers\.conv1\.outputs\[0\]\.storage: edited to i16.*follows the layer's bits"),
-    ("conv1", ("outputs", 0, "scale"), -1.0,
-     r"layers\.conv1\.outputs\[0\]\.scale: must be a positive finite number"),
-])  # fmt: skip
-def test_an_edited_result_that_cannot_apply_is_refused(model, tmp_path, layer, field, value,
-                                                      message):  # fmt: skip
+@pytest.mark.parametrize(
+    ("layer", "field", "value", "message"),
+    [
+        (
+            "pool",
+            ("outputs", 0, "scale"),
+            0.5,
+            r"layers\.pool\.outputs\[0\]: scale 0\.5.* cannot be applied "
+            r".*qnn\.max_pool2d keeps its input's type",
+        ),
+        (
+            "swish",
+            ("inputs", 0, "scale"),
+            0.5,
+            r"layers\.swish\.inputs\[0\]: .*an input takes the type its producer gives it",
+        ),
+        (
+            "softmax",
+            ("outputs", 0, "zero_point"),
+            0,
+            r"layers\.softmax\.outputs\[0\]: .*fixed at scale 1/256",
+        ),
+        (
+            "conv1",
+            ("lowering",),
+            "qnn.matmul",
+            r"layers\.conv1\.lowering: edited to 'qnn\.matmul', but it is a result of quantization",
+        ),
+        (
+            "conv1",
+            ("outputs", 0, "storage"),
+            "i16",
+            r"layers\.conv1\.outputs\[0\]\.storage: edited to i16.*follows the layer's bits",
+        ),
+        (
+            "conv1",
+            ("outputs", 0, "scale"),
+            -1.0,
+            r"layers\.conv1\.outputs\[0\]\.scale: must be a positive finite number",
+        ),
+    ],
+)
+def test_an_edited_result_that_cannot_apply_is_refused(
+    model, tmp_path, layer, field, value, message
+):
     _, config, data = written(model, tmp_path)
     target = data["layers"][layer]
     for key in field[:-1]:

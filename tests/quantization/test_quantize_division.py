@@ -10,7 +10,7 @@ from onnx import helper, numpy_helper
 from onnx_models import float_graph, random_init
 
 from npuc.frontends.onnx import import_onnx
-from npuc.runtime.qnn_kernels import dequantized_outputs, random_inputs, run_module
+from npuc.runtime.qnn_interpreter import dequantized_outputs, random_inputs, run_module
 
 
 def hard_swish_model(divisor: np.ndarray | None = None):
@@ -24,8 +24,10 @@ def hard_swish_model(divisor: np.ndarray | None = None):
         n("Div", ["m", "divisor"], ["h"], name="div6"),
         n("Conv", ["h", "w2"], ["y"], name="conv2"),
     ]
-    scalar = {k: numpy_helper.from_array(np.array(v, np.float32), k)
-              for k, v in (("three", 3.0), ("zero", 0.0), ("six", 6.0))}  # fmt: skip
+    scalar = {
+        k: numpy_helper.from_array(np.array(v, np.float32), k)
+        for k, v in (("three", 3.0), ("zero", 0.0), ("six", 6.0))
+    }
     divisor = np.array(6.0, np.float32) if divisor is None else divisor
     inits = [random_init(rng, "w", [4, 3, 3, 3], 0.8), *scalar.values(),
              numpy_helper.from_array(divisor, "divisor"),
@@ -41,7 +43,7 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     "divisor",
     [np.array(6.0, np.float32), np.array([6.0, -2.0, 0.5, 3.0], np.float32).reshape(4, 1, 1)],
 )
-def test_division_by_a_constant_quantizes_and_tracks_float(divisor):  # fmt: skip
+def test_division_by_a_constant_quantizes_and_tracks_float(divisor):
     float_module = import_onnx(hard_swish_model(divisor))
     quantized = quantize_float(float_module.clone())
     names = {op.name for op in quantized.walk()}
@@ -72,7 +74,7 @@ def test_a_divisor_with_a_zero_stays_float():
 def test_a_zero_divisor_saturates_toward_the_numerators_sign():
     """TFLite leaves it undefined; qnn.div (and the NPU's eltwise div, which shares the
     kernel) gives the clamp bound in the numerator's direction, zp_out for 0 / 0."""
-    from npuc.runtime.kernels.qnn_more import tflite_divide
+    from npuc.runtime.kernels.qnn_arith import tflite_divide
 
     num = np.array([5, -5, 0, 6], np.int64)
     den = np.array([0, 0, 0, 3], np.int64)

@@ -15,7 +15,7 @@ from npuc.passes.quantization.statistics import collect_statistics
 from npuc.passes.quantize import QuantizeConfig, quantize_module, ranges_from_statistics
 from npuc.registry import DEFAULT_PIPELINE
 from npuc.runtime.nn_interpreter import run_module as run_float
-from npuc.runtime.qnn_kernels import run_module as run_quantized
+from npuc.runtime.qnn_interpreter import run_module as run_quantized
 
 T = onnx.TensorProto
 R = np.random.default_rng(11)

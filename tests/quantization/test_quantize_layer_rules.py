@@ -14,7 +14,7 @@ from onnx import helper, numpy_helper
 from onnx_models import float_graph, random_init
 
 from npuc.frontends.onnx import import_onnx
-from npuc.runtime.qnn_kernels import dequantized_outputs, random_inputs, run_module
+from npuc.runtime.qnn_interpreter import dequantized_outputs, random_inputs, run_module
 
 TARGETS = ("mcu-64", "mid-256", "ethos-u55-256-hee")
 
@@ -70,8 +70,14 @@ def bilinear(coordinates: str, size: int = 16) -> onnx.ModelProto:
     n = helper.make_node
     scale = size / 8
     scales = numpy_helper.from_array(np.array([1, 1, scale, scale], np.float32), "scales")
-    node = n("Resize", ["c", "", "scales"], ["y"], mode="linear", name="up",
-             coordinate_transformation_mode=coordinates)  # fmt: skip
+    node = n(
+        "Resize",
+        ["c", "", "scales"],
+        ["y"],
+        mode="linear",
+        name="up",
+        coordinate_transformation_mode=coordinates,
+    )
     return _conv_then([node], [scales], [1, 4, size, size])
 
 
@@ -79,9 +85,14 @@ def conv_transpose(kernel: int, stride: int, pads: list[int], output_padding: in
     rng = np.random.default_rng(6)
     out = (8 - 1) * stride + kernel - pads[0] - pads[2] + output_padding
     node = helper.make_node(
-        "ConvTranspose", ["c", "wt", "bt"], ["y"], strides=[stride, stride], pads=pads,
-        output_padding=[output_padding] * 2, name="deconv",
-    )  # fmt: skip
+        "ConvTranspose",
+        ["c", "wt", "bt"],
+        ["y"],
+        strides=[stride, stride],
+        pads=pads,
+        output_padding=[output_padding] * 2,
+        name="deconv",
+    )
     inits = [random_init(rng, "wt", [4, 5, kernel, kernel], 0.5), random_init(rng, "bt", [5])]
     return _conv_then([node], inits, [1, 5, out, out])
 
@@ -108,8 +119,10 @@ def layer_norm() -> onnx.ModelProto:
         n("Sqrt", ["ve"], ["s"], name="std"),
         n("Div", ["d", "s"], ["y"], name="normalise"),
     ]
-    consts = [numpy_helper.from_array(np.array(2.0, np.float32), "two"),
-              numpy_helper.from_array(np.array(1e-5, np.float32), "eps")]  # fmt: skip
+    consts = [
+        numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+        numpy_helper.from_array(np.array(1e-5, np.float32), "eps"),
+    ]
     return _conv_then(nodes, consts, [1, 4, 8, 8])
 
 
@@ -182,8 +195,13 @@ def test_softmax_rows_too_long_for_qnn_softmax_stay_float():
 
 def test_bilinear_resize_of_a_non_integral_size_stays_float():
     scales = numpy_helper.from_array(np.array([1, 1, 1.5, 1.5], np.float32), "scales")
-    node = helper.make_node("Resize", ["c", "", "scales"], ["y"], mode="linear",
-                            coordinate_transformation_mode="half_pixel")  # fmt: skip
+    node = helper.make_node(
+        "Resize",
+        ["c", "", "scales"],
+        ["y"],
+        mode="linear",
+        coordinate_transformation_mode="half_pixel",
+    )
     model = _conv_then([node], [scales], [1, 4, 10, 10], (1, 3, 7, 7))
     quantized = quantize_float(import_onnx(model))
     assert "nn.resize" in {op.name for op in quantized.walk()}

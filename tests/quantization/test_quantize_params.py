@@ -119,8 +119,15 @@ CONV = {"strides": [1, 1], "pads": [1, 1, 1, 1], "dilations": [1, 1], "groups": 
 
 def conv_net(weight, bias, **act) -> ModuleOp:
     net = Net(x=(1, weight.shape[1], 5, 5))
-    c = net(nn.Conv2dOp, net.inputs["x"], net.const(weight, "w"), net.const(bias, "b"),
-            name="conv", **CONV, **act)  # fmt: skip
+    c = net(
+        nn.Conv2dOp,
+        net.inputs["x"],
+        net.const(weight, "w"),
+        net.const(bias, "b"),
+        name="conv",
+        **CONV,
+        **act,
+    )
     return net.module(c)
 
 
@@ -329,8 +336,12 @@ def test_sigmoid_table_entries(scheme):
         code = q_in.qmin + i
         x = np.float32(q_in.scale * (code - q_in.zero_point))
         y = float(ew.sigmoid(np.array([x], np.float32))[0])
-        want = min(max(round_half_away(Fraction(y) / Fraction(q_out.scale)) + q_out.zero_point,
-                       q_out.qmin), q_out.qmax)  # fmt: skip
+        want = min(
+            max(
+                round_half_away(Fraction(y) / Fraction(q_out.scale)) + q_out.zero_point, q_out.qmin
+            ),
+            q_out.qmax,
+        )
         assert entry == want, f"code {code}"
 
 

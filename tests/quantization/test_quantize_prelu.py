@@ -8,10 +8,9 @@ from compile_helpers import assert_same, compile_and_run, quantize_float
 from onnx import helper, numpy_helper
 from onnx_models import float_graph, random_init
 
-from npuc.dialects import nn
-from npuc.dialects import qnn_more as qm
+from npuc.dialects import nn, qnn
 from npuc.frontends.onnx import import_onnx
-from npuc.runtime.qnn_kernels import dequantized_outputs, random_inputs, run_module
+from npuc.runtime.qnn_interpreter import dequantized_outputs, random_inputs, run_module
 
 
 def prelu_model():
@@ -22,8 +21,11 @@ def prelu_model():
         helper.make_node("Conv", ["p", "w2"], ["y"], name="conv2"),
     ]
     slope = np.array([0.25, -0.1, 0.6, 0.02], np.float32).reshape(4, 1, 1)
-    inits = [random_init(rng, "w", [4, 3, 3, 3]), numpy_helper.from_array(slope, "slope"),
-             random_init(rng, "w2", [2, 4, 1, 1])]  # fmt: skip
+    inits = [
+        random_init(rng, "w", [4, 3, 3, 3]),
+        numpy_helper.from_array(slope, "slope"),
+        random_init(rng, "w2", [2, 4, 1, 1]),
+    ]
     return float_graph(nodes, inits, [1, 3, 8, 8], [1, 2, 8, 8])
 
 
@@ -31,13 +33,14 @@ def test_constant_slope_prelu_quantizes_and_tracks_float():
     float_module = import_onnx(prelu_model())
     quantized = quantize_float(float_module.clone())
     ops = [op.name for op in quantized.walk()]
-    assert qm.PReluOp.name in ops and nn.PReluOp.name not in ops
+    assert qnn.PReluOp.name in ops and nn.PReluOp.name not in ops
     for seed in range(3):
         inputs = random_inputs(float_module, seed=seed)
         want = run_module(float_module, inputs)["y"]
         got = dequantized_outputs(quantized, run_module(quantized, inputs))["y"]
-        cosine = float(np.dot(want.ravel(), got.ravel())
-                       / np.linalg.norm(want) / np.linalg.norm(got))  # fmt: skip
+        cosine = float(
+            np.dot(want.ravel(), got.ravel()) / np.linalg.norm(want) / np.linalg.norm(got)
+        )
         assert cosine > 0.995, cosine
 
 

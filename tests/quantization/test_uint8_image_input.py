@@ -11,7 +11,7 @@ from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.graph_io import entry_function
 from npuc.passes.quantize import QuantizeConfig
 from npuc.quantize_flow import calibrate, quantize
-from npuc.runtime.qnn_kernels import dequantized_outputs, run_module
+from npuc.runtime.qnn_interpreter import dequantized_outputs, run_module
 
 MEAN = np.array([123.7, 116.3, 103.5], np.float32).reshape(1, 3, 1, 1)
 SCALE = np.array([0.0171, 0.0175, 0.0174], np.float32).reshape(1, 3, 1, 1)

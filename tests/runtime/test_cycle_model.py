@@ -68,8 +68,9 @@ def test_matmul_and_elementwise_cycles() -> None:
     a = tensor("sram", 0, (1, 8, 10, 10))
     add = inst("eltwise", (a, a, tensor("sram", 1024, (1, 8, 10, 10))), kind="add")
     assert compute_cycles(add, U55) == -(-800 // 32)  # 32 output elements per cycle
-    pool = inst("pool", (a, tensor("sram", 2048, (1, 8, 5, 5))), mode="max", kernel=(2, 2),
-                strides=(2, 2))  # fmt: skip
+    pool = inst(
+        "pool", (a, tensor("sram", 2048, (1, 8, 5, 5))), mode="max", kernel=(2, 2), strides=(2, 2)
+    )
     assert compute_cycles(pool, MCU) == -(-200 // 8) * 4
 
 
@@ -104,8 +105,7 @@ def _three(serial: bool) -> Program:
     c1 = conv(ifm_at=0, ofm_at=8192, layer=0)
     # the DMA overwrites conv1's ifm when serial (so it must wait), else a free buffer
     dst = tensor("sram", 0 if serial else 32768, (4096,))
-    dma = inst("dma", (tensor("constants", 0, (4096,)), dst), deps=(0,) if serial else (),
-               layer=1)  # fmt: skip
+    dma = inst("dma", (tensor("constants", 0, (4096,)), dst), deps=(0,) if serial else (), layer=1)
     c2 = conv(ifm_at=8192, ofm_at=16384, deps=(0, 1), layer=1)
     return program([c1, dma, c2], layers=("a", "b"))
 

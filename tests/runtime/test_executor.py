@@ -2,7 +2,7 @@
 
 Each test builds a small program by hand (tests/npu_programs.py), runs it, and compares
 every output with the result of the corresponding `qnn` op (parsed from text and
-evaluated by runtime/qnn_kernels.py) or with numpy written from docs/binary-format.md.
+evaluated by runtime/qnn_interpreter.py) or with numpy written from docs/binary-format.md.
 conv2d and the output stage: test_executor_conv.py.
 """
 
@@ -48,8 +48,7 @@ def test_fully_connected_with_broadcast_weights() -> None:
     b = Builder()
     xt, yt = b.input("x", x, "i8"), b.output("y", (3, 2, 10))
     wt = b.const(w, "i8", strides=(0, 1, 1300), shape=(3, 1300, 10))
-    p = dict(lhs_zero_point=-9, ofm_zero_point=4, rounding="tflite", clamp_min=-128,
-             clamp_max=127)  # fmt: skip
+    p = dict(lhs_zero_point=-9, ofm_zero_point=4, rounding="tflite", clamp_min=-128, clamp_max=127)
     got = b.run([inst("matmul", (xt, wt, b.const(table, "i32"), yt), **p)])["y"]
     want = qnn(
         "qnn.fully_connected",
@@ -72,8 +71,11 @@ def test_matmul_of_two_activations() -> None:
     rt = b.input("rhs", rhs, "i8")
     yt = b.output("y", (2, 5, 4))
     rview = tensor("mutable", rt.offset, (2, 16, 4), "i8", (0, 4, 1))
-    body = [inst("matmul", (lt, rview, b.const(table, "i32"), yt), lhs_zero_point=128,
-                 ofm_zero_point=-1)]  # fmt: skip
+    body = [
+        inst(
+            "matmul", (lt, rview, b.const(table, "i32"), yt), lhs_zero_point=128, ofm_zero_point=-1
+        )
+    ]
     got = b.run(body)["y"]
     want = qnn(
         "qnn.matmul",
@@ -101,9 +103,17 @@ def test_pool_modes_match_qnn() -> None:
         "gap": b.output("gap", (1, 3, 1, 1), "u8"),
         "sum": b.output("sum", (1, 3, 1, 1), "i8"),
     }
-    avg = dict(kernel=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1), ceil_mode=True,
-               count_include_pad=True, ifm_zero_point=128, ofm_zero_point=120,
-               multiplier=1518500250, shift=31)  # fmt: skip
+    avg = dict(
+        kernel=(3, 3),
+        strides=(2, 2),
+        pads=(1, 1, 1, 1),
+        ceil_mode=True,
+        count_include_pad=True,
+        ifm_zero_point=128,
+        ofm_zero_point=120,
+        multiplier=1518500250,
+        shift=31,
+    )
     body = [
         inst("pool", (xt, outs["max"]), mode="max", kernel=(3, 3), strides=(2, 2),
              dilations=(2, 2), pads=(1, 1, 1, 1), clamp_min=10, clamp_max=250),
@@ -122,41 +132,66 @@ def test_pool_modes_match_qnn() -> None:
     def ref(op, out_shape, out_dtype, zp, attrs):
         return qnn(op, [xs], [xtype], qt(out_shape, out_dtype, zp), attrs)
 
-    max_attrs = (f"kernel = {arr((3, 3))}, strides = {arr((2, 2))}, pads = {arr((1,) * 4)}, "
-                 f"dilations = {arr((2, 2))}")  # fmt: skip
+    max_attrs = (
+        f"kernel = {arr((3, 3))}, strides = {arr((2, 2))}, pads = {arr((1,) * 4)}, "
+        f"dilations = {arr((2, 2))}"
+    )
     want_max = np.clip(ref("qnn.max_pool2d", (1, 3, 3, 3), "u8", 128, max_attrs), 10, 250)
     np.testing.assert_array_equal(got["max"], want_max)
-    avg_attrs = (f"kernel = {arr((3, 3))}, strides = {arr((2, 2))}, pads = {arr((1,) * 4)}, "
-                 f"multiplier = {arr([1518500250])}, shift = {arr([31])}, ceil_mode = true, "
-                 "count_include_pad = true")  # fmt: skip
-    np.testing.assert_array_equal(got["avg"], ref("qnn.avg_pool2d", (1, 3, 4, 4), "u8", 120,
-                                                  avg_attrs))  # fmt: skip
+    avg_attrs = (
+        f"kernel = {arr((3, 3))}, strides = {arr((2, 2))}, pads = {arr((1,) * 4)}, "
+        f"multiplier = {arr([1518500250])}, shift = {arr([31])}, ceil_mode = true, "
+        "count_include_pad = true"
+    )
+    np.testing.assert_array_equal(
+        got["avg"], ref("qnn.avg_pool2d", (1, 3, 4, 4), "u8", 120, avg_attrs)
+    )
     tfl_attrs = (
         f"kernel = {arr((3, 3))}, strides = {arr((2, 2))}, pads = {arr((0,) * 4)}, "
         f'multiplier = {arr([1 << 30])}, shift = {arr([30])}, rounding = "tflite"'
     )
-    np.testing.assert_array_equal(got["avg_tfl"], ref("qnn.avg_pool2d", (1, 3, 3, 3), "u8", 128,
-                                                      tfl_attrs))  # fmt: skip
-    gap = ref("qnn.global_avg_pool", (1, 3, 1, 1), "u8", 100,
-              f"multiplier = {arr([1 << 30])}, shift = {arr([29])}")  # fmt: skip
+    np.testing.assert_array_equal(
+        got["avg_tfl"], ref("qnn.avg_pool2d", (1, 3, 3, 3), "u8", 128, tfl_attrs)
+    )
+    gap = ref(
+        "qnn.global_avg_pool",
+        (1, 3, 1, 1),
+        "u8",
+        100,
+        f"multiplier = {arr([1 << 30])}, shift = {arr([29])}",
+    )
     np.testing.assert_array_equal(got["gap"], gap)
-    total = ref("qnn.reduce_sum", (1, 3, 1, 1), "i8", -7,
-                f"multiplier = {arr([876523970])}, shift = {arr([38])}, rounding = \"tflite\", "
-                f"axes = {arr((2, 3))}")  # fmt: skip
+    total = ref(
+        "qnn.reduce_sum",
+        (1, 3, 1, 1),
+        "i8",
+        -7,
+        f'multiplier = {arr([876523970])}, shift = {arr([38])}, rounding = "tflite", '
+        f"axes = {arr((2, 3))}",
+    )
     np.testing.assert_array_equal(got["sum"], total)
 
 
 # --------------------------------------------------------------------------- eltwise
 
-SCALE = dict(left_shift=20, lhs_multiplier=1 << 30, lhs_shift=31, rhs_multiplier=1500000000,
-             rhs_shift=32, multiplier=1 << 30, shift=50)  # fmt: skip
+SCALE = dict(
+    left_shift=20,
+    lhs_multiplier=1 << 30,
+    lhs_shift=31,
+    rhs_multiplier=1500000000,
+    rhs_shift=32,
+    multiplier=1 << 30,
+    shift=50,
+)
 
 
 def _scale_attrs(p: dict) -> str:
-    return (f"left_shift = {p['left_shift']} : i64, lhs_multiplier = {p['lhs_multiplier']} : i64, "
-            f"lhs_shift = {p['lhs_shift']} : i64, rhs_multiplier = {p['rhs_multiplier']} : i64, "
-            f"rhs_shift = {p['rhs_shift']} : i64, multiplier = {arr([p['multiplier']])}, "
-            f"shift = {arr([p['shift']])}")  # fmt: skip
+    return (
+        f"left_shift = {p['left_shift']} : i64, lhs_multiplier = {p['lhs_multiplier']} : i64, "
+        f"lhs_shift = {p['lhs_shift']} : i64, rhs_multiplier = {p['rhs_multiplier']} : i64, "
+        f"rhs_shift = {p['rhs_shift']} : i64, multiplier = {arr([p['multiplier']])}, "
+        f"shift = {arr([p['shift']])}"
+    )
 
 
 @pytest.mark.parametrize(
@@ -176,8 +211,14 @@ def test_eltwise_matches_qnn(kind: str) -> None:
     bt = b.input("b", bv, dtype)
     bview = tensor("mutable", bt.offset, (2, 3, 8), dtype, (0, 0, 1))  # broadcast rhs
     yt = b.output("y", (2, 3, 8), dtype)
-    p = dict(kind=kind, lhs_zero_point=azp, rhs_zero_point=bzp, ofm_zero_point=ozp,
-             clamp_min=-100, clamp_max=110)  # fmt: skip
+    p = dict(
+        kind=kind,
+        lhs_zero_point=azp,
+        rhs_zero_point=bzp,
+        ofm_zero_point=ozp,
+        clamp_min=-100,
+        clamp_max=110,
+    )
     if kind in ("add", "sub", "squared_difference"):
         p.update(SCALE, rounding="half_to_even")
         if kind == "squared_difference":
@@ -187,23 +228,32 @@ def test_eltwise_matches_qnn(kind: str) -> None:
         p.update(multiplier=1234567890, shift=38, rounding="half_up")
         attrs = f"multiplier = {arr([1234567890])}, shift = {arr([38])}, " + clamp_attrs(p)
     elif kind == "prelu":
-        p.update(multiplier=1 << 30, shift=30, rhs_multiplier=1 << 30, rhs_shift=36,
-                 rounding="tflite")  # fmt: skip
-        attrs = (f"multiplier = {arr([1 << 30])}, shift = {arr([30])}, alpha_multiplier = "
-                 f"{1 << 30} : i64, alpha_shift = 36 : i64, " + clamp_attrs(p))  # fmt: skip
+        p.update(
+            multiplier=1 << 30, shift=30, rhs_multiplier=1 << 30, rhs_shift=36, rounding="tflite"
+        )
+        attrs = (
+            f"multiplier = {arr([1 << 30])}, shift = {arr([30])}, alpha_multiplier = "
+            f"{1 << 30} : i64, alpha_shift = 36 : i64, " + clamp_attrs(p)
+        )
     elif kind == "div":
         p.update(multiplier=1 << 30, shift=24, rounding="tflite", overshift="x86")
-        attrs = (f"multiplier = {arr([1 << 30])}, shift = {arr([24])}, overshift = \"x86\", "
-                 + clamp_attrs(p))  # fmt: skip
+        attrs = (
+            f'multiplier = {arr([1 << 30])}, shift = {arr([24])}, overshift = "x86", '
+            + clamp_attrs(p)
+        )
     else:
         p.update(ofm_zero_point=0, lhs_zero_point=0, rhs_zero_point=0)
         azp = bzp = ozp = 0
         attrs = ""
     got = b.run([inst("eltwise", (at, bview, yt), **p)])["y"]
     op = {"prelu": "qnn.prelu"}.get(kind, f"qnn.{kind}")
-    want = qnn(op, [a.astype(NP[dtype]), bv.astype(NP[dtype])],
-               [qt((2, 3, 8), dtype, azp), qt((8,), dtype, bzp)], qt((2, 3, 8), dtype, ozp),
-               attrs)  # fmt: skip
+    want = qnn(
+        op,
+        [a.astype(NP[dtype]), bv.astype(NP[dtype])],
+        [qt((2, 3, 8), dtype, azp), qt((8,), dtype, bzp)],
+        qt((2, 3, 8), dtype, ozp),
+        attrs,
+    )
     if kind in ("maximum", "minimum"):
         want = np.clip(want, -100, 110)
     np.testing.assert_array_equal(got, want)
@@ -233,10 +283,13 @@ def test_lut_softmax_move_and_strided_dma() -> None:
     ]  # fmt: skip
     got = b.run(body)
     np.testing.assert_array_equal(got["lut"], table[x + 128])
-    want = qnn("qnn.softmax", [x.reshape(6, 20).astype(np.int8)], [qt((6, 20))],
-               qt((6, 20), "i8", -128, 0.00390625),
-               "input_multiplier = 1717986944 : i64, input_left_shift = 22 : i64, "
-               "diff_min = -496 : i64")  # fmt: skip
+    want = qnn(
+        "qnn.softmax",
+        [x.reshape(6, 20).astype(np.int8)],
+        [qt((6, 20))],
+        qt((6, 20), "i8", -128, 0.00390625),
+        "input_multiplier = 1717986944 : i64, input_left_shift = 22 : i64, diff_min = -496 : i64",
+    )
     np.testing.assert_array_equal(got["softmax"], want)
     inner = x.transpose(2, 1, 3, 0).reshape(4, 3, 5, 2)
     expect = np.full((4, 3, 7, 3), -9)

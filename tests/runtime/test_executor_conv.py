@@ -29,8 +29,8 @@ from npu_programs import (
 )
 
 from npuc.diagnostics import NpucError
+from npuc.integer import requantize
 from npuc.runtime import npu_requant as nr
-from npuc.runtime.kernels.integer import requantize
 
 # --------------------------------------------------------------------------- conv2d
 
@@ -83,21 +83,32 @@ def test_conv2d_matches_qnn(case: str) -> None:
     wzp = rng.integers(-20, 20, co) if xd != "i16" else np.zeros(co, np.int64)
     table = random_table(rng, co, shifts, wzp)
     xzp = {"i8": -7, "u8": 131, "i16": 0}[xd]
-    p = dict(strides=strides, pads=pads, dilations=dil, groups=groups, ifm_zero_point=xzp,
-             ofm_zero_point=5, clamp_min=lo_clamp, clamp_max=120, rounding=rounding)  # fmt: skip
+    p = dict(
+        strides=strides,
+        pads=pads,
+        dilations=dil,
+        groups=groups,
+        ifm_zero_point=xzp,
+        ofm_zero_point=5,
+        clamp_min=lo_clamp,
+        clamp_max=120,
+        rounding=rounding,
+    )
     got = check_conv(x, xd, w, wzp, table, layout, p)
     spread(got, lo_clamp, 120)
 
 
 @pytest.mark.parametrize(
     ("kernel", "strides", "dilations", "pads", "depthwise", "xd", "width"),
-    [((5, 5), (3, 3), (2, 2), (2, 1, 0, 3), True, "i8", 19),
-     ((3, 4), (2, 3), (3, 1), (1, 0, 2, 2), True, "i8", 19),
-     ((3, 3), (2, 2), (1, 1), (0, 1, 1, 0), True, "i8", 18),  # columns split from byte pairs
-     ((3, 3), (1, 2), (1, 2), (1, 2, 1, 1), True, "u8", 18),
-     ((5, 3), (3, 2), (2, 3), (0, 2, 1, 0), False, "u8", 20),
-     ((2, 2), (4, 1), (1, 4), (3, 3, 3, 3), False, "i8", 19)],
-)  # fmt: skip
+    [
+        ((5, 5), (3, 3), (2, 2), (2, 1, 0, 3), True, "i8", 19),
+        ((3, 4), (2, 3), (3, 1), (1, 0, 2, 2), True, "i8", 19),
+        ((3, 3), (2, 2), (1, 1), (0, 1, 1, 0), True, "i8", 18),  # columns split from byte pairs
+        ((3, 3), (1, 2), (1, 2), (1, 2, 1, 1), True, "u8", 18),
+        ((5, 3), (3, 2), (2, 3), (0, 2, 1, 0), False, "u8", 20),
+        ((2, 2), (4, 1), (1, 4), (3, 3, 3, 3), False, "i8", 19),
+    ],
+)
 def test_conv2d_strides_dilations_and_pads_match_qnn(
     kernel, strides, dilations, pads, depthwise, xd, width
 ):
@@ -109,9 +120,17 @@ def test_conv2d_strides_dilations_and_pads_match_qnn(
     x = rng.integers(info.min, info.max + 1, (1, c, 17, width))
     w = rng.integers(-128, 128, ws)
     table = random_table(rng, ws[0], (37, 40))
-    p = dict(strides=strides, pads=pads, dilations=dilations, groups=c if depthwise else 1,
-             ifm_zero_point=-3 if xd == "i8" else 131, ofm_zero_point=5, clamp_min=-128,
-             clamp_max=127, rounding="tflite")  # fmt: skip
+    p = dict(
+        strides=strides,
+        pads=pads,
+        dilations=dilations,
+        groups=c if depthwise else 1,
+        ifm_zero_point=-3 if xd == "i8" else 131,
+        ofm_zero_point=5,
+        clamp_min=-128,
+        clamp_max=127,
+        rounding="tflite",
+    )
     got = check_conv(x, xd, w, np.zeros(ws[0], np.int64), table, "nchw", p)
     spread(got, -128, 127)
 
@@ -123,8 +142,17 @@ def test_conv2d_accumulators_too_large_for_the_float64_stage() -> None:
     w = np.where(rng.random((8, 160, 3, 3)) < 0.5, -128, 127)
     x = np.broadcast_to(np.where(w[:1] < 0, -128, 127), (1, 160, 3, 3)).copy()
     table = random_table(rng, 8, (49, 51))
-    p = dict(strides=(1, 1), pads=(1, 1, 1, 1), dilations=(1, 1), groups=1, ifm_zero_point=0,
-             ofm_zero_point=5, clamp_min=-128, clamp_max=127, rounding="tflite")  # fmt: skip
+    p = dict(
+        strides=(1, 1),
+        pads=(1, 1, 1, 1),
+        dilations=(1, 1),
+        groups=1,
+        ifm_zero_point=0,
+        ofm_zero_point=5,
+        clamp_min=-128,
+        clamp_max=127,
+        rounding="tflite",
+    )
     got = check_conv(x, "i8", w, np.zeros(8, np.int64), table, "nchw", p)
     assert np.abs(got[0, 0, 1, 1].astype(int) - 5) > 20  # the centre saw the whole sum
 
@@ -135,18 +163,34 @@ def test_folded_pointwise_rounds_ties_like_tflite() -> None:
     small shifts, puts many accumulators on ties of both signs."""
     x = np.arange(-128, 128).reshape(1, 1, 16, 16)
     w = np.array([1, -1, 3, 127]).reshape(4, 1, 1, 1)
-    table = np.array([[0, 1 << 30, 32, 0], [7, 1 << 30, 33, 0], [-3, 1 << 30, 35, 0],
-                      [11, 1 << 30, 38, 0]], np.int32)  # fmt: skip
-    p = dict(strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), groups=1, ifm_zero_point=-1,
-             ofm_zero_point=0, clamp_min=-128, clamp_max=127, rounding="tflite")  # fmt: skip
+    table = np.array(
+        [[0, 1 << 30, 32, 0], [7, 1 << 30, 33, 0], [-3, 1 << 30, 35, 0], [11, 1 << 30, 38, 0]],
+        np.int32,
+    )
+    p = dict(
+        strides=(1, 1),
+        pads=(0, 0, 0, 0),
+        dilations=(1, 1),
+        groups=1,
+        ifm_zero_point=-1,
+        ofm_zero_point=0,
+        clamp_min=-128,
+        clamp_max=127,
+        rounding="tflite",
+    )
     got = check_conv(x, "i8", w, np.zeros(4, np.int64), table, "nchw", p)
     assert (got < -20).any() and (got > 20).any()
 
 
 def check_conv(
-    x: np.ndarray, xd: str, w: np.ndarray, wzp: np.ndarray, table: np.ndarray, layout: str,
+    x: np.ndarray,
+    xd: str,
+    w: np.ndarray,
+    wzp: np.ndarray,
+    table: np.ndarray,
+    layout: str,
     p: dict,
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """The conv2d instruction's int8 output, asserted equal to qnn.conv2d's."""
     xs, ws, co = x.shape, w.shape, w.shape[0]
     (sh, sw), pads, (dh, dw) = p["strides"], p["pads"], p["dilations"]
@@ -171,8 +215,16 @@ def test_conv2d_from_the_spec() -> None:
     table = random_table(rng, 3, (34, 38), rng.integers(-5, 5, 3))
     b = Builder()
     xt, yt = b.input("x", x, "i8"), b.output("y", (1, 3, 2, 2))
-    body = [inst("conv2d", (xt, b.const(w, "i8"), b.const(table, "i32"), yt), strides=(2, 2),
-                 pads=(1, 0, 0, 1), ifm_zero_point=3, ofm_zero_point=-2)]  # fmt: skip
+    body = [
+        inst(
+            "conv2d",
+            (xt, b.const(w, "i8"), b.const(table, "i32"), yt),
+            strides=(2, 2),
+            pads=(1, 0, 0, 1),
+            ifm_zero_point=3,
+            ofm_zero_point=-2,
+        )
+    ]
     got = b.run(body)["y"]
     xp = np.full((1, 2, 5, 5), 3, np.int64)  # padding holds the zero point
     xp[:, :, 1:, :4] = x
@@ -211,12 +263,15 @@ def test_weights_copied_by_dma_then_replaced() -> None:
     out = b.run(body)
     ref = {}
     for name, w in (("y1", w1), ("y2", w2)):
-        ref[name] = qnn("qnn.conv2d", [x.astype(np.int8), w.astype(np.int8), table[:, 0].copy()],
-                        [qt(x.shape), qt_axis(w.shape, [0] * 4), "tensor<4xi32>"],
-                        qt((1, 4, 3, 3)),
-                        f"strides = {arr((1, 1))}, pads = {arr((0,) * 4)}, dilations = "
-                        f"{arr((1, 1))}, groups = 1 : i64, multiplier = {arr(table[:, 1])}, "
-                        f"shift = {arr(table[:, 2])}")  # fmt: skip
+        ref[name] = qnn(
+            "qnn.conv2d",
+            [x.astype(np.int8), w.astype(np.int8), table[:, 0].copy()],
+            [qt(x.shape), qt_axis(w.shape, [0] * 4), "tensor<4xi32>"],
+            qt((1, 4, 3, 3)),
+            f"strides = {arr((1, 1))}, pads = {arr((0,) * 4)}, dilations = "
+            f"{arr((1, 1))}, groups = 1 : i64, multiplier = {arr(table[:, 1])}, "
+            f"shift = {arr(table[:, 2])}",
+        )
         np.testing.assert_array_equal(out[name], ref[name])
     np.testing.assert_array_equal(out["y3"], ref["y2"])
     assert not np.array_equal(ref["y1"], ref["y2"])
@@ -245,11 +300,15 @@ def test_pointwise_inputs_are_converted_again_after_a_write() -> None:
     changed = x.copy()
     changed[:, 2:4] = patch
     for name, source in (("y1", x), ("y2", x), ("y3", changed)):
-        want = qnn("qnn.conv2d", [source.astype(np.int8), w.astype(np.int8), table[:, 0].copy()],
-                   [qt(x.shape), qt_axis(w.shape, [0] * 4), "tensor<4xi32>"], qt((1, 4, 3, 3)),
-                   f"strides = {arr((1, 1))}, pads = {arr((0,) * 4)}, dilations = "
-                   f"{arr((1, 1))}, groups = 1 : i64, multiplier = {arr(table[:, 1])}, "
-                   f"shift = {arr(table[:, 2])}")  # fmt: skip
+        want = qnn(
+            "qnn.conv2d",
+            [source.astype(np.int8), w.astype(np.int8), table[:, 0].copy()],
+            [qt(x.shape), qt_axis(w.shape, [0] * 4), "tensor<4xi32>"],
+            qt((1, 4, 3, 3)),
+            f"strides = {arr((1, 1))}, pads = {arr((0,) * 4)}, dilations = "
+            f"{arr((1, 1))}, groups = 1 : i64, multiplier = {arr(table[:, 1])}, "
+            f"shift = {arr(table[:, 2])}",
+        )
         np.testing.assert_array_equal(out[name], want)
     assert not np.array_equal(out["y1"], out["y3"])
 
@@ -265,11 +324,22 @@ def test_pointwise_input_converted_by_a_conv_with_run_time_weights_is_reused() -
     xt, wt = b.input("x", x, "i8"), b.input("w", w, "i8")
     ys = [b.output(n, (1, 4, 3, 3)) for n in ("y1", "y2")]
     ct = b.const(table, "i32")
-    body = [inst("conv2d", (xt, wt, ct, ys[0])),
-            inst("conv2d", (xt, b.const(w, "i8"), ct, ys[1]), deps=(0,))]  # fmt: skip
+    body = [
+        inst("conv2d", (xt, wt, ct, ys[0])),
+        inst("conv2d", (xt, b.const(w, "i8"), ct, ys[1]), deps=(0,)),
+    ]
     out = b.run(body)
-    p = dict(strides=(1, 1), pads=(0,) * 4, dilations=(1, 1), groups=1, ifm_zero_point=0,
-             ofm_zero_point=0, clamp_min=-128, clamp_max=127, rounding="tflite")  # fmt: skip
+    p = dict(
+        strides=(1, 1),
+        pads=(0,) * 4,
+        dilations=(1, 1),
+        groups=1,
+        ifm_zero_point=0,
+        ofm_zero_point=0,
+        clamp_min=-128,
+        clamp_max=127,
+        rounding="tflite",
+    )
     want = qnn_conv(x, "i8", w, np.zeros(4, np.int64), table, p, (1, 4, 3, 3))
     np.testing.assert_array_equal(out["y1"], want)
     np.testing.assert_array_equal(out["y2"], want)
@@ -310,14 +380,24 @@ def test_fused_tflite_requantization_is_exact() -> None:
     m[0] = 1 << 30
     shift = np.array([31, 32, 33, 38, 44, 52])
     # values on and next to the ties of every channel, and random ones
-    ties = [(k * (1 << int(s - 31)) + (1 << int(s - 32))) if s > 31 else k for s in shift
-            for k in (-3, -1, 0, 2)]  # fmt: skip
-    near = [round(t * (1 << 31) / int(mm)) + d for t, mm in zip(ties, np.repeat(m, 4),
-            strict=True) for d in (-1, 0, 1)]  # fmt: skip
+    ties = [
+        (k * (1 << int(s - 31)) + (1 << int(s - 32))) if s > 31 else k
+        for s in shift
+        for k in (-3, -1, 0, 2)
+    ]
+    near = [
+        round(t * (1 << 31) / int(mm)) + d
+        for t, mm in zip(ties, np.repeat(m, 4), strict=True)
+        for d in (-1, 0, 1)
+    ]
     acc = np.array(near + list(rng.integers(-(1 << 20), 1 << 20, 600)), np.int64)
     acc = acc[: acc.size // channels * channels].reshape(-1, channels)
-    want = np.array([[_tflite_reference(int(v), int(m[c]), int(shift[c]))
-                      for c, v in enumerate(row)] for row in acc])  # fmt: skip
+    want = np.array(
+        [
+            [_tflite_reference(int(v), int(m[c]), int(shift[c])) for c, v in enumerate(row)]
+            for row in acc
+        ]
+    )
     np.testing.assert_array_equal(nr.tflite_multiply(acc, m, shift), want)
     np.testing.assert_array_equal(requantize(acc, m, shift, "tflite"), want)
     rows = np.stack([np.zeros(channels), m, shift, np.zeros(channels)], axis=1)
@@ -325,8 +405,12 @@ def test_fused_tflite_requantization_is_exact() -> None:
     bias = rng.integers(-5000, 5000, channels)  # the bias folded into the float64 steps
     # a signed clamp needs the ties' signs; a clamp at the zero point (a fused ReLU) does not
     # lifted by 2^16 the int16 outputs come from a wrapping conversion, else from a floor
-    cases = itertools.product(((-32768, 32767), (-3, 32767), (-3, 20)), (0, 1 << 16),
-                              (np.zeros(channels, np.int64), bias), (False, True))  # fmt: skip
+    cases = itertools.product(
+        ((-32768, 32767), (-3, 32767), (-3, 20)),
+        (0, 1 << 16),
+        (np.zeros(channels, np.int64), bias),
+        (False, True),
+    )
     for clamp, lift, b, channels_first in cases:
         form = nr.FloatForm.of(table, b, -3, clamp, channels_first, 2, lift)
         x = (acc - b).astype(np.float64)
@@ -353,8 +437,15 @@ def test_float_stage_is_exact_up_to_its_limit() -> None:
     assert limit > (1 << 52) // int(m.max()) - 2_000_000  # beyond |acc| m < 2^52
     window = np.arange(limit - 4095, limit + 1)
     acc = np.concatenate([window, -window])[:, None].repeat(4, axis=1)
-    want = np.array([[_tflite_reference(int(v + bias[c]), int(m[c]), int(shift[c]))
-                      for c, v in enumerate(row)] for row in acc])  # fmt: skip
+    want = np.array(
+        [
+            [
+                _tflite_reference(int(v + bias[c]), int(m[c]), int(shift[c]))
+                for c, v in enumerate(row)
+            ]
+            for row in acc
+        ]
+    )
     out = np.empty(acc.shape, np.int8)
     for action in stage.actions(acc.astype(np.float64), limit, out, nr.Scratch()):
         action()

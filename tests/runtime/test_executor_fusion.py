@@ -16,8 +16,14 @@ from npu_programs import Builder, inst, qnn_conv, random_table, row_major, sprea
 from npuc.runtime import fusion
 from npuc.runtime.executor import Executor
 
-PARAMS = dict(dilations=(1, 1), ifm_zero_point=-7, ofm_zero_point=-128, clamp_min=-128,
-              clamp_max=127, rounding="tflite")  # fmt: skip
+PARAMS = dict(
+    dilations=(1, 1),
+    ifm_zero_point=-7,
+    ofm_zero_point=-128,
+    clamp_min=-128,
+    clamp_max=127,
+    rounding="tflite",
+)
 
 
 def _slice(t, axis: int, start: int, count: int):
@@ -39,8 +45,12 @@ def tiled_conv(kind: str, tiles: int, rng: np.random.Generator):
     x = rng.integers(-128, 128, (1, c if kind == "depthwise" else cin, h, w))
     weights = rng.integers(-128, 128, (co, cin, k, k))
     table = random_table(rng, co, (38, 41))
-    p = dict(PARAMS, strides=(1, 1), pads=(0,) * 4 if k == 1 else (1, 1, 1, 1),
-             groups=c if kind == "depthwise" else 1)  # fmt: skip
+    p = dict(
+        PARAMS,
+        strides=(1, 1),
+        pads=(0,) * 4 if k == 1 else (1, 1, 1, 1),
+        groups=c if kind == "depthwise" else 1,
+    )
     b = Builder()
     xt = b.input("x", x, "i8")
     yt = b.output("y", (1, co, h, w))

@@ -63,9 +63,15 @@ def test_conv2d_in_row_bands_matches_onnxruntime(rng, onnx_ort, close, groups):
     row_bytes = 2 * 4 * 9 * 6 * 4  # one output row (OW = 6) of the im2col matrix
     for budget in (row_bytes, 3 * row_bytes):
         got = conv.conv2d(
-            x, w, b, strides=(2, 1), pads=(1, 1, 2, 0), dilations=(1, 2), groups=groups,
+            x,
+            w,
+            b,
+            strides=(2, 1),
+            pads=(1, 1, 2, 0),
+            dilations=(1, 2),
+            groups=groups,
             max_cols_bytes=budget,
-        )  # fmt: skip
+        )
         close(got, expected)
 
 

@@ -34,6 +34,7 @@ from npuc.dialects import nn
 from npuc.dialects.nn_base import ActivationFusable
 from npuc.graph_io import name_attrs
 from npuc.runtime import nn_interpreter as interp
+from npuc.runtime.nn_kernels import constant_array
 from npuc.tensors import numpy_dtype, to_dense, xdsl_type
 
 R = np.random.default_rng(7)
@@ -67,8 +68,9 @@ def make_module(
     output_names: list[str] | None = None,
 ) -> ModuleOp:
     """A module whose @main takes `inputs`' types; body(block, args) returns (ops, results)."""
-    types = [TensorType(f32 if a.dtype == np.float32 else xdsl_type(a.dtype), a.shape)
-             for a in inputs]  # fmt: skip
+    types = [
+        TensorType(f32 if a.dtype == np.float32 else xdsl_type(a.dtype), a.shape) for a in inputs
+    ]
     block = Block(arg_types=types)
     ops, results = body(list(block.args))
     block.add_ops([*ops, ReturnOp(*results)])
@@ -324,9 +326,13 @@ def test_every_op_matches_onnxruntime(onnx_ort, close, case: Case):
     onnx_inputs = case.onnx_inputs or list(case.operands)
     n_out = len(case.result_shapes or [None])
     expected = onnx_ort(
-        case.onnx, onnx_inputs, case.onnx_attrs, n_outputs=n_out, opset=case.opset,
+        case.onnx,
+        onnx_inputs,
+        case.onnx_attrs,
+        n_outputs=n_out,
+        opset=case.opset,
         feeds=case.feeds,
-    )  # fmt: skip
+    )
     assert list(outputs) == [f"y{k}" for k in range(n_out)]
     for got, want in zip(outputs.values(), expected, strict=True):
         if want.dtype.kind in "iub":
@@ -354,8 +360,11 @@ FUSABLE = [c for c in CASES if issubclass(c.op, ActivationFusable) and c.operand
     [
         ({"activation": StringAttr("clip"), "activation_min": fl(0.0)}, lambda y: np.maximum(y, 0)),
         (
-            {"activation": StringAttr("clip"), "activation_min": fl(-0.5),
-             "activation_max": fl(0.25)},
+            {
+                "activation": StringAttr("clip"),
+                "activation_min": fl(-0.5),
+                "activation_max": fl(0.25),
+            },
             lambda y: np.clip(y, -0.5, 0.25),
         ),
         (
@@ -363,7 +372,7 @@ FUSABLE = [c for c in CASES if issubclass(c.op, ActivationFusable) and c.operand
             lambda y: np.where(y >= 0, y, y * np.float32(0.125)),
         ),
     ],
-)  # fmt: skip
+)
 def test_fused_activation_is_applied(case: Case, activation, reference):
     values = [SSAValue.get(const(a)) for a in case.operands]
     plain = nn.build(case.op, values, case.props)
@@ -409,10 +418,10 @@ def test_evaluate_op_constants_and_unknown_ops():
 def test_constants_are_converted_to_float32():
     wide = to_dense(np.array([1.5, 2.25], dtype=np.float64))
     half = to_dense(np.array([0.5], dtype=np.float16))
-    assert interp.constant_array(wide).dtype == np.float32
-    assert interp.constant_array(half).dtype == np.float32
+    assert constant_array(wide).dtype == np.float32
+    assert constant_array(half).dtype == np.float32
     narrow = to_dense(np.array([7], dtype=np.int32))
-    assert interp.constant_array(narrow).dtype == np.int64
+    assert constant_array(narrow).dtype == np.int64
 
 
 def test_register_kernel_for_a_plugin_op(monkeypatch):
@@ -497,9 +506,12 @@ def test_keys_for_multi_result_and_repeated_names():
         t1 = nn.build(nn.TransposeOp, [args[0]], {"perm": nn.ints([1, 0])}, name="node")
         t2 = nn.build(nn.NegOp, [t1], name="node")
         split = nn.build(
-            nn.SplitOp, [t2], {"axis": i(0)}, name="cut",
+            nn.SplitOp,
+            [t2],
+            {"axis": i(0)},
+            name="cut",
             result_types=[TensorType(f32, (1, 2)), TensorType(f32, (2, 2))],
-        )  # fmt: skip
+        )
         return [t1, t2, split], list(split.results)
 
     x = np.arange(6, dtype=np.float32).reshape(2, 3)

@@ -38,8 +38,14 @@ def profile() -> Profile:
         Region("mutable", 8192, "sram"),
         Region("sram", 16384, "sram"),
     )
-    prog = Program("net", regions, (IODesc("x", x),), (IODesc("y", y),),
-                   ("conv1", "conv2", "pool"), tuple(body))  # fmt: skip
+    prog = Program(
+        "net",
+        regions,
+        (IODesc("x", x),),
+        (IODesc("y", y),),
+        ("conv1", "conv2", "pool"),
+        tuple(body),
+    )
     return estimate(prog, load_target("ethos-u55-256-hee"))
 
 

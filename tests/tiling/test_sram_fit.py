@@ -24,15 +24,15 @@ from onnx_models import float_graph, random_init
 from xdsl.dialects.builtin import Float32Type
 
 import npuc
-from npuc.backend.memory_ir import read_plan
 from npuc.backend.npubin import encode_program
 from npuc.dialects.tile import LAYER_ATTR
 from npuc.graph_io import entry_function
 from npuc.passes.lower_to_npu import program_of
+from npuc.passes.memory.ir import read_plan
 from npuc.passes.tile import TilePass, plan_tiling
 from npuc.runtime.executor import Executor
 from npuc.runtime.loader import load
-from npuc.runtime.qnn_kernels import random_inputs, run_module
+from npuc.runtime.qnn_interpreter import random_inputs, run_module
 
 TARGETS = Path(__file__).resolve().parents[2] / "targets"
 

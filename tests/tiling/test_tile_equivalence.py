@@ -35,7 +35,7 @@ from npuc.passes.quantize import QuantizePass
 from npuc.passes.tile import TilePass
 from npuc.passes.tiling.layers import chain_link, find_layers
 from npuc.runtime import nn_interpreter
-from npuc.runtime.qnn_kernels import run_module
+from npuc.runtime.qnn_interpreter import run_module
 from npuc.tensors import to_dense
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -23,7 +23,7 @@ from npuc.dialects.tile import LAYER_ATTR
 from npuc.graph_io import entry_function
 from npuc.passes.tile import TilePass, TilingPlan, tile_module
 from npuc.passes.tiling.layers import Graph, find_layers
-from npuc.runtime.qnn_kernels import random_inputs, run_module
+from npuc.runtime.qnn_interpreter import random_inputs, run_module
 from npuc.target import load_target
 from npuc.tensors import numpy_dtype
 

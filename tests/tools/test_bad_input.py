@@ -129,37 +129,49 @@ def test_run_output_not_written_on_failure(tmp_path: Path):
 def lenet_binary(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("lenet")
     model = Path(__file__).resolve().parents[2] / "examples" / "lenet5.onnx"
-    result = run_tool("npu-compile", model, "-t", "mcu-64", "--calib-random", "2", "-q",
-                      "-o", out)  # fmt: skip
+    result = run_tool("npu-compile", model, "-t", "mcu-64", "--calib-random", "2", "-q", "-o", out)
     assert result.returncode == 0, result.stderr
     return out / "lenet5.npubin"
 
 
-@pytest.mark.parametrize(("option", "named"), [
-    (["--quantize", "int8"], "--quantize"), (["--level", "qnn"], "--level"),
-    (["-p", "canonicalize"], "--passes"), (["--print-ir"], "--print-ir"),
-    (["--input-shape", "x:1,1,28,28"], "--input-shape"),
-    (["--activation-strategy", "mse"], "--activation-strategy"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("option", "named"),
+    [
+        (["--quantize", "int8"], "--quantize"),
+        (["--level", "qnn"], "--level"),
+        (["-p", "canonicalize"], "--passes"),
+        (["--print-ir"], "--print-ir"),
+        (["--input-shape", "x:1,1,28,28"], "--input-shape"),
+        (["--activation-strategy", "mse"], "--activation-strategy"),
+    ],
+)
 def test_model_options_are_refused_for_a_binary_not_ignored(lenet_binary: Path, option, named):
     result = run_tool("npu-run", lenet_binary, *option)
     assert_clean_failure(result, f"{named} applies to a model, not to a compiled .npubin")
 
 
-@pytest.mark.parametrize(("option", "message"), [
-    (["--target-cosine", "2"], "--target-cosine must be in (-1, 1], got 2.0"),
-    (["--max-top1-drop", "150"], "--max-top1-drop is a percentage in [0, 100], got 150.0"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--target-cosine", "2"], "--target-cosine must be in (-1, 1], got 2.0"),
+        (["--max-top1-drop", "150"], "--max-top1-drop is a percentage in [0, 100], got 150.0"),
+    ],
+)
 def test_out_of_range_search_targets_are_refused(option, message):
     result = run_tool("npu-run", EXAMPLE, "--quantize", "int8", "--calib-random", "2", *option)
     assert_clean_failure(result, message)
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    (b"\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (1, \x00\x00",
-     "not a numpy .npy/.npz array"),
-    (b"\x93NUMPY\x01\x00\x10\x00{'descr': '<f4',\n", "not a numpy .npy/.npz array"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            b"\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (1, \x00\x00",
+            "not a numpy .npy/.npz array",
+        ),
+        (b"\x93NUMPY\x01\x00\x10\x00{'descr': '<f4',\n", "not a numpy .npy/.npz array"),
+    ],
+)
 def test_corrupt_npy_headers_are_diagnostics(tmp_path: Path, content: bytes, message: str):
     feed = tmp_path / "image.npy"
     feed.write_bytes(content)
@@ -167,19 +179,25 @@ def test_corrupt_npy_headers_are_diagnostics(tmp_path: Path, content: bytes, mes
     assert_clean_failure(result, f"{feed}: error: {message}")
 
 
-@pytest.mark.parametrize(("option", "content", "message"), [
-    ("--stats", "[" * 100000 + "]" * 100000, "not a statistics file: JSON nested too deeply"),
-    ("--layer-config", "{" * 10, "not a JSON layer configuration: invalid JSON at line 1"),
-    ("--layer-config", b"\xbd\xff", "not a JSON layer configuration: not UTF-8 text"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("option", "content", "message"),
+    [
+        ("--stats", "[" * 100000 + "]" * 100000, "not a statistics file: JSON nested too deeply"),
+        ("--layer-config", "{" * 10, "not a JSON layer configuration: invalid JSON at line 1"),
+        ("--layer-config", b"\xbd\xff", "not a JSON layer configuration: not UTF-8 text"),
+    ],
+)
 def test_unreadable_json_files_are_diagnostics(tmp_path: Path, option, content, message):
     path = tmp_path / "file.json"
     if isinstance(content, bytes):
         path.write_bytes(content)
     else:
         path.write_text(content)
-    args = ["--quantize", "int8", "--calib-random", "2"] if option != "--stats" else [
-        "--quantize", "int8"]  # fmt: skip
+    args = (
+        ["--quantize", "int8", "--calib-random", "2"]
+        if option != "--stats"
+        else ["--quantize", "int8"]
+    )
     result = run_tool("npu-run", EXAMPLE, *args, option, path)
     assert_clean_failure(result, f"{path}: error: {message}")
 
@@ -192,8 +210,13 @@ def test_tflite_window_options_below_one_are_diagnostics(tmp_path: Path, field: 
     x = m.tensor("x", [1, 8, 8, 3])
     w = m.tensor("w", [4, 3, 3, 3], data=np.ones((4, 3, 3, 3), np.float32))
     y = m.tensor("y", [1, 8, 8, 4])
-    options = {"Padding": 0, "StrideH": 1, "StrideW": 1, "DilationHFactor": 1,
-               "DilationWFactor": 1} | {field: 0}  # fmt: skip
+    options = {
+        "Padding": 0,
+        "StrideH": 1,
+        "StrideW": 1,
+        "DilationHFactor": 1,
+        "DilationWFactor": 1,
+    } | {field: 0}
     m.op("CONV_2D", [x, w, -1], [y], "Conv2DOptions", **options)
     model = tmp_path / "conv.tflite"
     model.write_bytes(m.build(inputs=[x], outputs=[y]))

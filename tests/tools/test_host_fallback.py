@@ -18,7 +18,7 @@ import npuc
 from npuc.runtime.executor import Executor
 from npuc.runtime.host_cost import host_cycles, share
 from npuc.runtime.loader import load_file
-from npuc.runtime.qnn_kernels import random_inputs, run_module
+from npuc.runtime.qnn_interpreter import random_inputs, run_module
 from npuc.target import load_target
 
 Q10 = "tensor<1x10x!qnn.uniform<i8:f32, 0.1:-3>>"
@@ -51,8 +51,10 @@ def test_ops_without_an_instruction_run_on_the_host_by_default(tmp_path):
     assert "host (Arm Cortex-M33): 2 layers, 2 ops, 0 MACs" in done.stdout
     lines = done.stdout.splitlines()
     listed = lines[lines.index("ops on the host:") + 1 :][:2]
-    assert [line.split()[:2] for line in listed] == [["argmax", "qnn.argmax"],
-                                                      ["gather", "qnn.gather"]]  # fmt: skip
+    assert [line.split()[:2] for line in listed] == [
+        ["argmax", "qnn.argmax"],
+        ["gather", "qnn.gather"],
+    ]
     assert all(line.endswith("no NPU instruction") for line in listed)
 
     program = load_file(out / "net.npubin")

@@ -84,9 +84,9 @@ def test_no_entry_function_stays_a_user_error(tmp_path: Path):
 
 
 def test_npu_compile_names_the_stage_pass_op_and_layer(tmp_path: Path, monkeypatch, capsys):
-    from npuc.passes.npu_lowering import compute
+    from npuc.passes.npu_lowering import rules
 
-    monkeypatch.setitem(compute.RULES, "qnn.conv2d", fail)
+    monkeypatch.setitem(rules.RULES, "qnn.conv2d", fail)
     argv = [str(LENET), "-t", "mcu-64", "--calib-random", "2", "-q", "-o", str(tmp_path / "o")]
     status, stderr = run_main(npu_compile.main, argv, capsys)
     assert_internal_error(
@@ -103,9 +103,9 @@ def test_npu_compile_names_the_stage_pass_op_and_layer(tmp_path: Path, monkeypat
 
 
 def test_debug_and_npuc_debug_print_the_traceback(tmp_path: Path, monkeypatch, capsys):
-    from npuc.passes.npu_lowering import compute
+    from npuc.passes.npu_lowering import rules
 
-    monkeypatch.setitem(compute.RULES, "qnn.conv2d", fail)
+    monkeypatch.setitem(rules.RULES, "qnn.conv2d", fail)
     argv = [str(LENET), "-t", "mcu-64", "--calib-random", "2", "-q", "-o", str(tmp_path / "o")]
     status, stderr = run_main(npu_compile.main, [*argv, "--debug"], capsys)
     assert_internal_error(status, stderr, "npu-compile", "stage 'lower'", "op 'qnn.conv2d'")
@@ -131,7 +131,7 @@ def test_npu_opt_names_the_pass(relu_mlir: Path, monkeypatch, capsys):
 
 
 def test_npu_run_names_the_step_and_op(monkeypatch, capsys):
-    from npuc.runtime.qnn_kernels import QuantizedFunctionRunner
+    from npuc.runtime.qnn_interpreter import QuantizedFunctionRunner
 
     kernels = QuantizedFunctionRunner.evaluate
 
@@ -214,7 +214,7 @@ def fail_with_value_error(*args, **kwargs):
 def test_a_value_error_in_a_kernel_is_internal_not_the_users(tmp_path: Path, monkeypatch, capsys):
     """Kernels raise KernelError for what the data causes; any other ValueError is a bug."""
     from npuc.runtime import npu_kernels
-    from npuc.runtime.qnn_kernels import QuantizedFunctionRunner
+    from npuc.runtime.qnn_interpreter import QuantizedFunctionRunner
 
     out = tmp_path / "b"
     argv = [str(LENET), "-t", "mcu-64", "--calib-random", "2", "-q", "-o", str(out)]

@@ -32,9 +32,22 @@ def lenet_build(tmp_path_factory) -> tuple[Path, str]:
 def test_float_model_is_quantized_and_every_file_is_written(lenet_build):
     out, log = lenet_build
     names = sorted(p.name for p in out.iterdir())
-    for suffix in ("h", "weights.bin", "weights.txt", "memory.txt", "memory.json",
-                   "memory.png", "accuracy.txt", "accuracy.json", "npubin", "npu.mlir",
-                   "profile.txt", "profile.json", "profile.html", "trace.json"):  # fmt: skip
+    for suffix in (
+        "h",
+        "weights.bin",
+        "weights.txt",
+        "memory.txt",
+        "memory.json",
+        "memory.png",
+        "accuracy.txt",
+        "accuracy.json",
+        "npubin",
+        "npu.mlir",
+        "profile.txt",
+        "profile.json",
+        "profile.html",
+        "trace.json",
+    ):
         assert f"lenet5.{suffix}" in names
     for stage in ("import", "optimise", "quantize", "tile", "plan memory", "lower", "emit"):
         assert re.search(rf"\[\d/7\] {stage}\b.* \d+\.\d\d s", log), stage
@@ -88,8 +101,19 @@ def test_header_and_weights_describe_the_binary_constants(lenet_build):
 @pytest.fixture(scope="module")
 def mbv2_build(tmp_path_factory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("mbv2") / "build"
-    done = run_tool("npu-compile", MBV2, "--target", "ethos-u55-256-hee", "--optimise", "size",
-                    "--name", "mbv2", "-o", out, "-q")  # fmt: skip
+    done = run_tool(
+        "npu-compile",
+        MBV2,
+        "--target",
+        "ethos-u55-256-hee",
+        "--optimise",
+        "size",
+        "--name",
+        "mbv2",
+        "-o",
+        out,
+        "-q",
+    )
     assert done.returncode == 0, done.stderr
     return out, done.stdout + done.stderr
 
@@ -111,11 +135,18 @@ def test_compiled_mobilenet_runs_bit_exact_with_litert(mbv2_build, tmp_path):
     out, _ = mbv2_build
     x = np.random.default_rng(11).integers(-128, 128, (1, 224, 224, 3)).astype(np.int8)
     np.save(tmp_path / "x.npy", x)
-    done = run_tool("npu-run", out / "mbv2.npubin", "--input", f"input={tmp_path / 'x.npy'}",
-                    "-o", tmp_path / "y.npz")  # fmt: skip
+    done = run_tool(
+        "npu-run",
+        out / "mbv2.npubin",
+        "--input",
+        f"input={tmp_path / 'x.npy'}",
+        "-o",
+        tmp_path / "y.npz",
+    )
     assert done.returncode == 0, done.stderr
-    litert = Interpreter(model_path=str(MBV2),
-                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)  # fmt: skip
+    litert = Interpreter(
+        model_path=str(MBV2), experimental_op_resolver_type=OpResolverType.BUILTIN_REF
+    )
     litert.allocate_tensors()
     litert.set_tensor(litert.get_input_details()[0]["index"], x)
     litert.invoke()
@@ -129,8 +160,18 @@ def test_tiling_none_gives_one_instruction_a_layer_and_the_same_outputs(mbv2_bui
     from npuc.runtime.loader import load_file
 
     out = tmp_path / "untiled"
-    done = run_tool("npu-compile", MBV2, "--target", "ethos-u55-256-hee", "--tiling", "none",
-                    "--name", "mbv2", "-o", out)  # fmt: skip
+    done = run_tool(
+        "npu-compile",
+        MBV2,
+        "--target",
+        "ethos-u55-256-hee",
+        "--tiling",
+        "none",
+        "--name",
+        "mbv2",
+        "-o",
+        out,
+    )
     assert done.returncode == 0, done.stderr
     assert re.search(r"tile\b.*none", done.stdout + done.stderr)
     untiled, tiled = load_file(out / "mbv2.npubin"), load_file(mbv2_build[0] / "mbv2.npubin")
@@ -169,8 +210,9 @@ def test_profile_json_has_the_contract_fields(mbv2_build, tmp_path):
 
 def test_dump_tensors_and_bad_binaries(mbv2_build, tmp_path):
     out, _ = mbv2_build
-    done = run_tool("npu-run", out / "mbv2.npubin", "--dump-tensors", "conv0", "-o",
-                    tmp_path / "d.npz")  # fmt: skip
+    done = run_tool(
+        "npu-run", out / "mbv2.npubin", "--dump-tensors", "conv0", "-o", tmp_path / "d.npz"
+    )
     assert done.returncode == 0, done.stderr
     dumped = [k for k in np.load(tmp_path / "d.npz").files if k.startswith("conv0/")]
     assert dumped
@@ -202,18 +244,27 @@ def test_config_file_gives_the_same_build(lenet_build, tmp_path):
     ("args", "config", "message"),
     [
         ([str(LENET), "--target", "mcu-64"], None, "missing -o OUTDIR"),
-        ([str(LENET), "--target", "mcu-64", "-o", "{out}"], None,
-         "is a float model: give calibration data with --calib DIR or --calib-random N"),
-        ([str(MBV2), "--target", "mcu-64", "--scheme", "int8", "-o", "{out}"], None,
-         "is already quantized: it keeps its own quantization (drop --scheme)"),
+        (
+            [str(LENET), "--target", "mcu-64", "-o", "{out}"],
+            None,
+            "is a float model: give calibration data with --calib DIR or --calib-random N",
+        ),
+        (
+            [str(MBV2), "--target", "mcu-64", "--scheme", "int8", "-o", "{out}"],
+            None,
+            "is already quantized: it keeps its own quantization (drop --scheme)",
+        ),
         ([str(LENET), "--target", "nope", "--calib-random", "2", "-o", "{out}"], None, "nope"),
         (["--config", "{config}"], "[build]\ntargett = 'mcu-64'\n", "unknown key 'build.targett'"),
-        (["--config", "{config}"], "[build]\ncalib_random = 'x'\n",
-         "'build.calib_random' must be an integer"),
+        (
+            ["--config", "{config}"],
+            "[build]\ncalib_random = 'x'\n",
+            "'build.calib_random' must be an integer",
+        ),
         (["--config", "{config}"], "[bild]\n", "unknown section [bild]"),
         (["--config", "{config}"], "[build\n", "not a valid TOML file"),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_one_diagnostic_and_writes_nothing(tmp_path, args, config, message):
     out = tmp_path / "out"
     if config is not None:
@@ -239,11 +290,18 @@ def test_config_run_section_runs_the_build(lenet_build, tmp_path):
     done = run_tool("npu-run", "--config", config)
     assert done.returncode == 0, done.stderr
     assert "conv1" in done.stdout  # the profile table
-    flags = run_tool("npu-run", out / "lenet5.npubin", "--input", f"image={tmp_path / 'digit.npy'}",
-                     "-o", tmp_path / "z.npz")  # fmt: skip
+    flags = run_tool(
+        "npu-run",
+        out / "lenet5.npubin",
+        "--input",
+        f"image={tmp_path / 'digit.npy'}",
+        "-o",
+        tmp_path / "z.npz",
+    )
     assert flags.returncode == 0, flags.stderr
-    np.testing.assert_array_equal(np.load(tmp_path / "y.npz")["prob.q"],
-                                  np.load(tmp_path / "z.npz")["prob.q"])  # fmt: skip
+    np.testing.assert_array_equal(
+        np.load(tmp_path / "y.npz")["prob.q"], np.load(tmp_path / "z.npz")["prob.q"]
+    )
 
 
 def test_the_quantize_stage_of_a_float_model_without_data_says_so(tmp_path):

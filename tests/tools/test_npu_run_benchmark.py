@@ -39,8 +39,17 @@ def models(tmp_path_factory) -> dict[str, Path]:
     m.op("RELU", [x], [y])
     (folder / "relu.tflite").write_bytes(m.build([x], [y]))
     for name in ("relu", "acc"):
-        done = run_tool("npu-compile", folder / f"{name}.mlir", "-t", "mcu-64",
-                        "--calib-random", "4", "-q", "-o", folder / name)  # fmt: skip
+        done = run_tool(
+            "npu-compile",
+            folder / f"{name}.mlir",
+            "-t",
+            "mcu-64",
+            "--calib-random",
+            "4",
+            "-q",
+            "-o",
+            folder / name,
+        )
         assert done.returncode == 0, done.stderr
     return {
         ".mlir": folder / "relu.mlir",
@@ -74,8 +83,9 @@ def test_benchmark_prints_the_summary_and_writes_the_json(models, kind, tmp_path
     engine = "the NPU runtime" if kind == ".npubin" else "the reference interpreter"
     assert f"benchmark: {model} on {engine}" in lines
     for key in SUMMARY:
-        assert any(line.split()[:1] == [key] and line.endswith(" ms") != (key == "runs:")
-                   for line in lines), key  # fmt: skip
+        assert any(
+            line.split()[:1] == [key] and line.endswith(" ms") != (key == "runs:") for line in lines
+        ), key
     assert any(line.split()[:2] == ["runs:", "3"] for line in lines)
     # The benchmark replaces the output summary: no "NAME: shape (...)" lines.
     assert not [line for line in lines if ": shape (" in line]
@@ -111,7 +121,7 @@ def test_the_runtime_is_built_once_and_run_warmup_plus_n_times(models, monkeypat
 @pytest.mark.parametrize("kind", [".onnx", ".mlir"])
 def test_the_interpreter_imports_once_and_runs_warmup_plus_n_times(models, kind, monkeypatch):
     from npuc import api
-    from npuc.runtime.qnn_kernels import QuantizedFunctionRunner
+    from npuc.runtime.qnn_interpreter import QuantizedFunctionRunner
 
     calls = {"import": 0, "run": 0}
     load, execute = api.load_model, QuantizedFunctionRunner.run
@@ -149,8 +159,18 @@ def test_saved_outputs_are_those_of_a_plain_run(models, kind, tmp_path: Path):
 def test_given_inputs_are_used_and_described(models, tmp_path: Path):
     feed, report = tmp_path / "x.npy", tmp_path / "bench.json"
     np.save(feed, np.full((1, 4), -1.0, np.float32))
-    done = run_tool("npu-run", models[".mlir"], "--input", f"x={feed}", "--benchmark", "1",
-                    "--json", report, "-o", tmp_path / "out.npz")  # fmt: skip
+    done = run_tool(
+        "npu-run",
+        models[".mlir"],
+        "--input",
+        f"x={feed}",
+        "--benchmark",
+        "1",
+        "--json",
+        report,
+        "-o",
+        tmp_path / "out.npz",
+    )
     assert done.returncode == 0, done.stderr
     assert "note: no --input" not in done.stdout
     record = json.loads(report.read_text())
@@ -161,8 +181,18 @@ def test_given_inputs_are_used_and_described(models, tmp_path: Path):
 
 def test_with_quantize_the_json_holds_the_timings_not_a_comparison(models, tmp_path: Path):
     report = tmp_path / "bench.json"
-    done = run_tool("npu-run", models[".mlir"], "--quantize", "int8", "--calib-random", "2",
-                    "--benchmark", "2", "--json", report)  # fmt: skip
+    done = run_tool(
+        "npu-run",
+        models[".mlir"],
+        "--quantize",
+        "int8",
+        "--calib-random",
+        "2",
+        "--benchmark",
+        "2",
+        "--json",
+        report,
+    )
     assert done.returncode == 0, done.stderr
     record = json.loads(report.read_text())
     check_record(record, models[".mlir"], runs=2, warmup=1)
@@ -191,16 +221,32 @@ def test_a_count_beyond_the_limit_is_refused(models):
     assert done.returncode == 2 and "--benchmark: must be at most 2147483647" in done.stderr
 
 
-@pytest.mark.parametrize(("kind", "options", "message"), [
-    (".mlir", ["--warmup", "2"], "--warmup needs --benchmark N"),
-    (".npubin", ["--benchmark", "2", "--profile"], "--profile cannot be combined with --benchmark"),
-    (".npubin", ["--benchmark", "2", "--dump-tensors", "all"],
-     "--dump-tensors cannot be combined with --benchmark"),
-    (".mlir", ["--benchmark", "2", "--sequence", "3"],
-     "--sequence cannot be combined with --benchmark"),
-    (".mlir", ["--benchmark", "2", "--quantize", "int8", "--calib-random", "2", "--compare"],
-     "--compare cannot be combined with --benchmark"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kind", "options", "message"),
+    [
+        (".mlir", ["--warmup", "2"], "--warmup needs --benchmark N"),
+        (
+            ".npubin",
+            ["--benchmark", "2", "--profile"],
+            "--profile cannot be combined with --benchmark",
+        ),
+        (
+            ".npubin",
+            ["--benchmark", "2", "--dump-tensors", "all"],
+            "--dump-tensors cannot be combined with --benchmark",
+        ),
+        (
+            ".mlir",
+            ["--benchmark", "2", "--sequence", "3"],
+            "--sequence cannot be combined with --benchmark",
+        ),
+        (
+            ".mlir",
+            ["--benchmark", "2", "--quantize", "int8", "--calib-random", "2", "--compare"],
+            "--compare cannot be combined with --benchmark",
+        ),
+    ],
+)
 def test_other_kinds_of_run_are_refused_with_benchmark(models, kind, options, message):
     done = run_tool("npu-run", models[kind], *options)
     assert done.returncode == 2, done.stderr

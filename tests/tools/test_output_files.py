@@ -104,8 +104,7 @@ def test_npu_compile_refuses_to_rename_over_a_link_in_its_output_folder(tmp_path
     elsewhere.write_text("keep me")
     (out / "lenet5.h").symlink_to(elsewhere)
     model = Path(__file__).resolve().parents[2] / "examples" / "lenet5.onnx"
-    result = run_tool("npu-compile", model, "-t", "mcu-64", "--calib-random", "2", "-q",
-                      "-o", out)  # fmt: skip
+    result = run_tool("npu-compile", model, "-t", "mcu-64", "--calib-random", "2", "-q", "-o", out)
     assert result.returncode == 1, result.stderr
     assert "lenet5.h: error: cannot replace: it is a symbolic link" in result.stderr
     assert elsewhere.read_text() == "keep me" and (out / "lenet5.h").is_symlink()

@@ -10,8 +10,7 @@ from npuc.registry import DEFAULT_PIPELINE
 
 
 def test_dir_lists_the_api():
-    assert set(dir(npuc)) >= {"apply_pipeline", "load_model", "run", "random_inputs",
-                              "__version__"}  # fmt: skip
+    assert set(dir(npuc)) >= {"apply_pipeline", "load_model", "run", "random_inputs", "__version__"}
     assert "Any" not in dir(npuc)
 
 

@@ -29,9 +29,14 @@ def workspace(tmp_path_factory) -> Path:
 
 def quantize(workspace: Path, *extra: str):
     return run_tool(
-        "npu-run", workspace / "digits.onnx", "--quantize", "int8-per-channel",
-        "--calib", workspace / "calib", *extra,
-    )  # fmt: skip
+        "npu-run",
+        workspace / "digits.onnx",
+        "--quantize",
+        "int8-per-channel",
+        "--calib",
+        workspace / "calib",
+        *extra,
+    )
 
 
 def test_compare_writes_the_json_contract(workspace: Path):
@@ -54,9 +59,16 @@ def test_saved_statistics_reload_to_the_same_result(workspace: Path):
     args = ("--compare", "--data", workspace / "test")
     assert quantize(workspace, *args, "--save-stats", stats, "--json", first).returncode == 0
     again = run_tool(
-        "npu-run", workspace / "digits.onnx", "--quantize", "int8-per-channel",
-        "--stats", stats, *args, "--json", second,
-    )  # fmt: skip
+        "npu-run",
+        workspace / "digits.onnx",
+        "--quantize",
+        "int8-per-channel",
+        "--stats",
+        stats,
+        *args,
+        "--json",
+        second,
+    )
     assert again.returncode == 0, again.stderr
     assert json.loads(first.read_text())["outputs"] == json.loads(second.read_text())["outputs"]
 
@@ -146,9 +158,14 @@ def test_outlier_trimming_narrows_recorded_ranges(workspace: Path):
 
 def test_search_reports_each_steps_cost_on_the_cost_target(workspace: Path):
     result = quantize(
-        workspace, "--data", workspace / "test", "--target-cosine", "0.9999",
-        "--cost-target", "ethos-u55-256-hee",
-    )  # fmt: skip
+        workspace,
+        "--data",
+        workspace / "test",
+        "--target-cosine",
+        "0.9999",
+        "--cost-target",
+        "ethos-u55-256-hee",
+    )
     assert result.returncode == 0, result.stderr
     steps = [line for line in result.stdout.splitlines() if "worst output cosine" in line]
     assert len(steps) >= 2
@@ -182,9 +199,17 @@ def test_bias_correction_runs_after_calibration_and_is_refused_with_a_statistics
     assert corrected.returncode == 0, corrected.stderr
     assert "logits" in corrected.stdout
     refused = run_tool(
-        "npu-run", workspace / "digits.onnx", "--quantize", "int8-per-channel",
-        "--stats", stats, "--bias-correction", "--compare", "--data", workspace / "test",
-    )  # fmt: skip
+        "npu-run",
+        workspace / "digits.onnx",
+        "--quantize",
+        "int8-per-channel",
+        "--stats",
+        stats,
+        "--bias-correction",
+        "--compare",
+        "--data",
+        workspace / "test",
+    )
     assert refused.returncode == 1
     assert "bias_correction needs calibration samples" in refused.stderr
     assert "Traceback" not in refused.stderr

@@ -28,8 +28,9 @@ def dynamic_model(tmp_path: Path) -> Path:
         helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
         helper.make_node("Relu", ["c"], ["y"], name="relu"),
     ]
-    model = float_graph(nodes, [random_init(rng, "w", [4, 3, 3, 3])], ["N", 3, "H", "W"],
-                        ["N", 4, "H", "W"])  # fmt: skip
+    model = float_graph(
+        nodes, [random_init(rng, "w", [4, 3, 3, 3])], ["N", 3, "H", "W"], ["N", 4, "H", "W"]
+    )
     path = tmp_path / "dynamic.onnx"
     onnx.save(model, path)
     return path
@@ -80,8 +81,9 @@ def test_npu_compile_takes_the_shape_from_the_first_calibration_sample(tmp_path)
 def test_input_shape_overrides_the_data(tmp_path):
     model = dynamic_model(tmp_path)
     np.save(tmp_path / "x.npy", np.zeros((1, 3, 8, 8), np.float32))
-    done = run_tool("npu-run", model, "--input", f"x={tmp_path / 'x.npy'}",
-                    "--input-shape", "x:1,3,6,6")  # fmt: skip
+    done = run_tool(
+        "npu-run", model, "--input", f"x={tmp_path / 'x.npy'}", "--input-shape", "x:1,3,6,6"
+    )
     assert "note:" not in done.stdout
     assert done.returncode == 1  # the array no longer fits the shape that was asked for
 

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     DenseIntOrFPElementsAttr,
+    DictionaryAttr,
     IndexType,
     ModuleOp,
     StringAttr,
@@ -93,8 +95,9 @@ def constant_bytes(op: Operation) -> bytes:
 
         array = np.asarray(from_dense(value))
     else:
-        from npuc.runtime.nn_interpreter import constant_array
+        from npuc.runtime.nn_kernels import constant_array
 
+        assert value is not None, f"{op.name} holds no constant value"
         array = np.asarray(constant_array(value))
     shape = tuple(ty.get_shape()) if isinstance(ty, TensorType) else ()
     array = np.broadcast_to(array, shape) if array.shape != shape else array
@@ -199,7 +202,9 @@ def _union_per_step(spans: np.ndarray, steps: int) -> list[int]:
     return (sums[lasts] - sums[firsts]).tolist()
 
 
-def _io(func: FuncOp, names: list[str], attrs, kind: str) -> list[PlannedValue]:
+def _io(
+    func: FuncOp, names: list[str], attrs: ArrayAttr[DictionaryAttr] | None, kind: str
+) -> list[PlannedValue]:
     out = []
     for i, name in enumerate(names):
         entry = attrs.data[i].data if attrs is not None else {}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 
-from npuc.dialects.npu_isa import MAX_RANK, Field, OpSpec
+from .npu_isa import MAX_RANK, Field, OpSpec
 
 MAGIC = b"NPUB"
 #: The newest version this npuc reads and writes. The encoder writes the oldest version

@@ -10,15 +10,15 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from json.encoder import encode_basestring_ascii as _json_str  # type: ignore[attr-defined]
+from json.encoder import encode_basestring_ascii as _json_str
 from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target as OutputTarget
 
-from npuc.backend.memory_ir import CONSTANTS, MUTABLE, PlannedModule, PlannedValue
-from npuc.backend.memory_plan import (
+from npuc.passes.memory.ir import CONSTANTS, MUTABLE, PlannedModule, PlannedValue
+from npuc.passes.memory.plan import (
     Buffer,
     Placement,
     PlacementError,
@@ -72,18 +72,19 @@ def verify_resolved(
     starts = [b.start for b in rs]
     sizes = [aligned_size(b, alignment) for b in rs]
     lows = [offs[b.name] for b in rs]
-    for i, a in enumerate(rs):
+    for i, first in enumerate(rs):
         sa, oa = sizes[i], lows[i]
         if not sa:
             continue
         for j in range(i + 1, len(rs)):
-            if starts[j] > a.end:
+            if starts[j] > first.end:
                 break
             sb, ob = sizes[j], lows[j]
             if sb and oa < ob + sb and ob < oa + sa:
-                b = rs[j]
+                second = rs[j]
                 raise PlacementError(
-                    f"{a.name} [{a.start},{a.end}] and {b.name} [{b.start},{b.end}] "
+                    f"{first.name} [{first.start},{first.end}] and "
+                    f"{second.name} [{second.start},{second.end}] "
                     "overlap in bytes"
                 )
 
@@ -286,10 +287,10 @@ def _json_parts(obj: object, newline: str, out: list[str]) -> None:
 
 def _json_item(head: str, value: object, newline: str, out: list[str]) -> None:
     kind = type(value)  # strings and ints are most items: no call for them
-    if kind is str:
+    if isinstance(value, str) and kind is str:
         out.append(head + _json_str(value))
-    elif kind is int:
-        out.append(head + int.__repr__(value))  # type: ignore[arg-type]
+    elif isinstance(value, int) and kind is int:
+        out.append(head + int.__repr__(value))
     else:
         out.append(head)
         _json_parts(value, newline, out)
@@ -306,7 +307,7 @@ class MemoryReportTarget(OutputTarget):
     target: str = ""
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from npuc.backend.memory_ir import read_plan
+        from npuc.passes.memory.ir import read_plan
         from npuc.target import load_target
 
         hw = load_target(self.target) if self.target else None
@@ -321,7 +322,7 @@ class MemoryJsonTarget(OutputTarget):
     target: str = ""
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from npuc.backend.memory_ir import read_plan
+        from npuc.passes.memory.ir import read_plan
         from npuc.target import load_target
 
         hw = load_target(self.target) if self.target else None

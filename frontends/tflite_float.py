@@ -19,9 +19,10 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, SSAValue
 
 from npuc.dialects import nn, qnn
-from npuc.dialects.nn_base import ints, shape_of
+from npuc.dialects.arrays import ints
+from npuc.dialects.nn_base import shape_of
 
-from .tflite import OpContext, Unsupported, is_qvalue, tensor_type
+from .tflite_context import Converter, OpContext, Unsupported, is_qvalue, tensor_type
 
 SAME, VALID = 0, 1
 # FusedActivationFunction: NONE, RELU, RELU_N1_TO_1, RELU6, TANH, SIGN_BIT
@@ -47,8 +48,13 @@ def same_pads(size: int, kernel: int, stride: int, dilation: int) -> tuple[int, 
     return total // 2, total - total // 2
 
 
-def window_pads(ctx: OpContext, hw: Sequence[int], kernel: Sequence[int],
-                strides: Sequence[int], dilations: Sequence[int]) -> list[int]:  # fmt: skip
+def window_pads(
+    ctx: OpContext,
+    hw: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+) -> list[int]:
     """nn pads [top, left, bottom, right] of the op's SAME/VALID padding."""
     padding = ctx.opt("Padding", SAME)
     if padding == VALID:
@@ -172,12 +178,18 @@ def transpose_conv_props(ctx: OpContext, kernel: Sequence[int]) -> dict[str, Att
             raise Unsupported(f"padding type {ctx.opt('Padding')} not supported")
         grow = size - ((n - 1) * strides[a] + kernel[a] - before - after)
         if grow >= strides[a]:
-            raise Unsupported(f"output size {size} exceeds the transposed convolution's by "
-                              f"{grow} >= stride {strides[a]}")  # fmt: skip
+            raise Unsupported(
+                f"output size {size} exceeds the transposed convolution's by "
+                f"{grow} >= stride {strides[a]}"
+            )
         pads[a], pads[a + 2] = before, after - min(grow, 0)
         extra[a] = max(grow, 0)
-    return {"strides": ints(strides), "pads": ints(pads), "dilations": ints([1, 1]),
-            "output_padding": ints(extra)}  # fmt: skip
+    return {
+        "strides": ints(strides),
+        "pads": ints(pads),
+        "dilations": ints([1, 1]),
+        "output_padding": ints(extra),
+    }
 
 
 def _transpose_conv(ctx: OpContext) -> SSAValue:
@@ -207,8 +219,13 @@ def _transpose_conv_bias(ctx: OpContext) -> SSAValue:
     if padding == 1:
         crops = [max(0, w.shape[1 + a] - (x_shape[1 + a] - 1) % strides[a] - 1) for a in range(2)]
     pads = [crops[0] // 2, crops[1] // 2, crops[0] - crops[0] // 2, crops[1] - crops[1] // 2]
-    props = {"strides": ints(strides), "pads": ints(pads), "dilations": ints([1, 1]),
-             "output_padding": ints([0, 0]), "groups": i64_attr(1)}  # fmt: skip
+    props = {
+        "strides": ints(strides),
+        "pads": ints(pads),
+        "dilations": ints([1, 1]),
+        "output_padding": ints([0, 0]),
+        "groups": i64_attr(1),
+    }
     weight = ctx.constant(w.transpose(3, 0, 1, 2).astype(np.float32), name=ctx.tensor(1).name)
     y = ctx.emit(nn.ConvTranspose2dOp, [ctx.nchw(ctx.value(0)), weight, ctx.value(2)], props)
     return ctx.nhwc(y)
@@ -217,13 +234,13 @@ def _transpose_conv_bias(ctx: OpContext) -> SSAValue:
 def _batch_matmul(ctx: OpContext) -> SSAValue:
     a, b = ctx.value(0), ctx.value(1)
     if ctx.opt("AdjX", False):
-        a = _swap_last(ctx, a)
+        a = swap_last(ctx, a)
     if ctx.opt("AdjY", False):
-        b = _swap_last(ctx, b)
+        b = swap_last(ctx, b)
     return ctx.emit(nn.MatMulOp, [a, b])
 
 
-def _swap_last(ctx: OpContext, value: SSAValue) -> SSAValue:
+def swap_last(ctx: OpContext, value: SSAValue) -> SSAValue:
     rank = len(shape_of(value))
     return ctx.transpose(value, [*range(rank - 2), rank - 1, rank - 2])
 
@@ -249,15 +266,18 @@ def _resize(mode: str) -> object:
         align, half = ctx.opt("AlignCorners", False), ctx.opt("HalfPixelCenters", False)
         if mode == "nearest":
             coord, nearest = (
-                ("align_corners", "round_prefer_ceil") if align
-                else ("tf_half_pixel_for_nn", "floor") if half else ("asymmetric", "floor")
-            )  # fmt: skip
+                ("align_corners", "round_prefer_ceil")
+                if align
+                else ("tf_half_pixel_for_nn", "floor")
+                if half
+                else ("asymmetric", "floor")
+            )
         else:
             coord = "align_corners" if align else "half_pixel" if half else "asymmetric"
             nearest = "floor"
         scales = [1.0, 1.0, out[1] / x[1], out[2] / x[2]]
         props = {
-            "scales": _f32_array(scales),
+            "scales": f32_array(scales),
             "mode": StringAttr(mode),
             "coordinate_mode": StringAttr(coord),
             "nearest_mode": StringAttr(nearest),
@@ -270,7 +290,7 @@ def _resize(mode: str) -> object:
     return convert
 
 
-def _f32_array(values: Sequence[float]) -> Attribute:
+def f32_array(values: Sequence[float]) -> Attribute:
     from xdsl.dialects.builtin import DenseArrayBase
 
     return DenseArrayBase.from_list(f32, [float(v) for v in values])
@@ -393,8 +413,12 @@ def _slice(ctx: OpContext) -> SSAValue:
     begin = [int(b) for b in ctx.need_const(1, "begin")]
     size = [int(s) for s in ctx.need_const(2, "size")]
     ends = [d if s < 0 else b + s for b, s, d in zip(begin, size, shape, strict=True)]
-    return ctx.emit(nn.SliceOp, [ctx.value(0)], slice_props(begin, ends, [1] * len(shape)),
-                    result_types=[tensor_type(ctx.out())])  # fmt: skip
+    return ctx.emit(
+        nn.SliceOp,
+        [ctx.value(0)],
+        slice_props(begin, ends, [1] * len(shape)),
+        result_types=[tensor_type(ctx.out())],
+    )
 
 
 def strided_slice_props(ctx: OpContext) -> tuple[dict[str, Attribute], list[int]]:
@@ -446,8 +470,9 @@ def _gather(ctx: OpContext) -> SSAValue:
     indices = ctx.constant(np.asarray(ctx.need_const(1, "the indices"), np.int64))
     rank = len(ctx.shape(0))
     props = {"axis": i64_attr(int(ctx.opt("Axis", 0)) % rank)}
-    return ctx.emit(nn.GatherOp, [ctx.value(0), indices], props,
-                    result_types=[tensor_type(ctx.out())])  # fmt: skip
+    return ctx.emit(
+        nn.GatherOp, [ctx.value(0), indices], props, result_types=[tensor_type(ctx.out())]
+    )
 
 
 def _depth_to_space(ctx: OpContext) -> SSAValue:
@@ -463,7 +488,7 @@ def _depth_to_space(ctx: OpContext) -> SSAValue:
     return ctx.nhwc(ctx.emit(op_type, [x], props, element_type=ty.element_type))
 
 
-CONVERTERS = {
+FLOAT: dict[str, Converter] = {
     "CONV_2D": lambda ctx: _conv(ctx, depthwise=False),
     "DEPTHWISE_CONV_2D": lambda ctx: _conv(ctx, depthwise=True),
     "TRANSPOSE_CONV": _transpose_conv,

@@ -1,4 +1,7 @@
-"""Conversion and compute ops of the `qnn` dialect (data movement: qnn_movement.py).
+"""Elementwise ops of the `qnn` dialect: conversions, tables, softmax and arithmetic.
+
+Layers (convolutions, pooling, reductions) are in qnn_layers.py, data movement in
+qnn_movement.py.
 
 Integer semantics: docs/quantization.md.
 """
@@ -9,18 +12,18 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
-    BoolAttr,
     DenseIntOrFPElementsAttr,
     IntegerAttr,
     IntegerType,
     Signedness,
     StringAttr,
     TensorType,
+    i64,
 )
+from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
-    opt_operand_def,
     opt_prop_def,
     prop_def,
     result_def,
@@ -28,9 +31,10 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 
 from . import nn
-from .nn_base import F32Tensor, I64Array, NNOperation, shape_of
+from . import nn_shapes as shapes
+from .nn_base import F32Tensor, NNOperation, shape_of
+from .nn_shapes import Props, Shape, ShapeError, Shapes
 from .qnn_base import (
-    I32Tensor,
     PerTensorRequantizing,
     QNNOperation,
     QTensor,
@@ -58,7 +62,7 @@ class ConstantOp(QNNOperation):
         super().verify_()
         out = self.output.type
         assert isinstance(out, TensorType)
-        stored = self.value.get_type()
+        stored = self.value.type
         if tuple(stored.get_shape()) != tuple(out.get_shape()):
             raise VerifyException("'qnn.constant': value and result shapes differ")
         element = out.element_type
@@ -214,7 +218,7 @@ class SoftmaxOp(QNNOperation):
     OUTPUT_ZERO_POINT: ClassVar[int] = -128
 
     @classmethod
-    def infer_shapes(cls, operand_shapes, props):
+    def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         return [tuple(operand_shapes[0])]
 
     def verify_(self) -> None:
@@ -247,61 +251,21 @@ class SoftmaxOp(QNNOperation):
             )
 
 
-# --------------------------------------------------------------------------- compute
+# --------------------------------------------------------------------------- arithmetic
 
 
-class WeightedOperation(Requantizing):
-    """acc = sum (x - zp_x)(w - zp_w) + bias in i32; w may be per-channel on axis 0."""
-
-    def output_channels(self) -> int:
-        return shape_of(self.weight)[0]
-
-    def verify_(self) -> None:
-        super().verify_()
-        w = qtype(self.weight)
-        if w.per_axis and w.axis.data != 0:
-            raise VerifyException(f"'{self.name}': per-channel weights must be quantized on axis 0")
-        if qtype(self.input).per_axis or qtype(self.output).per_axis:
-            raise VerifyException(f"'{self.name}': activations must be quantized per tensor")
-
-
-@irdl_op_definition
-class Conv2dOp(WeightedOperation):
-    """Quantized 2-D convolution (NCHW, OIHW weights, i32 bias)."""
-
-    name = "qnn.conv2d"
-    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.Conv2dOp
-    input = operand_def(QTensor)
-    weight = operand_def(QTensor)
-    bias = opt_operand_def(I32Tensor)
-    output = result_def(QTensor)
-    strides = prop_def(I64Array)
-    pads = prop_def(I64Array)
-    dilations = prop_def(I64Array)
-    groups = prop_def(IntegerAttr[I64])
-
-
-@irdl_op_definition
-class FullyConnectedOp(WeightedOperation):
-    """Quantized x @ weight^T + bias, x [N, K], weight [O, K], bias i32 [O]."""
-
-    name = "qnn.fully_connected"
-    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.FullyConnectedOp
-    input = operand_def(QTensor)
-    weight = operand_def(QTensor)
-    bias = opt_operand_def(I32Tensor)
-    output = result_def(QTensor)
-
-
-@irdl_op_definition
-class MatMulOp(PerTensorRequantizing):
-    """Quantized matmul of two per-tensor activations (numpy matmul shapes)."""
-
-    name = "qnn.matmul"
-    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.MatMulOp
-    lhs = operand_def(QTensor)
-    rhs = operand_def(QTensor)
-    output = result_def(QTensor)
+def aligned_inputs(
+    left_shift: int, lhs: tuple[int, int], rhs: tuple[int, int]
+) -> dict[str, Attribute]:
+    """The input properties of an aligned sum: the left shift and each input's
+    (multiplier, shift)."""
+    return {
+        "left_shift": IntegerAttr(left_shift, i64),
+        "lhs_multiplier": IntegerAttr(lhs[0], i64),
+        "lhs_shift": IntegerAttr(lhs[1], i64),
+        "rhs_multiplier": IntegerAttr(rhs[0], i64),
+        "rhs_shift": IntegerAttr(rhs[1], i64),
+    }
 
 
 class AlignedSumOperation(PerTensorRequantizing):
@@ -358,37 +322,99 @@ class MulOp(PerTensorRequantizing):
     output = result_def(QTensor)
 
 
-class AveragingOperation(PerTensorRequantizing):
-    """Average pooling; with `tflite` rounding the output keeps the input's type, as in TFLite."""
+@irdl_op_definition
+class SquaredDifferenceOp(AlignedSumOperation):
+    """(lhs - rhs)^2 on TFLite's aligned fixed-point scale (TFLite's int8 SQUARED_DIFFERENCE).
+
+    a' = requantize((a - zp_a) << left_shift, lhs_multiplier, lhs_shift), b' likewise;
+    out = clamp(zp_out + requantize((a' - b')^2, multiplier, shift)). Operands broadcast.
+    """
+
+    name = "qnn.squared_difference"
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.SubOp
 
     def verify_(self) -> None:
         super().verify_()
-        if self.rounding.data == "tflite" and qtype(self.operands[0]) != qtype(self.results[0]):
-            raise VerifyException(
-                f"'{self.name}': tflite rounding needs the output type to equal the input type"
-            )
+        try:
+            want = shapes.broadcast(shape_of(self.lhs), shape_of(self.rhs))
+        except ShapeError as e:
+            raise VerifyException(f"'{self.name}': {e}") from e
+        if tuple(want) != tuple(shape_of(self.output)):
+            raise VerifyException(f"'{self.name}': result shape must be {tuple(want)}")
 
 
 @irdl_op_definition
-class AvgPool2dOp(AveragingOperation):
-    """Window mean rescaled to the output with one rounding: zp_out + round(sum * M / count)."""
+class PReluOp(PerTensorRequantizing):
+    """x >= 0 ? x : alpha * x with two rescalings (TFLite's int8 PRELU); alpha broadcasts to x.
 
-    name = "qnn.avg_pool2d"
-    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.AvgPool2dOp
+    xc = q - zp_in; where xc >= 0: r = requantize(xc, multiplier, shift, rounding), else
+    r = requantize(xc * (alpha - zp_alpha), alpha_multiplier, alpha_shift, rounding);
+    out = clamp(zp_out + r, clamp_min, clamp_max).
+    """
+
+    name = "qnn.prelu"
     input = operand_def(QTensor)
+    alpha = operand_def(QTensor)
     output = result_def(QTensor)
-    kernel = prop_def(I64Array)
-    strides = prop_def(I64Array)
-    pads = prop_def(I64Array)
-    ceil_mode = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
-    count_include_pad = opt_prop_def(BoolAttr, BoolAttr.from_bool(False))
+    alpha_multiplier = prop_def(IntegerAttr[I64])
+    alpha_shift = prop_def(IntegerAttr[I64])
+
+    def verify_(self) -> None:
+        super().verify_()
+        check_multipliers(
+            self.name, [self.alpha_multiplier.value.data], [self.alpha_shift.value.data]
+        )
+        x, slope = shape_of(self.input), shape_of(self.alpha)
+        try:
+            fits = tuple(shapes.broadcast(x, slope)) == tuple(x)
+        except ShapeError:
+            fits = False
+        if not fits:
+            raise VerifyException(f"'{self.name}': alpha {slope} does not broadcast to {x}")
+        if tuple(shape_of(self.output)) != tuple(x):
+            raise VerifyException(f"'{self.name}': result shape must equal the input's")
 
 
 @irdl_op_definition
-class GlobalAvgPoolOp(AveragingOperation):
-    """Mean over all spatial positions, like avg_pool2d with one window."""
+class DivOp(PerTensorRequantizing):
+    """lhs / rhs via a fixed-point reciprocal (TFLite's int8 DIV, reference DivElementwise).
 
-    name = "qnn.global_avg_pool"
-    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.GlobalAvgPoolOp
-    input = operand_def(QTensor)
+    Per element a = q_lhs - zp_lhs, b = q_rhs - zp_rhs (both negated when b < 0; b = 0,
+    which TFLite leaves undefined, saturates: clamp_max for a > 0, clamp_min for a < 0, zp_out
+    for a = 0):
+    with k = bit_length(b) - 1, inv = one_over_one_plus_x_for_x_in_0_1((b << (31 - k)) - 2^31)
+    (gemmlowp's Newton-Raphson reciprocal, Q0.31) and h = leading sign bits of a (31 for 0),
+    u = SaturatingRoundingDoublingHighMul(a << h, inv);
+    out = clamp(zp_out + MultiplyByQuantizedMultiplier(u, multiplier, shift + k + h)), where
+    `multiplier`/`shift` encode s_lhs / (s_rhs s_out) and rounding must be "tflite".
+    Operands broadcast.
+
+    The final rounding right shift is e = shift + k + h - 31. TFLite's RoundingDivideByPOT is
+    undefined for e >= 32 (a numerator near zero, e.g. at the zero point). `overshift`
+    "exact" rounds exactly there too; "x86" reproduces LiteRT's x86-64 build, which computes
+    (x >> (e mod 32)) + (x >= 0) on x = SaturatingRoundingDoublingHighMul(u, multiplier)
+    (its int32 mask (2^e - 1) is -1).
+    """
+
+    name = "qnn.div"
+    lhs = operand_def(QTensor)
+    rhs = operand_def(QTensor)
     output = result_def(QTensor)
+    overshift = opt_prop_def(StringAttr, StringAttr("exact"))
+    SHAPE_RULE: ClassVar[type[NNOperation] | None] = nn.SubOp
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.rounding.data != "tflite":
+            raise VerifyException(f"'{self.name}': rounding must be tflite")
+        if self.overshift.data not in ("exact", "x86"):
+            raise VerifyException(f"'{self.name}': overshift must be exact or x86")
+        try:
+            want = shapes.broadcast(shape_of(self.lhs), shape_of(self.rhs))
+        except ShapeError as e:
+            raise VerifyException(f"'{self.name}': {e}") from e
+        if tuple(want) != tuple(shape_of(self.output)):
+            raise VerifyException(f"'{self.name}': result shape must be {tuple(want)}")
+        for value in (self.lhs, self.rhs, self.output):
+            if qtype(value).storage_bits.data > 16:
+                raise VerifyException(f"'{self.name}': operands must have at most 16 bits")

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import StringAttr, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
 from npuc import graph_io
 from npuc.diagnostics import NpucError
+from npuc.dialects.arrays import int_values
 from npuc.target import Target
 
-from .memory_ir import (
+from .ir import (
     ACTIVATIONS,
     CONSTANTS,
     MUTABLE,
@@ -28,7 +29,7 @@ from .memory_ir import (
     itemsize,
     layer_name,
 )
-from .memory_plan import (
+from .plan import (
     Buffer,
     Placement,
     PlacementError,
@@ -39,8 +40,8 @@ from .memory_plan import (
     naive_size,
     resolve_aliases,
 )
-from .memory_report import MemoryReport, plan_with_report, verify_placement
-from .memory_rules import (
+from .report import MemoryReport, plan_with_report, verify_placement
+from .rules import (
     VIEW_RULES,
     Rule,
     contiguous_axis,
@@ -48,7 +49,7 @@ from .memory_rules import (
     rule_for,
     same_element_type,
 )
-from .memory_schedule import Node, schedule
+from .schedule import Node, schedule
 
 #: Aliasing rules whose result overwrites (part of) its root's bytes.
 WRITES = (Rule.INPLACE, Rule.INSERT)
@@ -232,9 +233,11 @@ class _Planner:
         src, r = op.operands[0], op.results[0]
         shape, part = _shape(src), _shape(r)
         attr = op.properties.get("offsets")
-        if shape is None or part is None or attr is None or itemsize(src.type) != itemsize(r.type):
+        if shape is None or part is None or itemsize(src.type) != itemsize(r.type):
             return
-        index = region_offset(shape, tuple(attr.get_values()), part)  # type: ignore[attr-defined]
+        if not isinstance(attr, DenseArrayBase):
+            return
+        index = region_offset(shape, int_values(attr), part)
         if index is not None and self._can_view(r, src, index * itemsize(r.type)):
             self._attach(r, src, index * itemsize(r.type), Rule.SLICE)
 
@@ -706,13 +709,13 @@ def plan_function(
     buffers: dict[SSAValue, PlannedBuffer] = {}
     for region in memories:
         stacked = region in (CONSTANTS, MUTABLE)
-        roots = {} if stacked else {b.name: b for b in resolve_aliases(problems[region]).roots}
+        root_of = {} if stacked else {b.name: b for b in resolve_aliases(problems[region]).roots}
         for v, val in p.vals.items():
             if val.region != region:
                 continue
             live = None
             if not stacked:
-                root = roots.get(val.name)
+                root = root_of.get(val.name)
                 live = (root.start, root.end) if root is not None else (val.start, val.end)
             offset = placements[region].offsets[val.name]
             buffers[v] = PlannedBuffer(region, offset, val.size, live)

@@ -97,7 +97,7 @@ def requantize(
     (a rounding doubling high multiply, then a rounding right shift: two roundings).
     `rounding="half_up"` rounds once, ties toward +infinity (`(x + 2^(shift-1)) >> shift`);
     with a 15-bit multiplier it is TFLite's 64-bit-accumulator MultiplyByQuantizedMultiplier
-    (see frontends.tflite_int16.tflite64_multiplier).
+    (see frontends.tflite_quant.tflite64_multiplier).
     """
     acc = np.asarray(acc, I64)
     multiplier = np.asarray(multiplier, I64)

@@ -15,7 +15,7 @@ import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from npuc.backend.memory_plan import (
+from npuc.passes.memory.plan import (
     Buffer,
     PlacementError,
     align_up,

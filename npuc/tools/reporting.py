@@ -1,0 +1,100 @@
+"""How the tools end on an error: a user error (NpucError, xDSL's parse and verifier errors, an
+OSError on a file the user named, running out of memory) is a one-line diagnostic and exit
+status 1; anything else escaping a tool is a bug in npuc, an internal error with exit status
+70 (EX_SOFTWARE), reported with what npuc was doing (npuc/diagnostics.py's `working_on` and
+`note_context`) and, with --debug or NPUC_DEBUG=1, the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from ..diagnostics import OUT_OF_MEMORY, NpucError, error_context, failing_op
+from ..limits import tensor_limit
+
+EXIT_USER_ERROR = 1
+
+
+EXIT_INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h)
+
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+
+
+_DEBUG: ContextVar[bool] = ContextVar("npuc_debug", default=False)
+
+
+class DebugAction(argparse.Action):
+    """`--debug`: internal errors print their traceback (for the tool run parsing it)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        kwargs.setdefault("help", "print the traceback of an internal error (or NPUC_DEBUG=1)")
+        super().__init__(option_strings, dest, nargs=0, default=False, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, True)
+        _DEBUG.set(True)  # reset when the enclosing reported_errors ends
+
+
+def _debugging() -> bool:
+    return _DEBUG.get() or os.environ.get("NPUC_DEBUG", "") not in ("", "0")
+
+
+@contextmanager
+def reported_errors(tool: str) -> Iterator[None]:
+    """Report what escapes a tool: user errors exit 1, internal errors 70, Ctrl-C 130."""
+    from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+
+    token = _DEBUG.set(False)
+    try:
+        with tensor_limit(None):  # --max-tensor-bytes holds for this run only
+            yield
+    except NpucError as e:
+        _fail(tool, e.diagnostic())
+    except DiagnosticException as e:
+        _fail(tool, f"error: {e}" + failing_op(e))
+    except (ParseError, ArgSpecParseError) as e:
+        _fail(tool, str(e))
+    except OSError as e:
+        if e.filename is None:
+            _internal_error(tool, e)
+        # The file system refused a path (too long, a loop, no permission): the user's to fix.
+        _fail(tool, NpucError(e.strerror or str(e), os.fsdecode(e.filename)).diagnostic())
+    except MemoryError as e:  # resources, not a bug: the input asked for too much
+        context = error_context(e)
+        _fail(
+            tool, f"error: {OUT_OF_MEMORY}" + (f"\n  while working on: {context}" * bool(context))
+        )
+    except KeyboardInterrupt:
+        print(f"{tool}: interrupted", file=sys.stderr)
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    except Exception as e:
+        _internal_error(tool, e)
+    finally:
+        _DEBUG.reset(token)
+
+
+def _internal_error(tool: str, error: Exception) -> None:
+    debug = _debugging()
+    if debug:
+        traceback.print_exception(error, file=sys.stderr)
+    message = str(error)
+    lines = [f"{tool}: internal error: {type(error).__name__}" + (f": {message}" * bool(message))]
+    context = error_context(error)
+    if context:
+        lines.append(f"  while working on: {context}")
+    if not debug:
+        lines.append("rerun with --debug (or NPUC_DEBUG=1) for the traceback")
+    print("\n".join(lines), file=sys.stderr)
+    raise SystemExit(EXIT_INTERNAL_ERROR) from None
+
+
+def _fail(tool: str, text: str) -> None:
+    print(f"{tool}: {text}" if not text.startswith(tool) else text, file=sys.stderr)
+    raise SystemExit(EXIT_USER_ERROR)

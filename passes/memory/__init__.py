@@ -1,0 +1,1 @@
+"""Memory planning: schedule, live ranges, aliasing and placement of buffers in regions."""

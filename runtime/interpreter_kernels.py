@@ -1,0 +1,17 @@
+"""Every reference-interpreter kernel, in one place: the tables the interpreters look up.
+
+`KERNELS` (the float interpreter's, nn_interpreter.py): the `nn` ops and `arith.constant`
+(nn_kernels.py) and the `tile` ops (tile_kernels.py), so that any runner executes tiled
+functions. `QNN_KERNELS` (qnn_interpreter.py, which falls back to `KERNELS`): the `qnn` ops
+(qnn_kernels.py).
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation
+
+from . import nn_kernels, qnn_kernels, tile_kernels
+from .kernel_api import Kernel
+
+KERNELS: dict[type[Operation], Kernel] = {**nn_kernels.KERNELS, **tile_kernels.KERNELS}
+QNN_KERNELS: dict[type[Operation], Kernel] = dict(qnn_kernels.KERNELS)
