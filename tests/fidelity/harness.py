@@ -143,7 +143,7 @@ SPECS = {
             "ppocr_cls",
             (3, 48, 192),
             calib=64,
-            test=1000,
+            test=2000,
             batch=25,
             agreement=top1_agreement,
             agreement_name="top-1 agreement (axis 1 of N x 2)",
