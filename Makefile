@@ -17,7 +17,7 @@ LATEST := .venv-latest
 export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: setup check-env lock demo test suite lint typecheck filecheck pytest test-latest bench fuzz clean
+.PHONY: setup check-env lock demo test suite lint typecheck filecheck pytest test-latest bench fuzz mutate clean
 
 $(UV):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "npuc needs Python 3.11 or newer")'
@@ -91,5 +91,11 @@ bench: check-env
 fuzz: check-env
 	PYTHONPATH=tests $(BIN)/python tests/fuzz/run.py --cases $(or $(CASES),1000) --seed $(or $(SEED),0) $(ARGS)
 
+# Mutation testing of the core modules (not in CI: hours on 2 cores; run it before resolving
+# an issue that touches them): make mutate ARGS="--areas loader --per-area 80"
+mutate: check-env
+	$(BIN)/python tests/mutation/run.py $(ARGS)
+
 clean:
+	git worktree remove --force build/mutate/tree 2>/dev/null || true
 	rm -rf $(VENV) $(LATEST) $(UV_DIR) out build *.egg-info

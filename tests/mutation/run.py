@@ -1,0 +1,414 @@
+"""Mutation testing of npuc's core modules: cosmic-ray's mutation operators, each mutant run
+against the tests that execute its line.
+
+    make mutate                                    # every area, the default sample
+    make mutate ARGS="--areas loader,integer --per-area 80 --seed 1"
+    .venv/bin/python tests/mutation/run.py --list  # areas, modules, mutant counts
+
+1. Staging. HEAD is checked out as a git worktree at build/mutate/tree (mutants are written
+   there, never in the checkout), with the `shared` folder and `.corpus` linked where the
+   tests look for them, and build/mutate/pkg maps the `npuc` package onto the worktree as
+   pyproject's package-dir does. pkg goes first on PYTHONPATH, ahead of the editable install.
+2. Coverage. The suite (but the fuzz smoke pass) runs once under pytest-cov with one context
+   per test, so each line of the core modules is known with the tests that execute it
+   (cached per HEAD; about twice the suite's time).
+3. Mutants. cosmic-ray enumerates every application of the operators in OPERATORS (the
+   realistic single-token bugs: arithmetic, comparison, boolean and unary operators swapped,
+   numbers moved by one, conditions negated, loops skipped) in the area's modules; a seeded
+   sample of --per-area is tested.
+4. Each mutant is applied with cosmic-ray's `use_mutation` (the file is restored after), then
+   at most --max-tests of the tests covering its line run with `-x`, under a timeout. A failure
+   or a timeout kills it; a mutant whose line no test executes counts as not covered.
+5. Report: per area and module, mutants, killed, survived, not covered and the score
+   (killed / tested); each survivor with its diff, in build/mutate/report.md and report.json.
+
+docs/testing.md gives the scores and explains every survivor (equivalent, or caught by the
+test added for it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+WORK = ROOT / "build" / "mutate"
+TREE = WORK / "tree"
+PKG = WORK / "pkg"
+
+# area -> its modules (globs relative to the checkout). Every test of the suite may kill a
+# mutant: coverage says which ones execute its line.
+AREAS: dict[str, list[str]] = {
+    "integer": ["npuc/integer.py"],
+    "kernels": ["runtime/kernels/*.py", "runtime/npu_conv.py", "runtime/npu_requant.py"],
+    "calibration": [
+        "passes/quantization/statistics.py",
+        "passes/quantization/ranges.py",
+        "passes/quantization/entropy.py",
+    ],
+    "tiling": ["passes/tiling/*.py"],
+    "memory": ["passes/memory/*.py"],
+    "lowering": ["passes/npu_lowering/*.py", "passes/lower_to_npu.py"],
+    "loader": ["runtime/loader.py"],
+    "cycle_model": ["runtime/cycle_model.py"],
+}
+# The suite without what never reaches the core modules' logic through new code paths and
+# costs most of the coverage run's time: the fuzz smoke pass (its crash replay stays).
+COVERAGE_IGNORES = ["tests/fuzz/test_fuzz_smoke.py"]
+
+# cosmic-ray operators (by name prefix) that make realistic bugs. Left out: swaps into
+# operators nobody would type there (x - y -> x ** y, x == y -> x is y), which tests kill
+# trivially and which would only inflate the score.
+OPERATORS = (
+    "core/NumberReplacer",
+    "core/ReplaceBinaryOperator_Add_Sub",
+    "core/ReplaceBinaryOperator_Sub_Add",
+    "core/ReplaceBinaryOperator_Mul_Div",
+    "core/ReplaceBinaryOperator_Div_Mul",
+    "core/ReplaceBinaryOperator_FloorDiv_Div",
+    "core/ReplaceBinaryOperator_Div_FloorDiv",
+    "core/ReplaceBinaryOperator_LShift_RShift",
+    "core/ReplaceBinaryOperator_RShift_LShift",
+    "core/ReplaceBinaryOperator_BitAnd_BitOr",
+    "core/ReplaceBinaryOperator_BitOr_BitAnd",
+    "core/ReplaceComparisonOperator_Lt_LtE",
+    "core/ReplaceComparisonOperator_LtE_Lt",
+    "core/ReplaceComparisonOperator_Gt_GtE",
+    "core/ReplaceComparisonOperator_GtE_Gt",
+    "core/ReplaceComparisonOperator_Eq_NotEq",
+    "core/ReplaceComparisonOperator_NotEq_Eq",
+    "core/ReplaceComparisonOperator_Lt_Gt",
+    "core/ReplaceComparisonOperator_Gt_Lt",
+    "core/ReplaceAndWithOr",
+    "core/ReplaceOrWithAnd",
+    "core/ReplaceTrueWithFalse",
+    "core/ReplaceFalseWithTrue",
+    "core/AddNot",
+    "core/ReplaceUnaryOperator_USub_UAdd",
+    "core/ReplaceUnaryOperator_Delete_USub",
+    "core/ZeroIterationForLoop",
+    "core/ReplaceBreakWithContinue",
+    "core/ReplaceContinueWithBreak",
+)
+
+
+@dataclass
+class Mutant:
+    area: str
+    module: str  # relative path
+    operator: str
+    occurrence: int
+    line: int
+    outcome: str = ""  # killed, survived, not covered
+    tests: int = 0
+    seconds: float = 0.0
+    diff: str = ""
+    output: str = field(default="", repr=False)
+
+    def key(self) -> tuple[str, str, str, str]:
+        """How a report names it: module, line, operator, occurrence."""
+        return self.module, str(self.line), self.operator, str(self.occurrence)
+
+
+# ------------------------------------------------------------------------------ staging
+
+
+def git(*args: str, cwd: Path = ROOT) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def stage() -> str:
+    """The worktree of HEAD and the package map onto it; returns HEAD's commit."""
+    head = git("rev-parse", "HEAD")
+    WORK.mkdir(parents=True, exist_ok=True)
+    if TREE.exists() and git("rev-parse", "HEAD", cwd=TREE) != head:
+        git("worktree", "remove", "--force", str(TREE))
+    if not TREE.exists():
+        git("worktree", "add", "--detach", str(TREE), head)
+    git("checkout", "--", ".", cwd=TREE)  # undo a mutant left by an interrupted run
+    for name, target in (("shared", ROOT.parent / "shared"), (".corpus", ROOT / ".corpus")):
+        link = (WORK if name == "shared" else TREE) / name
+        if not link.exists() and target.exists():
+            link.symlink_to(target)
+    if PKG.exists():
+        shutil.rmtree(PKG)
+    package = PKG / "npuc"
+    package.mkdir(parents=True)
+    for entry in (TREE / "npuc").iterdir():
+        (package / entry.name).symlink_to(entry)
+    for sub in ("dialects", "passes", "frontends", "backend", "runtime", "targets"):
+        (package / sub).symlink_to(TREE / sub)
+    return head
+
+
+def package_path(module: str) -> Path:
+    """Where a module of the checkout (e.g. runtime/loader.py) is imported from in PKG."""
+    return PKG / "npuc" / module.removeprefix("npuc/")
+
+
+def environment() -> dict[str, str]:
+    env = dict(os.environ)
+    paths = [str(PKG), str(TREE / "tests"), str(TREE / "tests" / "models")]
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # a mutant must never be read back from a .pyc
+    env["PYTHONSAFEPATH"] = "1"  # not the worktree itself first: its npuc/ holds no subpackages
+    env.pop("NPUC_DEBUG", None)
+    return env
+
+
+def pytest_command(*args: str) -> list[str]:
+    options = ["-q", "-p", "no:cacheprovider", "--import-mode=importlib", "--benchmark-disable"]
+    return [sys.executable, "-m", "pytest", *options, *args]
+
+
+# ------------------------------------------------------------------------------ coverage
+
+
+def area_modules(area: str) -> list[str]:
+    found = []
+    for pattern in AREAS[area]:
+        found += sorted(
+            str(p.relative_to(TREE))
+            for p in TREE.glob(pattern)
+            if p.name != "__init__.py" and fnmatch.fnmatch(str(p.relative_to(TREE)), pattern)
+        )
+    return list(dict.fromkeys(found))
+
+
+def line_tests(head: str) -> dict[tuple[str, int], list[str]]:
+    """(module, line) -> the ids of the tests that execute it, from one run of the suite
+    under coverage with a context per test (cached in build/mutate per HEAD)."""
+    cache = WORK / f"coverage-{head[:12]}.json"
+    if not cache.exists():
+        cache.write_text(json.dumps(_covered_lines()))
+    raw = json.loads(cache.read_text())
+    return {(m, int(line)): tests for m, lines in raw.items() for line, tests in lines.items()}
+
+
+def _covered_lines() -> dict[str, dict[str, list[str]]]:
+    data = WORK / "coverage.db"
+    data.unlink(missing_ok=True)
+    modules = [m for area in AREAS for m in area_modules(area)]
+    env = environment() | {"COVERAGE_FILE": str(data)}
+    # Coverage records the paths modules are imported from: the package map's.
+    sources = [f"--cov={d}" for d in sorted({str(package_path(m).parent) for m in modules})]
+    ignores = [f"--ignore={path}" for path in COVERAGE_IGNORES]
+    command = pytest_command(*sources, "--cov-context=test", "--cov-report=", *ignores, "tests")
+    print("coverage of the core modules over the suite (once per commit) ...", flush=True)
+    done = subprocess.run(command, cwd=TREE, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"the suite fails before any mutation:\n{done.stdout[-3000:]}")
+    result: dict[str, dict[str, list[str]]] = defaultdict(dict)
+    with sqlite3.connect(data) as db:
+        files = dict(db.execute("select id, path from file"))
+        contexts = dict(db.execute("select id, context from context"))
+        rows = db.execute("select file_id, context_id, numbits from line_bits")
+        for file_id, context_id, numbits in rows:
+            path = Path(os.path.realpath(files[file_id]))
+            try:
+                module = str(path.relative_to(TREE.resolve()))
+            except ValueError:
+                continue
+            test = contexts[context_id].split("|")[0]
+            if not test:
+                continue
+            for line in _lines(numbits):
+                result[module].setdefault(str(line), []).append(test)
+    return result
+
+
+def _lines(numbits: bytes) -> list[int]:
+    """Line numbers set in coverage's numbits encoding."""
+    return [i * 8 + b for i, byte in enumerate(numbits) for b in range(8) if byte & (1 << b)]
+
+
+# ------------------------------------------------------------------------------ mutants
+
+
+def enumerate_mutants(area: str) -> list[Mutant]:
+    from cosmic_ray.commands.init import _all_work_items
+
+    modules = area_modules(area)
+    found = []
+    for item in _all_work_items([TREE / m for m in modules], {}):
+        for spec in item.mutations:
+            if spec.operator_name in OPERATORS:
+                module = str(Path(spec.module_path).relative_to(TREE))
+                found.append(
+                    Mutant(area, module, spec.operator_name, spec.occurrence, spec.start_pos[0])
+                )
+    return found
+
+
+def run_mutant(mutant: Mutant, tests: list[str], timeout: float) -> None:
+    from cosmic_ray.mutating import use_mutation
+    from cosmic_ray.plugins import get_operator
+
+    path = TREE / mutant.module
+    original = path.read_text()
+    start = time.perf_counter()
+    operator = get_operator(mutant.operator)()
+    with use_mutation(path, operator, mutant.occurrence) as (_, mutated):
+        if mutated is None:
+            mutant.outcome = "incompetent"
+            return
+        text = mutated.decode() if isinstance(mutated, bytes) else mutated
+        mutant.diff = _diff(original, text, mutant.module)
+        try:
+            done = subprocess.run(
+                pytest_command("-x", "--no-header", "-W", "ignore", *tests),
+                cwd=TREE,
+                env=environment(),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+            mutant.outcome = "survived" if done.returncode == 0 else "killed"
+            mutant.output = done.stdout[-1500:]
+        except subprocess.TimeoutExpired:
+            mutant.outcome = "killed"
+            mutant.output = "timeout"
+    assert path.read_text() == original, f"{mutant.module} was not restored"
+    mutant.seconds = time.perf_counter() - start
+
+
+def _diff(before: str, after: str, name: str) -> str:
+    import difflib
+
+    lines = difflib.unified_diff(
+        before.splitlines(), after.splitlines(), f"a/{name}", f"b/{name}", n=0, lineterm=""
+    )
+    return "\n".join(list(lines)[2:])
+
+
+# ------------------------------------------------------------------------------ report
+
+
+def report(mutants: list[Mutant], head: str, args: argparse.Namespace) -> str:
+    rows = defaultdict(lambda: defaultdict(int))
+    for m in mutants:
+        rows[(m.area, m.module)][m.outcome] += 1
+    out = [
+        f"# Mutation testing of {head[:12]}",
+        "",
+        f"Sample: {args.per_area} mutants per area (seed {args.seed}), at most {args.max_tests} "
+        "covering tests per mutant.",
+        "",
+        "| area | module | mutants | killed | survived | not covered | score |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    totals: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for (area, module), counts in sorted(rows.items()):
+        for k, v in counts.items():
+            totals[area][k] += v
+        out.append(_row(area, module, counts))
+    out += [
+        "",
+        "| area | mutants | killed | survived | not covered | score |",
+        "|---|---|---|---|---|---|",
+    ]
+    for area, counts in sorted(totals.items()):
+        out.append(_row(area, None, counts))
+    everything: dict[str, int] = defaultdict(int)
+    for counts in totals.values():
+        for k, v in counts.items():
+            everything[k] += v
+    out.append(_row("all", None, everything))
+    out += ["", "## Survivors and mutants no test executes", ""]
+    for m in mutants:
+        if m.outcome in ("survived", "not covered"):
+            title = f"### {':'.join(m.key())} ({m.outcome})"
+            out += [title, "", "```diff", m.diff, "```", ""]
+    return "\n".join(out) + "\n"
+
+
+def _row(area: str, module: str | None, counts: dict[str, int]) -> str:
+    killed, survived, uncovered = counts["killed"], counts["survived"], counts["not covered"]
+    tested = killed + survived + uncovered
+    score = f"{100 * killed / tested:.1f} %" if tested else "-"
+    cells = [area] + ([module] if module is not None else [])
+    cells += [str(tested), str(killed), str(survived), str(uncovered), score]
+    return "| " + " | ".join(cells) + " |"
+
+
+# ------------------------------------------------------------------------------ main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--areas", default=",".join(AREAS), help="comma-separated")
+    parser.add_argument("--per-area", type=int, default=60, help="mutants sampled per area")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-tests", type=int, default=60, help="covering tests per mutant")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant")
+    parser.add_argument("--list", action="store_true", help="count mutants per area and stop")
+    parser.add_argument(
+        "--only",
+        metavar="MODULE:LINE:OPERATOR:OCCURRENCE",
+        action="append",
+        help="test these mutants instead of a sample (as a report names them)",
+    )
+    args = parser.parse_args(argv)
+    areas = args.areas.split(",")
+    unknown = [a for a in areas if a not in AREAS]
+    if unknown:
+        parser.error(f"unknown area(s) {', '.join(unknown)} (have {', '.join(AREAS)})")
+    head = stage()
+    rng = random.Random(args.seed)
+    mutants: list[Mutant] = []
+    for area in areas:
+        every = enumerate_mutants(area)
+        if args.list:
+            by_module = defaultdict(int)
+            for m in every:
+                by_module[m.module] += 1
+            listed = ", ".join(f"{k} ({v})" for k, v in by_module.items())
+            print(f"{area}: {len(every)} mutants in {listed}")
+            continue
+        if args.only:
+            wanted = {tuple(o.rsplit(":", 3)) for o in args.only}
+            chosen = [m for m in every if m.key() in wanted]
+        else:
+            chosen = rng.sample(every, min(args.per_area, len(every)))
+        if not chosen:
+            continue
+        covering = line_tests(head)
+        for i, mutant in enumerate(sorted(chosen, key=lambda m: (m.module, m.line)), 1):
+            tests = sorted(set(covering.get((mutant.module, mutant.line), [])))
+            if not tests:
+                mutant.outcome = "not covered"
+            else:
+                picked = rng.sample(tests, min(args.max_tests, len(tests)))
+                mutant.tests = len(picked)
+                run_mutant(mutant, picked, args.timeout)
+            print(
+                f"[{area} {i}/{len(chosen)}] {mutant.outcome:11s} {':'.join(mutant.key())} "
+                f"({mutant.tests} tests, {mutant.seconds:.0f} s)",
+                flush=True,
+            )
+        mutants += chosen
+    if args.list:
+        return 0
+    text = report(mutants, head, args)
+    (WORK / "report.md").write_text(text)
+    (WORK / "report.json").write_text(json.dumps([asdict(m) for m in mutants], indent=1))
+    print(text.split("## Survivors")[0])
+    print(f"report: {WORK / 'report.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
