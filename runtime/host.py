@@ -14,6 +14,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 from npuc.diagnostics import KernelError, NpucError
 from npuc.dialects import npu_isa as isa
 from npuc.dialects.context import make_context
+from npuc.plugins import PluginError
 
 
 def parse_body(text: str, ctx: Context | None = None) -> Region:
@@ -25,6 +26,8 @@ def parse_body(text: str, ctx: Context | None = None) -> Region:
         return IRParser(ctx or make_context(), text, "<host body>").parse_region()
     except (ParseError, DiagnosticException, RecursionError) as e:
         raise NpucError(f"the host body does not parse: {e}") from None
+    except PluginError:  # the plugin of an op in the body could not be loaded
+        raise
     except Exception as e:  # a value the parser cannot represent (out of range, too wide)
         raise NpucError(f"the host body does not parse: {type(e).__name__}: {e}") from None
 
