@@ -9,6 +9,7 @@ from __future__ import annotations
 from xdsl.passes import ModulePass
 
 from .diagnostics import KernelError, NpucError
+from .dialects import nn, qnn
 from .dialects.nn_base import F32Tensor, NNOperation
 from .dialects.nn_elementwise import UnaryOperation
 from .dialects.nn_shapes import Props, Shape, Shapes
@@ -55,7 +56,9 @@ __all__ = [
     "flag",
     "from_dense",
     "lut_lookup",
+    "nn",
     "optional_float",
+    "qnn",
     "qtype",
     "quantize",
     "scalar",

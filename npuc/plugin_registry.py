@@ -44,6 +44,7 @@ class Found:
 
     name: str
     origin: str  # "entry point MODULE:ATTR (DIST VERSION)" or the module's path
+    module: str  # the module it is imported from
     load: Callable[[], object]
     problem: str | None = None  # why it cannot be used, known before importing it
 
@@ -266,7 +267,7 @@ def _entry_point_plugins() -> list[Found]:
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         dist = getattr(ep, "dist", None)
         origin = f"entry point {ep.value}" + (f" ({dist.name} {dist.version})" if dist else "")
-        found.append(Found(ep.name, origin, ep.load, _name_problem(ep.name)))
+        found.append(Found(ep.name, origin, ep.module, ep.load, _name_problem(ep.name)))
     return found
 
 
@@ -283,7 +284,8 @@ def _path_plugins(folder: Path) -> list[Found]:
             name = path.name
         else:
             continue
-        found.append(Found(name, str(path), _path_loader(folder, name), _name_problem(name)))
+        loader = _path_loader(folder, name)
+        found.append(Found(name, str(path), name, loader, _name_problem(name)))
     return found
 
 
@@ -318,7 +320,7 @@ def _load(found: Found) -> Loaded:
     except Exception as e:
         text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
         raise PluginError(found.name, f"cannot be loaded: {text}", found.origin) from e
-    home = _home(value, found)
+    home = _home(found)
     if not isinstance(value, Plugin) and callable(value):
         with plugin_code(found.name, "making its Plugin", home):
             value = value()
@@ -330,12 +332,11 @@ def _load(found: Found) -> Loaded:
     return Loaded(found.name, found.origin, value, home)
 
 
-def _home(value: object, found: Found) -> str | None:
-    """The folder of the plugin's package (or its module file)."""
-    module = sys.modules.get(getattr(value, "__module__", "") or "")
-    file = getattr(module, "__file__", None)
+def _home(found: Found) -> str | None:
+    """The folder of the plugin's package (or its module's file)."""
+    file = getattr(sys.modules.get(found.module), "__file__", None)
     if file is None:
-        return found.origin if os.path.exists(found.origin) else None
+        return None
     path = Path(file)
     return str(path.parent if path.name == "__init__.py" else path)
 
