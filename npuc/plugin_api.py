@@ -12,7 +12,7 @@ from .diagnostics import KernelError, NpucError
 from .dialects import nn, qnn
 from .dialects.nn_base import F32Tensor, NNOperation
 from .dialects.nn_elementwise import UnaryOperation
-from .dialects.nn_shapes import Props, Shape, Shapes
+from .dialects.nn_shapes import Props, Shape, ShapeError, Shapes
 from .dialects.npu_isa import TensorRef
 from .dialects.qnn_base import QNNOperation, QTensor, qtype
 from .dialects.quant_types import UniformQuantizedType
@@ -46,6 +46,7 @@ __all__ = [
     "QuantizationRule",
     "QuantizeRequest",
     "Shape",
+    "ShapeError",
     "Shapes",
     "TensorRef",
     "UnaryOperation",
