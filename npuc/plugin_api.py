@@ -15,6 +15,7 @@ from .dialects.nn_elementwise import UnaryOperation
 from .dialects.nn_shapes import Props, Shape, ShapeError, Shapes
 from .dialects.npu_isa import TensorRef
 from .dialects.qnn_base import QNNOperation, QTensor, qtype
+from .dialects.qnn_elementwise import TableOperation
 from .dialects.quant_types import UniformQuantizedType
 from .frontends.onnx_graph import NodeContext
 from .frontends.onnx_graph import Unsupported as UnsupportedNode
@@ -48,6 +49,7 @@ __all__ = [
     "Shape",
     "ShapeError",
     "Shapes",
+    "TableOperation",
     "TensorRef",
     "UnaryOperation",
     "UniformQuantizedType",

@@ -30,12 +30,12 @@ func.func @entry_out_of_range(%q: tensor<4x!qnn.uniform<i8:f32, 0.05:-3>>) {
   %0 = example.qsoft_clip %q {table = dense<300> : tensor<256xi16>} : (tensor<4x!qnn.uniform<i8:f32, 0.05:-3>>) -> tensor<4x!qnn.uniform<i8:f32, 0.05:-3>>
   func.return
 }
-// CHECK: 'example.qsoft_clip': table entries outside the output range
+// CHECK: 'example.qsoft_clip': table entries must lie in the output storage range
 
 // -----
 
-func.func @wide_input(%q: tensor<4x!qnn.uniform<i16:f32, 0.05>>) {
-  %0 = example.qsoft_clip %q {table = dense<0> : tensor<256xi8>} : (tensor<4x!qnn.uniform<i16:f32, 0.05>>) -> tensor<4x!qnn.uniform<i8:f32, 0.05:-3>>
+func.func @float_table(%q: tensor<4x!qnn.uniform<i8:f32, 0.05:-3>>) {
+  %0 = example.qsoft_clip %q {table = dense<0.0> : tensor<256xf32>} : (tensor<4x!qnn.uniform<i8:f32, 0.05:-3>>) -> tensor<4x!qnn.uniform<i8:f32, 0.05:-3>>
   func.return
 }
-// CHECK: 'example.qsoft_clip': needs an 8-bit input and integer table
+// CHECK: 'example.qsoft_clip': the table must hold integers

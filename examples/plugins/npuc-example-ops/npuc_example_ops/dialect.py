@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerType, f32
+from xdsl.dialects.builtin import FloatAttr, f32
 from xdsl.ir import Dialect
-from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
+from xdsl.irdl import irdl_op_definition, prop_def
 from xdsl.utils.exceptions import VerifyException
 
-from npuc.plugin_api import QNNOperation, QTensor, UnaryOperation, from_dense, qtype
+from npuc.plugin_api import TableOperation, UnaryOperation
 
 
 @irdl_op_definition
@@ -25,28 +25,11 @@ class SoftClipOp(UnaryOperation):
 
 
 @irdl_op_definition
-class QSoftClipOp(QNNOperation):
-    """SoftClip on quantized tensors: y = table[q - qmin(input)], one entry per input value."""
+class QSoftClipOp(TableOperation):
+    """SoftClip on quantized tensors: y = table[q - qmin(input)], one entry per input value
+    (operands, properties and checks of npuc's table ops)."""
 
     name = "example.qsoft_clip"
-    input = operand_def(QTensor)
-    output = result_def(QTensor)
-    table = prop_def(DenseIntOrFPElementsAttr)
-
-    def verify_(self) -> None:
-        super().verify_()
-        q_in, q_out = qtype(self.input), qtype(self.output)
-        if self.input.type.get_shape() != self.output.type.get_shape():
-            raise VerifyException("'example.qsoft_clip': input and result shapes differ")
-        if q_in.storage_bits.data != 8 or not isinstance(
-            self.table.get_element_type(), IntegerType
-        ):
-            raise VerifyException("'example.qsoft_clip': needs an 8-bit input and integer table")
-        if tuple(self.table.get_shape()) != (256,):
-            raise VerifyException("'example.qsoft_clip': the table must have 256 entries")
-        values = from_dense(self.table)
-        if values.min() < q_out.qmin or values.max() > q_out.qmax:
-            raise VerifyException("'example.qsoft_clip': table entries outside the output range")
 
 
 Example = Dialect("example", [SoftClipOp, QSoftClipOp], [])
