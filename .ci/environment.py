@@ -7,6 +7,7 @@ of pyproject.toml is caught offline.
 
     python .ci/environment.py lock UV [ARGS]   compile (ARGS: e.g. --upgrade) and stamp (make lock)
     python .ci/environment.py check UV VENV    the lock is current and VENV holds exactly it
+                                               (plus npuc and the example plugin, editable)
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "requirements.lock"
+# Installed editable beside npuc by `make setup` (docs/plugins.md), not from the lock.
+EXAMPLE_PLUGIN = ROOT / "examples" / "plugins" / "npuc-example-ops"
 STAMP = "# requirements digest: "
 
 
@@ -62,7 +65,7 @@ def check(uv: str, venv: str) -> int:
         )
         return 1
     with tempfile.NamedTemporaryFile("w", suffix=".txt") as project:
-        project.write(f"-e {ROOT}\n")
+        project.write(f"-e {ROOT}\n-e {EXAMPLE_PLUGIN}\n")
         project.flush()
         done = subprocess.run(
             [uv, "pip", "sync", "--dry-run", "--python", venv, str(LOCK), project.name],

@@ -1,7 +1,9 @@
 """npuc's dialects by name, loaded lazily, and the one way to make a context that knows them.
 
 Keeping these as name -> factory maps lets `npu-opt --version` start without importing every
-dialect.
+dialect. Each plugin's name is registered too, as the namespace of its dialect: the plugin
+is imported when IR first names an op or attribute of that namespace
+(npuc/plugin_registry.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from xdsl.context import Context
 from xdsl.ir import Dialect
 
 from npuc import xdsl_patches  # noqa: F401  (user input must not hang xDSL's lexer)
+from npuc.plugin_registry import dialect_loader, plugin_names
 
 
 def _lazy(module: str, attr: str) -> Callable[[], Dialect]:
@@ -36,9 +39,12 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
 
 
 def register_dialects(ctx: Context) -> None:
-    """Make npuc's dialects known to `ctx` (each loaded on first use)."""
+    """Make npuc's dialects and the plugins' known to `ctx` (each loaded on first use)."""
     for name, factory in DIALECTS.items():
         ctx.register_dialect(name, factory)
+    for name in plugin_names():
+        if name not in DIALECTS:
+            ctx.register_dialect(name, dialect_loader(name))
 
 
 def make_context() -> Context:

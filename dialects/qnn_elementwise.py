@@ -157,11 +157,10 @@ class RequantizeOp(Requantizing):
             raise VerifyException("'qnn.requantize': input and result must share their axis")
 
 
-@irdl_op_definition
-class LutOp(QNNOperation):
-    """y = table[q - storage_min(input)]: a table with one entry per input storage value."""
+class TableOperation(QNNOperation):
+    """y = table[q - storage_min(input)]: a table with one entry per input storage value
+    (the base of qnn.lut and of plugins' table ops)."""
 
-    name = "qnn.lut"
     input = operand_def(QTensor)
     output = result_def(QTensor)
     table = prop_def(DenseIntOrFPElementsAttr)
@@ -170,19 +169,28 @@ class LutOp(QNNOperation):
         super().verify_()
         q_in, q_out = qtype(self.input), qtype(self.output)
         if q_in.storage_bits.data > 16:
-            raise VerifyException("'qnn.lut': the input storage must have at most 16 bits")
+            raise VerifyException(f"'{self.name}': the input storage must have at most 16 bits")
         if not isinstance(self.table.get_element_type(), IntegerType):
-            raise VerifyException("'qnn.lut': the table must hold integers")
+            raise VerifyException(f"'{self.name}': the table must hold integers")
         entries = 1 << q_in.storage_bits.data
         if tuple(self.table.get_shape()) != (entries,):
-            raise VerifyException(f"'qnn.lut': the table must have {entries} entries")
+            raise VerifyException(f"'{self.name}': the table must have {entries} entries")
         if shape_of(self.input) != shape_of(self.output):
-            raise VerifyException("'qnn.lut': input and result shapes differ")
+            raise VerifyException(f"'{self.name}': input and result shapes differ")
         from npuc.tensors import from_dense
 
         values = from_dense(self.table)
         if values.min() < q_out.qmin or values.max() > q_out.qmax:
-            raise VerifyException("'qnn.lut': table entries must lie in the output storage range")
+            raise VerifyException(
+                f"'{self.name}': table entries must lie in the output storage range"
+            )
+
+
+@irdl_op_definition
+class LutOp(TableOperation):
+    """y = table[q - storage_min(input)]: a table with one entry per input storage value."""
+
+    name = "qnn.lut"
 
 
 @irdl_op_definition

@@ -27,10 +27,12 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from npuc import plugin_registry
 from npuc.diagnostics import NpucError
 from npuc.dialects.nn import ConstantOp, NNOperation, ReshapeOp, TransposeOp, build, ints
 from npuc.dialects.nn_shapes import Shape
 from npuc.limits import check_tensor
+from npuc.plugins import missing_plugin
 from npuc.tensors import numpy_dtype, to_dense, xdsl_type
 
 from .onnx_opsets import arity_issue, version_issue
@@ -59,6 +61,17 @@ class Issue:
     node: str
     reason: str
     invalid: bool = False
+    needs_plugin: bool = False  # op_type is "domain::OpType", which no plugin provides
+
+
+def plugin_converter(domain: str, op_type: str) -> Converter | None:
+    """A plugin's converter for an op npuc's tables lack; its faults name the plugin."""
+    found = plugin_registry.onnx_converter(domain, op_type)
+    if found is None:
+        return None
+    loaded, convert = found
+    what = f"the converter of ONNX op '{domain or 'ai.onnx'}::{op_type}'"
+    return plugin_registry.guarded(loaded, convert, what, (Unsupported,))
 
 
 def is_splat(array: np.ndarray) -> bool:
@@ -426,22 +439,25 @@ class GraphImporter:
         op_type = node.op_type
         # Converters of other domains register as "domain:OpType" (e.g. com.microsoft ops).
         key = op_type if node.domain in ("", "ai.onnx") else f"{node.domain}:{op_type}"
-        if key != op_type and key not in self.converters:
-            self._issue(Issue(op_type, name, f"domain '{node.domain}' not supported"))
-            self._fail(node)
-            return
         convert = self.converters.get(key)
         fold = self.folders.get(key)
+        from_plugin = False
         if convert is None and fold is None:
-            self._issue(Issue(op_type, name, "op not supported"))
-            self._fail(node)
-            return
-        too_new = version_issue(op_type, self.opset) if key == op_type else None
+            convert = plugin_converter(node.domain, op_type)
+            if convert is None:
+                if key != op_type:
+                    self._issue(Issue(f"{node.domain}::{op_type}", name, "", needs_plugin=True))
+                else:
+                    self._issue(Issue(op_type, name, "op not supported"))
+                self._fail(node)
+                return
+            from_plugin = True
+        too_new = version_issue(op_type, self.opset) if key == op_type and not from_plugin else None
         if too_new is not None:
             self._issue(Issue(op_type, name, too_new))
             self._fail(node)
             return
-        if key == op_type:
+        if key == op_type and not from_plugin:
             wrong = arity_issue(op_type, self.opset, len(node.input), len(node.output))
             if wrong is not None:
                 self._issue(Issue(op_type, name, f"invalid node: {wrong}", invalid=True))
@@ -531,8 +547,12 @@ def _exception_text(e: Exception) -> str:
 
 
 def issues_error(issues: Sequence[Issue], location: str | None) -> NpucError:
-    """One diagnostic listing every unsupported or invalid node, grouped by op type and reason."""
-    lines: list[str] = []
+    """One diagnostic: the ops that need a plugin, then every unsupported or invalid node,
+    grouped by op type and reason."""
+    needed = dict.fromkeys(i.op_type for i in issues if i.needs_plugin)
+    installed = plugin_registry.plugin_names() if needed else []
+    lines = [missing_plugin(op, installed) for op in needed]
+    issues = [i for i in issues if not i.needs_plugin]
     for invalid, title in ((False, "unsupported ONNX constructs"), (True, "invalid ONNX nodes")):
         group = [i for i in issues if i.invalid == invalid]
         if not group:

@@ -9,8 +9,9 @@ Layout: every value keeps its TFLite (NHWC) shape, so element-wise ops, reshapes
 and axes map one to one. Spatial ops (convolutions, pools, resizes) are wrapped
 in transposes NHWC -> NCHW -> NHWC; a transpose that undoes the one producing its
 input is folded at import, so chains of spatial ops stay NCHW throughout.
-Ops are named after their first output tensor. Unsupported operators (and custom
-ops other than MediaPipe's Convolution2DTransposeBias) are collected and reported
+Ops are named after their first output tensor. Custom operators other than MediaPipe's
+Convolution2DTransposeBias come from plugins (tflite_converters.plugin_converter).
+Unsupported operators, and custom ones no plugin provides, are collected and reported
 together in one diagnostic. DEQUANTIZE and DENSIFY of constants are folded first
 (tflite_constants), so layers see constant float32 filters.
 
@@ -39,6 +40,8 @@ from npuc.dialects.nn_base import NNOperation
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.graph_io import ENTRY, io_attrs
 from npuc.limits import check_tensor
+from npuc.plugin_registry import plugin_names
+from npuc.plugins import PluginError, missing_plugin
 from npuc.tensors import to_dense
 
 from . import tflite_converters as converters
@@ -124,6 +127,7 @@ class _Import:
         self.block = Block()
         self.values: dict[int, SSAValue] = {}
         self.issues: list[tuple[str, str, str]] = []  # (op type, op name, reason)
+        self.needs_plugin: dict[str, None] = {}  # custom ops no plugin provides, in order
         self.poisoned: set[int] = set()
 
     def error(self, message: str) -> NpucError:
@@ -175,7 +179,7 @@ class _Import:
                     self._convert(op)
         for op in self._schedule(in_ids, out_ids, state.roots() if state else ()):
             self._convert(op)
-        if self.issues:
+        if self.issues or self.needs_plugin:
             raise self._issues_error()
         try:
             results = [self.value(graph.tensors[t]) for t in out_ids]
@@ -278,12 +282,14 @@ class _Import:
             self.poisoned.update(op.outputs)
             return
         try:
-            if op.custom and (op.op_type, "float") not in converters.CONVERTERS:
-                raise Unsupported("custom operators are not supported")
             if op.op_type in STATEFUL and self.state is not None:
                 self.state.convert(ctx)
                 return
             convert = self._converter(ctx)
+            if convert is None:  # a custom operator no plugin provides
+                self.needs_plugin[op.op_type.replace("custom:", "custom::", 1)] = None
+                self.poisoned.update(op.outputs)
+                return
             results = convert(ctx)
             results = [results] if isinstance(results, SSAValue) else list(results)
             if len(results) != len(op.outputs):
@@ -293,6 +299,8 @@ class _Import:
         except Unsupported as e:
             self.issues.append((op.op_type, ctx.name, str(e)))
             self.poisoned.update(op.outputs)
+        except PluginError:
+            raise
         except (ValueError, NpucError, VerifyException) as e:
             text = e.message if isinstance(e, NpucError) else str(e)
             self.issues.append((op.op_type, ctx.name, f"invalid operator: {text}"))
@@ -303,12 +311,15 @@ class _Import:
             self.issues.append((op.op_type, ctx.name, f"invalid operator: {text}"))
             self.poisoned.update(op.outputs)
 
-    def _converter(self, ctx: OpContext) -> Converter:
+    def _converter(self, ctx: OpContext) -> Converter | None:
+        """The operator's converter; None for a custom operator that no plugin provides."""
         op = ctx.op
         # The data tensors decide: constant inputs may be int32 shapes or axes.
         data = [self.graph.tensors[t] for t in (*op.inputs, *op.outputs) if t >= 0]
         data = [t for t in data if t.data is None or t.dtype in STORAGE]
         quantized = any(is_quantized(t) for t in data) and op.op_type != "DEQUANTIZE"
+        if op.custom and (op.op_type, "float") not in converters.CONVERTERS:
+            return converters.plugin_converter(ctx, quantized)
         convert = converters.converter(ctx, quantized)
         if convert is None and op.op_type in CONTROL_FLOW:
             refs = ", ".join(str(op.options.get(k)) for k in CONTROL_FLOW[op.op_type])
@@ -353,7 +364,10 @@ class _Import:
         return op.results[0]
 
     def _issues_error(self) -> NpucError:
-        lines = [f"unsupported TFLite operators ({len(self.issues)}):"]
+        installed = plugin_names() if self.needs_plugin else []
+        lines = [missing_plugin(op, installed) for op in self.needs_plugin]
+        if self.issues:
+            lines.append(f"unsupported TFLite operators ({len(self.issues)}):")
         buckets: dict[tuple[str, str], list[str]] = {}
         for op_type, name, reason in self.issues:
             buckets.setdefault((op_type, reason), []).append(name)

@@ -3,7 +3,8 @@
 `kind` is the arithmetic the operator's data asks for: "float", "int8" (TFLite's int8 and
 uint8 quantization) or "int16x8" (int16 activations, int8 weights). An int16x8 operator
 without an entry of its own uses its int8 converter (data movement keeps the stored
-values at any width).
+values at any width). Custom operators npuc lacks come from plugins, keyed the same way by
+their custom code (`plugin_converter`).
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from typing import Literal
 
 import numpy as np
 
+from npuc import plugin_registry
+
 from . import tflite_float, tflite_int8, tflite_int16, tflite_int16_luts
-from .tflite_context import Converter, OpContext
+from .tflite_context import Converter, OpContext, Unsupported
 from .tflite_quant import is_16x8
 
 Kind = Literal["float", "int8", "int16x8"]
@@ -51,3 +54,20 @@ def converter(ctx: OpContext, quantized: bool) -> Converter | None:
     if (name, "int16x8") in CONVERTERS and quantized_kind(ctx) == "int16x8":
         return CONVERTERS[(name, "int16x8")]
     return CONVERTERS.get((name, "int8"))
+
+
+def plugin_converter(ctx: OpContext, quantized: bool) -> Converter | None:
+    """A plugin's converter of `ctx`'s custom operator for its data (int16x8 falls back to
+    int8); None if no plugin provides the custom code."""
+    code = ctx.op.op_type.removeprefix("custom:")
+    found = plugin_registry.tflite_converters(code)
+    if not found:
+        return None
+    kind: Kind = quantized_kind(ctx) if quantized else "float"
+    entry = found.get(kind) or (found.get("int8") if kind == "int16x8" else None)
+    if entry is None:
+        plugin = next(iter(found.values()))[0].name
+        raise Unsupported(f"plugin '{plugin}' converts {', '.join(found)} {code}, not {kind}")
+    loaded, convert = entry
+    what = f"the converter of TFLite custom op '{code}' ({kind})"
+    return plugin_registry.guarded(loaded, convert, what, (Unsupported,))

@@ -11,9 +11,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
-from .diagnostics import NpucError, working_on
+from .diagnostics import NpucError
 from .dialects.context import make_context
-from .registry import DEFAULT_PIPELINE, PASSES
+from .registry import DEFAULT_PIPELINE, applying, pass_factories
 
 ModelSource = str | os.PathLike[str] | ModuleOp
 
@@ -87,12 +87,12 @@ def apply_pipeline(
         from xdsl.utils.exceptions import ArgSpecParseError
 
         try:
-            passes = PassPipeline.parse_spec(PASSES, pipeline)
+            passes = PassPipeline.parse_spec(pass_factories(pipeline), pipeline)
         except (ValueError, ArgSpecParseError) as e:
             raise NpucError(f"bad pass pipeline '{pipeline}': {e}") from None
         ctx = ctx or make_context()
         for p in passes.passes:
-            with working_on("pass", p):
+            with applying(p):
                 p.apply(ctx, module)
         module.verify()
     return module

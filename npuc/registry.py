@@ -1,5 +1,5 @@
 """What npuc's tools can run: passes, imported lazily by name (dialects:
-dialects/context.py).
+dialects/context.py), and the passes plugins give.
 
 Keeping these as name -> factory maps lets `npu-opt --version` start without
 importing every pass.
@@ -8,9 +8,14 @@ importing every pass.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from xdsl.passes import ModulePass
+
+from . import plugin_registry
+from .diagnostics import working_on
+from .plugins import plugin_code
 
 
 def _lazy(module: str, attr: str) -> Callable[[], object]:
@@ -40,3 +45,32 @@ DEFAULT_PIPELINE = (
     "canonicalize,eliminate-identity,fold-constants,fold-batchnorm,fuse-activation,"
     "canonicalize,cse,dce"
 )
+
+
+def pass_factories(pipeline: str) -> dict[str, Callable[[], type[ModulePass]]]:
+    """The passes a pipeline may name: PASSES, plus the plugins' passes it names."""
+    from xdsl.utils.arg_spec import parse_pipeline
+    from xdsl.utils.exceptions import ArgSpecParseError
+
+    factories = dict(PASSES)
+    try:
+        names = [spec.name for spec in parse_pipeline(pipeline)]
+    except ArgSpecParseError:  # reported when the pipeline itself is parsed
+        return factories
+    for name in names:
+        if name not in factories and (factory := plugin_registry.pass_factory(name)):
+            factories[name] = factory
+    return factories
+
+
+@contextmanager
+def applying(p: ModulePass) -> Iterator[None]:
+    """Run pass `p`: named in an internal error's context; a plugin's pass failing
+    names its plugin."""
+    with working_on("pass", p):
+        owner = plugin_registry.pass_owner(p.name) if p.name not in PASSES else None
+        if owner is None:
+            yield
+        else:
+            with plugin_code(owner.name, f"pass '{p.name}'", owner.home):
+                yield

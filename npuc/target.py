@@ -1,4 +1,5 @@
-"""Target descriptions: the NPU's MAC array, clock and memories, read from `targets/*.toml`.
+"""Target descriptions: the NPU's MAC array, clock and memories, read from `targets/*.toml`
+(and from the target files plugins give).
 
 The schema is documented in docs/targets.md. Loading is strict: an unknown key, a
 missing key, a value of the wrong type or range, or a placement naming a memory that
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from . import plugin_registry
 from .diagnostics import NpucError
 
 DEFAULT_ALIGNMENT = 64
@@ -199,9 +201,15 @@ def targets_dir() -> Path:
     return here.parent / "targets"
 
 
-def available_targets() -> list[str]:
-    """Names of the shipped targets, sorted."""
+def shipped_targets() -> list[str]:
+    """Names of the targets npuc ships, sorted."""
     return sorted(p.stem for p in targets_dir().glob("*.toml"))
+
+
+def available_targets() -> list[str]:
+    """Names of the shipped targets and of the plugins' targets, sorted (a shipped name
+    wins over a plugin's)."""
+    return sorted({*shipped_targets(), *plugin_registry.target_names()})
 
 
 def load_target(name_or_path: str | Path) -> Target:
@@ -227,10 +235,13 @@ def _resolve(name_or_path: str | Path) -> Path:
             raise NpucError(f"no such target file: {path}")
         return path
     path = targets_dir() / f"{text}.toml"
-    if not _is_file(path):
+    if _is_file(path):
+        return path
+    from_plugin = plugin_registry.target_file(text)
+    if from_plugin is None:
         available = ", ".join(available_targets()) or "none"
         raise NpucError(f"unknown target '{text}' (available: {available})")
-    return path
+    return from_plugin
 
 
 def _is_file(path: Path) -> bool:

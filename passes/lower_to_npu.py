@@ -33,7 +33,7 @@ from npuc.passes.memory.ir import constant_bytes, is_constant, is_planned
 
 from .npu_lowering.builder import Builder, Constants, LoweringError
 from .npu_lowering.deps import with_deps
-from .npu_lowering.rules import COMPUTE, RULES, lowerable
+from .npu_lowering.rules import COMPUTE, lowerable, rule_for
 from .npu_lowering.views import ViewError, contiguous, same_place, shape_of, sliced
 
 HOST_MODES = ("none", "float", "all")
@@ -247,7 +247,9 @@ def _lower_once(
                 _lower_host(b, op)
             else:
                 _redirect(b, op)
-                RULES[op.name](b, op)
+                rule = rule_for(op)
+                assert rule is not None  # _plan_ops chose "rule" for it
+                rule(b, op)
         except (LoweringError, ViewError) as e:
             errors.append(f"{_describe(op)}: {e}")
         except Exception as e:

@@ -25,6 +25,7 @@ import numpy as np
 from npuc import integer
 from npuc.diagnostics import InputError, NpucError, note_context
 from npuc.dialects import npu_isa as isa
+from npuc.plugins import PluginError
 
 from . import fusion
 from . import npu_conv as nc
@@ -176,6 +177,8 @@ class Executor:
         for index, inst in enumerate(program.instructions):
             try:
                 step = self._prepare(inst, copies, index)
+            except PluginError:  # names the plugin and its op already
+                raise
             except NpucError as e:
                 raise NpucError(f"instruction {index} ({inst.op}): {e.message}") from None
             self._steps.append((step, tuple(self.view(t) for t in inst.written())))
@@ -243,6 +246,8 @@ class Executor:
         for step, indices in schedule:
             try:
                 step()
+            except PluginError:
+                raise
             except (NotImplementedError, NpucError) as e:  # the others are bugs
                 inst = self.program.instructions[indices[0]]
                 which = (

@@ -14,6 +14,8 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 from npuc.diagnostics import KernelError, NpucError
 from npuc.dialects import npu_isa as isa
 from npuc.dialects.context import make_context
+from npuc.plugin_registry import plugin_names
+from npuc.plugins import PluginError
 
 
 def parse_body(text: str, ctx: Context | None = None) -> Region:
@@ -25,6 +27,8 @@ def parse_body(text: str, ctx: Context | None = None) -> Region:
         return IRParser(ctx or make_context(), text, "<host body>").parse_region()
     except (ParseError, DiagnosticException, RecursionError) as e:
         raise NpucError(f"the host body does not parse: {e}") from None
+    except PluginError:  # the plugin of an op in the body could not be loaded
+        raise
     except Exception as e:  # a value the parser cannot represent (out of range, too wide)
         raise NpucError(f"the host body does not parse: {type(e).__name__}: {e}") from None
 
@@ -48,13 +52,14 @@ def _check_body(body: Region) -> None:
 def _checked_body(text: str) -> Region:
     """The parsed and checked body, shared read-only by every step with this text (the
     tiles of one host op carry the same body)."""
-    body = parse_body(text, _shared_context())
+    body = parse_body(text, _shared_context(tuple(plugin_names())))
     _check_body(body)
     return body
 
 
 @lru_cache(maxsize=1)
-def _shared_context() -> Context:
+def _shared_context(plugins: tuple[str, ...]) -> Context:
+    """One context for every body, made again when the plugins found change."""
     return make_context()
 
 

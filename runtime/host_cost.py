@@ -2,7 +2,8 @@
 
 An `npu.host` instruction carries the `nn`/`qnn` ops it runs as text (its body). Their
 multiply-accumulates and the elements they move price them on the target's `[host]` CPU
-(docs/targets.md); the NPU/host share sums them against the NPU's instructions.
+(docs/targets.md); a plugin's op counts the multiply-accumulates its plugin's `host_costs`
+entry gives. The NPU/host share sums them against the NPU's instructions.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from xdsl.dialects.builtin import AnyFloat, TensorType
 from xdsl.ir import Operation
 
 from npuc.dialects import npu_isa as isa
+from npuc.plugin_registry import op_function
 from npuc.target import Target
 
 # Ops whose MACs count: output elements times the reduction each one needs.
@@ -37,6 +39,9 @@ def _numel(value) -> int:
 
 
 def _macs(op: Operation) -> int:
+    cost = op_function("host_costs", op.name, f"the host cost of '{op.name}'")
+    if cost is not None:
+        return int(cost(op))
     kind = op.name.partition(".")[2]
     if not op.results or len(op.operands) < 2:
         return 0

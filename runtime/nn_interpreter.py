@@ -2,10 +2,9 @@
 (integer and boolean tensors in their own dtype, with runtime/kernels/logic.py's rules).
 
 `KERNELS` (the table in runtime/interpreter_kernels.py) maps each op class to a function
-`(op, args) -> results`; a plugin adds its own with `register_kernel(OpClass)`. `evaluate_op`
-runs one op (used by
-constant folding), `run_function`/`run_module` run a whole graph, freeing each
-intermediate once its last user has run.
+`(op, args) -> results`; a plugin's ops take theirs from the plugin (docs/plugins.md).
+`evaluate_op` runs one op (used by constant folding), `run_function`/`run_module` run a
+whole graph, freeing each intermediate once its last user has run.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from npuc.tensors import element_bytes, numpy_dtype
 
 from .in_place import in_place_ops
 from .interpreter_kernels import KERNELS
-from .kernel_api import Kernel, optional_float
+from .kernel_api import Kernel, optional_float, plugin_kernel
 from .kernels import elementwise as ew
 
 Keep: TypeAlias = Literal["all"] | Collection[str]
@@ -46,11 +45,12 @@ def register_kernel(op_type: type[Operation]) -> Callable[[K], K]:
 
 
 def kernel_for(op_type: type[Operation]) -> Kernel | None:
-    """The kernel of `op_type` or of its nearest registered base class."""
+    """The kernel of `op_type` or of its nearest registered base class; a plugin's op has
+    its plugin's kernel."""
     for cls in op_type.__mro__:
         if cls in KERNELS:
             return KERNELS[cls]
-    return None
+    return plugin_kernel(op_type)
 
 
 def evaluate_op(op: Operation, args: list[np.ndarray]) -> list[np.ndarray]:

@@ -19,6 +19,7 @@ from npuc.diagnostics import InputError, NpucError
 from npuc.dialects import qnn
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.limits import check_tensor
+from npuc.plugin_registry import is_plugin_op
 from npuc.tensors import numpy_dtype
 
 from . import nn_interpreter
@@ -101,11 +102,12 @@ LEVELS["mem"] = (*LEVELS["tile"], "mem")
 
 
 def check_level(module: ModuleOp, level: str) -> None:
-    """Raise NpucError unless every op and tensor of `module` belongs to `level` (LEVELS)."""
+    """Raise NpucError unless every op and tensor of `module` belongs to `level` (LEVELS;
+    a plugin's ops belong to any level their tensors do)."""
     allowed = LEVELS[level]
     for op in module.walk():
         dialect = op.name.split(".", 1)[0]
-        if dialect not in allowed:
+        if dialect not in allowed and not is_plugin_op(op.name):
             raise NpucError(f"{describe_op(op)} is above the {level} level")
         values = [*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)]
         if "qnn" not in allowed and any(quantized_type(v.type) for v in values):

@@ -28,6 +28,7 @@ DRIVERS = {
     "npuc.onnx_backend",
     "npuc.registry",
     "npuc.input_shapes",
+    "npuc.plugin_api",
 }
 
 # Each layer may import its own modules and those of the layers before it.

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -18,8 +20,9 @@ func.func @main(%x: tensor<1x4xf32> {nn.name = "x"}) -> (tensor<1x4xf32> {nn.nam
 
 
 def run_tool(
-    tool: str, *args: str | Path, cwd: Path | None = None
+    tool: str, *args: str | Path, cwd: Path | None = None, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """Run `tool` with `args`; `env` adds to (or overrides) this process's environment."""
     module = {
         "npu-opt": "npuc.tools.npu_opt",
         "npu-run": "npuc.tools.npu_run",
@@ -32,4 +35,5 @@ def run_tool(
         text=True,
         timeout=300,
         cwd=cwd,
+        env=None if env is None else {**os.environ, **env},
     )

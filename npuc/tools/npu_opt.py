@@ -13,9 +13,10 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from ..diagnostics import NpucError, user_file, working_on
 from ..dialects.context import register_dialects
 from ..output_files import write_file
-from ..registry import PASSES
+from ..registry import PASSES, applying, pass_factories
 from ..version import __version__
 from .cli_options import add_debug_option, add_import_options, import_options
+from .plugin_listing import add_list_plugins_option, plugin_listing
 from .reporting import reported_errors
 
 
@@ -67,10 +68,14 @@ class NpuOptMain(xDSLOptMain):
         super().register_all_arguments(arg_parser)
         add_import_options(arg_parser)
         add_debug_option(arg_parser)
+        add_list_plugins_option(arg_parser)
 
     def setup_pipeline(self) -> None:
         from xdsl.utils.exceptions import ArgSpecParseError
 
+        for name, factory in pass_factories(self.args.passes).items():
+            if name not in self.available_passes:  # a plugin's pass the pipeline names
+                self.register_pass(name, factory)
         try:
             super().setup_pipeline()
         except (ValueError, ArgSpecParseError) as e:  # an unknown pass, a bad pass option
@@ -126,7 +131,7 @@ class NpuOptMain(xDSLOptMain):
         from ..graph_io import ModelStructureError
 
         for i, current in enumerate(passes):
-            with working_on("pass", current):
+            with applying(current):
                 try:
                     current.apply(self.ctx, prog)
                 except ModelStructureError as e:  # the input lacks what the pass needs
@@ -193,6 +198,9 @@ class NpuOptMain(xDSLOptMain):
             )
 
     def run(self) -> None:
+        if self.args.list_plugins:
+            sys.stdout.write(plugin_listing())
+            return
         if self.args.input_file is not None and not os.path.isfile(self.args.input_file):
             raise NpucError("no such file", self.args.input_file)
         self._check_options()

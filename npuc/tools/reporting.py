@@ -1,8 +1,9 @@
 """How the tools end on an error: a user error (NpucError, xDSL's parse and verifier errors, an
-OSError on a file the user named, running out of memory) is a one-line diagnostic and exit
-status 1; anything else escaping a tool is a bug in npuc, an internal error with exit status
-70 (EX_SOFTWARE), reported with what npuc was doing (npuc/diagnostics.py's `working_on` and
-`note_context`) and, with --debug or NPUC_DEBUG=1, the traceback.
+OSError on a file the user named, running out of memory) and a plugin's fault (PluginError,
+its traceback with --debug) are a one-line diagnostic and exit status 1; anything else
+escaping a tool is a bug in npuc, an internal error with exit status 70 (EX_SOFTWARE),
+reported with what npuc was doing (npuc/diagnostics.py's `working_on` and `note_context`)
+and, with --debug or NPUC_DEBUG=1, the traceback.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from contextvars import ContextVar
 
 from ..diagnostics import OUT_OF_MEMORY, NpucError, error_context, failing_op
 from ..limits import tensor_limit
+from ..plugins import PluginError
 
 EXIT_USER_ERROR = 1
 
@@ -55,6 +57,10 @@ def reported_errors(tool: str) -> Iterator[None]:
     try:
         with tensor_limit(None):  # --max-tensor-bytes holds for this run only
             yield
+    except PluginError as e:  # a plugin's fault: its traceback with --debug
+        if _debugging() and e.__cause__ is not None:
+            traceback.print_exception(e.__cause__, file=sys.stderr)
+        _fail(tool, e.diagnostic())
     except NpucError as e:
         _fail(tool, e.diagnostic())
     except DiagnosticException as e:

@@ -35,6 +35,7 @@ from npuc.dialects.arrays import ints
 from npuc.dialects.nn_base import ActivationFusable, prop_ints, shape_of
 from npuc.dialects.qnn import UniformQuantizedType, qtype
 from npuc.integer import dequantize, quantize, quantize_multipliers
+from npuc.plugin_registry import is_plugin_op, op_entry, quantization_rule
 from npuc.tensors import from_dense, to_dense
 
 from .layer_config import LayerSetting, TensorParams
@@ -174,7 +175,7 @@ class Layer:
 
     op: Operation
     name: str
-    kind: str  # weighted, arithmetic, prelu, pool, movement, concat, clamp, lut, float
+    kind: str  # weighted, arithmetic, prelu, pool, movement, concat, clamp, lut, plugin, float
     setting: LayerSetting  # fully resolved
     reason: str | None = None  # why a layer stays float
     follower: Layer | None = None  # a relu/clip folded into this layer's clamp
@@ -247,7 +248,25 @@ def classify(op: Operation, setting: LayerSetting) -> tuple[str, str | None]:
         if setting.bits != 8:
             return "float", "look-up tables need 8-bit inputs"
         return "lut", None
+    if is_plugin_op(op.name):
+        return plugin_kind(op, setting)
     return "float", f"no integer lowering for {op.name}"
+
+
+def plugin_kind(op: Operation, setting: LayerSetting) -> tuple[str, str | None]:
+    """A plugin op is quantized by its plugin's rule if that covers the layer's width and
+    the integer op has a kernel; else it stays float."""
+    plugin = op.name.partition(".")[0]
+    found = quantization_rule(op.name)
+    if found is None:
+        return "float", f"plugin '{plugin}' gives no quantization rule for {op.name}"
+    rule = found[1]
+    if setting.bits not in rule.bits:
+        widths = "/".join(map(str, rule.bits))
+        return "float", f"plugin '{plugin}' quantizes {op.name} at {widths} bits only"
+    if op_entry("kernels", rule.quantized_op) is None:
+        return "float", f"plugin '{plugin}' gives no kernel for {rule.quantized_op}"
+    return "plugin", None
 
 
 def bilinear_reason(op: nn.ResizeOp) -> str | None:
@@ -292,6 +311,21 @@ def storage_element(q: UniformQuantizedType) -> Attribute:
     width = max(8, q.storage_bits.data)
     signed = bool(q.storage_signed.data)
     return IntegerType(width, Signedness.SIGNLESS if signed else Signedness.UNSIGNED)
+
+
+def lut_table(
+    q_in: UniformQuantizedType,
+    q_out: UniformQuantizedType,
+    fn: Callable[[np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """The look-up table of `fn` from `q_in` to `q_out`: one entry per input storage value,
+    quantize(fn(dequantize(q))), in order from q_in.qmin."""
+    codes = q_in.qmin + np.arange(1 << q_in.storage_bits.data, dtype=np.int64)
+    with np.errstate(all="ignore"):
+        y = np.asarray(fn(dequantize(codes, q_in.scale, q_in.zero_point)), np.float64)
+    big = float(max(abs(q_out.qmin), abs(q_out.qmax)) + 1) * q_out.scale
+    y = np.nan_to_num(y, nan=0.0, posinf=big, neginf=-big)  # NaN stands for real 0
+    return quantize(y, q_out.scale, q_out.zero_point, q_out.qmin, q_out.qmax)
 
 
 def tensor_of(value: SSAValue, element: Attribute) -> TensorType:
@@ -438,13 +472,8 @@ class Emitter:
 
     def lut(self, layer: Layer, x: SSAValue, fn: Callable[[np.ndarray], np.ndarray]) -> SSAValue:
         """qnn.lut from `x` to the layer's output type: entries quantize(fn(dequantize(q)))."""
-        q_in, q_out = qtype(x), self.out_type(layer)
-        codes = q_in.qmin + np.arange(1 << q_in.storage_bits.data, dtype=np.int64)
-        with np.errstate(all="ignore"):
-            y = np.asarray(fn(dequantize(codes, q_in.scale, q_in.zero_point)), np.float64)
-        big = float(max(abs(q_out.qmin), abs(q_out.qmax)) + 1) * q_out.scale
-        y = np.nan_to_num(y, nan=0.0, posinf=big, neginf=-big)  # NaN stands for real 0
-        table = quantize(y, q_out.scale, q_out.zero_point, q_out.qmin, q_out.qmax)
+        q_out = self.out_type(layer)
+        table = lut_table(qtype(x), q_out, fn)
         props: dict[str, Attribute] = {"table": to_dense(table, storage_element(q_out))}
         if (name := layer_name_of(layer.op)) is not None:
             props["name"] = StringAttr(name)

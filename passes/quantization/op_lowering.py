@@ -29,6 +29,8 @@ from npuc.dialects.qnn import UniformQuantizedType, qtype
 from npuc.dialects.qnn_elementwise import aligned_inputs
 from npuc.frontends.tflite_context import Unsupported
 from npuc.frontends.tflite_softmax import softmax_params
+from npuc.plugin_registry import guarded, quantization_rule
+from npuc.plugins import PluginError
 from npuc.runtime.kernels import elementwise as ew
 from npuc.runtime.nn_interpreter import evaluate_op
 from npuc.tensors import from_dense
@@ -51,6 +53,7 @@ from .lowering import (
     reduced_count,
     tensor_of,
 )
+from .plugin_ops import QuantizeRequest
 from .schemes import round_half_away
 
 # --------------------------------------------------------------------------- per-op lowering
@@ -404,6 +407,30 @@ def lower_float(em: Emitter, layer: Layer) -> None:
     em.plan.report.layers[layer.name] = report
 
 
+def lower_plugin(em: Emitter, layer: Layer) -> None:
+    """A plugin's op by its plugin's rule (classify checked the rule and its kernel)."""
+    op = layer.op
+    found = quantization_rule(op.name)
+    assert found is not None
+    loaded, rule = found
+    what = f"the quantization rule of '{op.name}' (layer '{layer.name}')"
+    new = guarded(loaded, rule.rule, what)(QuantizeRequest(em, layer))
+    results = getattr(new, "results", None)
+    if getattr(new, "name", None) != rule.quantized_op or results is None:
+        raise PluginError(loaded.name, f"{what} must return a '{rule.quantized_op}' op")
+    if len(results) != len(op.results) or not all(
+        isinstance(r.type, TensorType) and isinstance(r.type.element_type, UniformQuantizedType)
+        for r in results
+    ):
+        raise PluginError(loaded.name, f"{what} must give {len(op.results)} quantized result(s)")
+    em.add(new)
+    for original, result in zip(op.results, results, strict=True):
+        em.set_quant(original, result)
+    report = new_report(em, layer, new.name, list(new.operands))
+    report.outputs = [em.params(o, qtype(r)) for o, r in zip(op.results, results, strict=True)]
+    em.plan.report.layers[layer.name] = report
+
+
 def lower_folded(em: Emitter, layer: Layer) -> None:
     assert layer.folded_into is not None
     producer = em.plan.report.layers[layer.folded_into.name]
@@ -424,6 +451,7 @@ LOWERINGS: dict[str, Callable[[Emitter, Layer], None]] = {
     "concat": lower_concat,
     "clamp": lower_clamp,
     "lut": lower_lut,
+    "plugin": lower_plugin,
     "float": lower_float,
 }
 

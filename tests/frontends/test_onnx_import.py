@@ -364,7 +364,9 @@ def test_cut_outputs_must_be_computable_from_the_cut_inputs(ox):
 # ----------------------------------------------------------------------------- unsupported
 
 
-def test_unsupported_constructs_are_reported_together(ox):
+def test_unsupported_constructs_are_reported_together(ox, monkeypatch):
+    monkeypatch.setenv("NPUC_NO_PLUGIN_ENTRY_POINTS", "1")  # no plugin is installed
+    monkeypatch.delenv("NPUC_PLUGIN_PATH", raising=False)
     nodes = [
         ox.node("Einsum", ["x", "w"], ["h1"], "einsum_1", equation="nij,kmj->nk"),
         ox.node("Einsum", ["x", "w"], ["h2"], "einsum_2", equation="nij,kmj->nk"),
@@ -394,12 +396,13 @@ def test_unsupported_constructs_are_reported_together(ox):
     with pytest.raises(NpucError) as err:
         import_onnx(model, location="model.onnx")
     assert str(err.value) == (
-        "model.onnx: error: unsupported ONNX constructs (6 nodes):\n"
+        "model.onnx: error: op 'com.microsoft::FusedConv' needs a plugin that provides it; "
+        "installed plugins: none\n"
+        "unsupported ONNX constructs (5 nodes):\n"
         "  Einsum x2: einsum_1, einsum_2 (op not supported)\n"
         "  Resize x1: resize_3 "
         "(coordinate_transformation_mode 'tf_crop_and_resize' not supported)\n"
         "  MaxPool x1: pool (Indices output not supported)\n"
-        "  FusedConv x1: custom (domain 'com.microsoft' not supported)\n"
         "  Conv x1: conv3d (3-D convolution not supported)"
     )
 

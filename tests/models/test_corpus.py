@@ -28,7 +28,7 @@ from npuc.registry import DEFAULT_PIPELINE
 from npuc.runtime.executor import Executor
 from npuc.runtime.loader import load
 from npuc.runtime.qnn_interpreter import random_inputs, run_module
-from npuc.target import available_targets
+from npuc.target import shipped_targets
 
 BY_NAME = {m.name: m for m in MODELS}
 
@@ -94,7 +94,7 @@ def quantized(name: str) -> tuple[ModuleOp, dict, dict]:
     return module, inputs, run_module(module, inputs)
 
 
-@pytest.mark.parametrize("target", available_targets())
+@pytest.mark.parametrize("target", shipped_targets())
 @pytest.mark.parametrize("name", BUILDS)
 def test_int8_build_runs_bit_exact_on_every_target(name, target):
     module, inputs, reference = quantized(name)
@@ -170,7 +170,7 @@ def test_streaming_model_is_bit_exact_with_litert_reference_kernels(name):
     assert len(scores) > 1  # the scores change from step to step
 
 
-@pytest.mark.parametrize("target", available_targets())
+@pytest.mark.parametrize("target", shipped_targets())
 @pytest.mark.parametrize("name", STREAMING)
 def test_streaming_build_carries_state_bit_exact_on_every_target(name, target):
     module, steps, _ = streaming_case(name)

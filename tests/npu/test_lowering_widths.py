@@ -27,7 +27,7 @@ from npuc.diagnostics import NpucError
 from npuc.dialects.npu_isa import Program
 from npuc.frontends.onnx import import_onnx
 from npuc.integer import quantize_multiplier
-from npuc.passes.lower_to_npu import RULES
+from npuc.passes.npu_lowering.rules import RULES
 from npuc.passes.quantization.datasets import random_dataset
 from npuc.passes.quantize import QuantizeConfig
 from npuc.quantize_flow import calibrate, quantize
