@@ -173,7 +173,8 @@ def compile_model(
         "lower", "npu instructions" + ("" if options.host_fallback else ", no host fallback")
     ):
         apply_pipeline(module, f"lower-to-npu{{host={host}}}")
-        program = _with_target(program_of(module), options.target)
+        _name_target(module, options.target)
+        program = program_of(module)
     with stages.stage("emit", str(options.output)):
         files.update(
             memory_files(
@@ -181,7 +182,7 @@ def compile_model(
             )
         )
         files[f"{name}.npubin"] = encode_program(program)
-        files[f"{name}.npu.mlir"] = print_module(module).encode()
+        files[f"{name}.npu.mlir"] = print_module(module).encode()  # reassembles to the binary
         profile = estimate(program, target)
         files.update(profile_files(name, profile))
     summary.append(
@@ -193,11 +194,16 @@ def compile_model(
     return CompileResult(name, files, summary, stages.timings, profile.share.host_table())
 
 
-def _with_target(program, target: str):
-    """The program with the target it was compiled for in its debug section (for profiling)."""
-    from dataclasses import replace
+def _name_target(module: ModuleOp, target: str) -> None:
+    """Records the target in the program's debug section (for profiling), in the IR so that
+    NAME.npu.mlir and NAME.npubin state the same program."""
+    from xdsl.dialects.builtin import DictionaryAttr, StringAttr
 
-    return replace(program, debug=(*program.debug, (TARGET_KEY, target)))
+    from .dialects.npu import program_op
+
+    op = program_op(module)
+    entries = dict(op.debug.data) if op.debug is not None else {}
+    op.debug = DictionaryAttr({**entries, TARGET_KEY: StringAttr(target)})
 
 
 def profile_files(name: str, profile) -> dict[str, bytes]:

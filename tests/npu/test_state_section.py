@@ -410,7 +410,9 @@ def test_compiled_wakeword_runs_a_sequence_bit_exact(tmp_path, capsys, ctx):
     status, _, stderr = run_tool(npu_opt.main, [text, "-t", "npubin", "-o", again], capsys)
     assert status == 0, stderr
     assert again.read_bytes() == binary.read_bytes()
-    # NAME.npu.mlir elides large constants (dense_resource<__elided__>), so it does not
-    # read back to a binary; it still states the pairs.
-    printed = (tmp_path / f"{WAKEWORD.stem}.npu.mlir").read_text()
-    assert first + "dense_resource<__elided__>" in printed
+    # NAME.npu.mlir prints every constant: it states the pairs and reassembles to the binary.
+    printed = tmp_path / f"{WAKEWORD.stem}.npu.mlir"
+    assert first + "dense<-128> : tensor<1280xi8>>" in printed.read_text()
+    status, _, stderr = run_tool(npu_opt.main, [printed, "-t", "npubin", "-o", again], capsys)
+    assert status == 0, stderr
+    assert again.read_bytes() == binary.read_bytes()
