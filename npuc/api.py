@@ -90,10 +90,13 @@ def apply_pipeline(
             passes = PassPipeline.parse_spec(PASSES, pipeline)
         except (ValueError, ArgSpecParseError) as e:
             raise NpucError(f"bad pass pipeline '{pipeline}': {e}") from None
+        from .locations import name_locations
+
         ctx = ctx or make_context()
         for p in passes.passes:
             with working_on("pass", p):
                 p.apply(ctx, module)
+            name_locations(module)  # the ops the pass built, located by their layer
         module.verify()
     return module
 

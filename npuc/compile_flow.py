@@ -53,7 +53,10 @@ class CompileResult:
 
 
 class Stages:
-    """Times each stage and reports it on `stream` as `[i/n] stage: detail (t s)`."""
+    """Times each stage and reports it on `stream` as `[i/n] stage: detail ... (t s)`.
+
+    On a terminal the line is drawn again when the stage ends, since a progress bar
+    (npuc/progress.py) may have used it meanwhile."""
 
     def __init__(self, total: int, stream: TextIO | None = None, enabled: bool = True):
         self.total, self.index, self.enabled = total, 0, enabled
@@ -64,25 +67,22 @@ class Stages:
     def stage(self, label: str, detail: str = "") -> Iterator[None]:
         self.index += 1
         out = self.stream or sys.stderr
+        head = f"[{self.index}/{self.total}] {label}{': ' + detail if detail else ''} ..."
+        again = "\r\x1b[K" + head if getattr(out, "isatty", lambda: False)() else ""
         if self.enabled:
-            print(
-                f"[{self.index}/{self.total}] {label}{': ' + detail if detail else ''} ...",
-                end="",
-                file=out,
-                flush=True,
-            )
+            print(head, end="", file=out, flush=True)
         start = time.perf_counter()
         try:
             with working_on("stage", label):
                 yield
         except BaseException:
             if self.enabled:  # end the progress line before the error is reported
-                print(" failed", file=out, flush=True)
+                print(f"{again} failed", file=out, flush=True)
             raise
         seconds = time.perf_counter() - start
         self.timings.append((label, seconds))
         if self.enabled:
-            print(f" {seconds:.2f} s", file=out, flush=True)
+            print(f"{again} {seconds:.2f} s", file=out, flush=True)
 
 
 def is_quantized(module: ModuleOp) -> bool:
@@ -114,7 +114,15 @@ def check_options(options: CompileOptions) -> None:
 def compile_model(
     options: CompileOptions, progress: bool = True, stream: TextIO | None = None
 ) -> CompileResult:
-    """Run every stage; returns the files to write (name -> bytes) and a summary."""
+    """Run every stage; returns the files to write (name -> bytes) and a summary.
+    `progress=False`: no stage lines and no progress bars."""
+    from .progress import quiet
+
+    with quiet(not progress):
+        return _compile(options, Stages(7, stream, progress))
+
+
+def _compile(options: CompileOptions, stages: Stages) -> CompileResult:
     from .api import apply_pipeline, load_model
     from .backend.bundle import check_name, identifier_from
     from .backend.npubin import encode_program
@@ -130,7 +138,6 @@ def compile_model(
     target = load_target(options.target)
     name = check_name(options.name) if options.name else identifier_from(options.model.stem)
     spec = json.dumps(options.target)
-    stages = Stages(7, stream, progress)
     files: dict[str, bytes] = {}
     summary: list[str] = []
     import_options = dict(options.import_options)
@@ -253,7 +260,7 @@ def _quantize(
             return folder_dataset(module, options.calib)
         return random_dataset(module, options.calib_random, seed=0)
 
-    statistics = calibrate(module, data(), progress=False)
+    statistics = calibrate(module, data())
     config = QuantizeConfig(scheme=options.scheme or "int8", io="quantized")
     quantized, report = quantize(module, statistics, config)
     outputs, tensors = compare(module, quantized, list(data()))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..diagnostics import NpucError
 from .cli_options import add_debug_option, add_import_options, import_options
+from .listing import ListTargetsAction
 from .quantize_options import SCHEMES
 from .reporting import reported_errors
 
@@ -20,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("model", nargs="?", help="model file: .onnx, .tflite or .mlir")
     parser.add_argument("--target", "-t", help="target name or TOML file (see docs/targets.md)")
+    parser.add_argument("--list-targets", action=ListTargetsAction)
     parser.add_argument(
         "--optimise",
         choices=("performance", "size"),
@@ -48,7 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--name", help="output name, a C identifier (default: the model's)")
     parser.add_argument("--config", metavar="FILE", help="TOML file with a [build] section")
     parser.add_argument("-o", "--output-dir", metavar="OUTDIR")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no stage lines and no progress bars"
+    )
     add_import_options(parser)
     add_debug_option(parser)
     return parser

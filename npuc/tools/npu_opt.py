@@ -80,7 +80,7 @@ class NpuOptMain(xDSLOptMain):
         arg_parser.add_argument("--list-targets", action=ListTargetsAction)
         add_printing_options(arg_parser, debuginfo=False)  # xDSL has --print-debuginfo
         add_import_options(arg_parser)
-        add_debug_option(arg_parser)
+        add_debug_option(arg_parser, version=False)
 
     def setup_pipeline(self) -> None:
         """xDSL's pipeline, with --time-passes and --print-between-passes on stderr so that
@@ -161,6 +161,7 @@ class NpuOptMain(xDSLOptMain):
         if callback is not None:  # as PassPipeline.apply calls it: verify, print, time
             callback(None, prog, passes[0] if passes else None)
         from ..graph_io import ModelStructureError
+        from ..locations import name_locations
 
         for i, current in enumerate(passes):
             with working_on("pass", current):
@@ -169,6 +170,7 @@ class NpuOptMain(xDSLOptMain):
                 except ModelStructureError as e:  # the input lacks what the pass needs
                     e.location = e.location or self.get_input_name()
                     raise
+            name_locations(prog)  # the ops the pass built, located by their layer
             if callback is not None:
                 callback(current, prog, passes[i + 1] if i + 1 < len(passes) else None)
 

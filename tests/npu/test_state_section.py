@@ -188,7 +188,7 @@ CORRUPTIONS = {
     "output twice": (_set("<I", _entry(1, 4), 1),
                      "state 1: output 1 is the state output of an earlier pair"),
     "shape": (_set("<I", _io(4, 16 + 16 + 8), 2),  # output 1's last dimension: 4 -> 2
-              "state 0: input 1 'acc' has shape [1, 4], output 1 'acc' [1, 2]"),
+              "state 0: input 1 'acc' has shape 1x4, output 1 'acc' 1x2"),
     "element type": (_set("<B", _io(4, 16 + 1), 1),  # output 1: i8 -> u8
                      "has element type i8, output 1 'acc' u8"),
     "scale": (_set("<d", _io(4, 8), 0.25), "has scale 0.5, output 1 'acc' 0.25"),
