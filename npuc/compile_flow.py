@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from xdsl.dialects.builtin import ModuleOp
 
@@ -45,11 +45,18 @@ class CompileOptions:
 
 @dataclass
 class CompileResult:
+    """What a compilation made: the files to write and the objects they describe."""
+
     name: str
-    files: dict[str, bytes]
+    files: dict[str, bytes]  # file name -> contents (nothing is written yet)
     summary: list[str]
-    timings: list[tuple[str, float]]
+    timings: list[tuple[str, float]]  # (stage, seconds)
     host_ops: list[str] = field(default_factory=list)  # one line per op run on the host
+    program: Any = None  # npu_isa.Program, the binary's contents
+    plan: Any = None  # passes.memory.ir.PlannedModule, constants as in the binary
+    profile: Any = None  # runtime.cycle_model.Profile, with the SRAM in use per layer
+    layers: list = field(default_factory=list)  # runtime.layer_table.LayerRow per layer
+    target: Any = None  # npuc.target.Target
 
 
 class Stages:
@@ -129,9 +136,11 @@ def _compile(options: CompileOptions, stages: Stages) -> CompileResult:
     from .backend.outputs import memory_files, memory_summary, with_program_constants
     from .passes.lower_to_npu import program_of
     from .passes.memory.ir import read_plan
+    from .passes.memory.usage import layer_peaks
     from .printing import print_module
     from .registry import DEFAULT_PIPELINE
     from .runtime.cycle_model import estimate
+    from .runtime.layer_table import layer_rows
     from .target import load_target
 
     check_options(options)
@@ -191,14 +200,50 @@ def _compile(options: CompileOptions, stages: Stages) -> CompileResult:
         files[f"{name}.npubin"] = encode_program(program)
         files[f"{name}.npu.mlir"] = print_module(module).encode()  # reassembles to the binary
         profile = estimate(program, target)
-        files.update(profile_files(name, profile))
+        profile.sram = layer_peaks(planned, target.sram.name)
+        binary_plan = with_program_constants(planned, program)[0]
+        rows = layer_rows(profile, program)
+        files.update(profile_files(name, profile, rows, plan_figures(planned, binary_plan, target)))
     summary.append(
         f"{len(program.instructions)} instructions; estimated {profile.total_cycles:,} cycles, "
         f"{profile.inference_ms:.2f} ms at {target.clock_mhz:g} MHz"
     )
     summary += profile.share.lines(target.host.name)
-    summary += memory_summary(with_program_constants(planned, program)[0], target)
-    return CompileResult(name, files, summary, stages.timings, profile.share.host_table())
+    summary += memory_summary(binary_plan, target)
+    return CompileResult(
+        name,
+        files,
+        summary,
+        stages.timings,
+        profile.share.host_table(),
+        program,
+        binary_plan,
+        profile,
+        rows,
+        target,
+    )
+
+
+def plan_figures(planned, binary_plan, target) -> dict[str, object]:
+    """The memory plan's figures for NAME.summary.csv: region sizes (constants split into the
+    planned weights and what lowering appends) and each memory's use against its capacity."""
+    from .passes.memory.report import memory_usage
+
+    def size(plan, region: str) -> int:
+        return plan.regions[region].size if region in plan.regions else 0
+
+    constants = size(binary_plan, "constants")
+    figures: dict[str, object] = {
+        "constants_bytes": constants,
+        "weights_bytes": size(planned, "constants"),
+        "tables_bytes": constants - size(planned, "constants"),
+        "mutable_bytes": size(binary_plan, "mutable"),
+        "activations_bytes": size(binary_plan, "activations"),
+    }
+    for memory, used, capacity in memory_usage(binary_plan, target):
+        figures[f"{memory}_used_bytes"] = used
+        figures[f"{memory}_capacity_bytes"] = capacity
+    return figures
 
 
 def _name_target(module: ModuleOp, target: str) -> None:
@@ -213,15 +258,19 @@ def _name_target(module: ModuleOp, target: str) -> None:
     op.debug = DictionaryAttr({**entries, TARGET_KEY: StringAttr(target)})
 
 
-def profile_files(name: str, profile) -> dict[str, bytes]:
-    """NAME.profile.txt/.json/.html and NAME.trace.json of a cycle-model profile."""
+def profile_files(name: str, profile, rows, figures: dict[str, object]) -> dict[str, bytes]:
+    """NAME.profile.txt/.json/.html, NAME.trace.json, NAME.layers.csv and NAME.summary.csv
+    of a cycle-model profile (`rows`: its layer_table rows; `figures`: the plan's)."""
+    from .runtime.profile_csv import layers_csv, summary_csv
     from .runtime.profile_report import chrome_trace, html, table, to_json
 
     return {
         f"{name}.profile.txt": (table(profile) + "\n").encode(),
         f"{name}.profile.json": (json.dumps(to_json(profile), indent=2) + "\n").encode(),
-        f"{name}.profile.html": html(profile, f"{name}: npuc profile").encode(),
+        f"{name}.profile.html": html(profile, f"{name}: npuc profile", rows).encode(),
         f"{name}.trace.json": (json.dumps(chrome_trace(profile)) + "\n").encode(),
+        f"{name}.layers.csv": layers_csv(rows, profile).encode(),
+        f"{name}.summary.csv": summary_csv(profile, name, figures).encode(),
     }
 
 

@@ -135,6 +135,7 @@ BINARY_OPTIONS = frozenset(
         "benchmark",
         "warmup",
         "quiet",
+        "version",
     }
 )
 
