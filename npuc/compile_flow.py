@@ -58,6 +58,13 @@ class CompileResult:
     layers: list = field(default_factory=list)  # runtime.layer_table.LayerRow per layer
     target: Any = None  # npuc.target.Target
 
+    def write(self, folder: str | Path) -> list[Path]:
+        """Write every file into `folder` (created if missing), all or none."""
+        from .backend.outputs import check_output_dir, write_all
+
+        check_output_dir(Path(folder))
+        return write_all(Path(folder), self.files)
+
 
 class Stages:
     """Times each stage and reports it on `stream` as `[i/n] stage: detail ... (t s)`.

@@ -24,9 +24,11 @@ def region_contents(planned: PlannedModule, lowered_constants: int | None = None
         size = planned.regions[name].size if name in planned.regions else 0
         parts = []
         constants = [v for v in values if v.kind == "constant"]
-        if constants:
-            weights = sum(v.size for v in constants)
-            parts.append(f"weights and other constants: {len(constants)} tensors, {weights} bytes")
+        if constants:  # the region's size: the tensors at their alignment
+            weights = size if name == CONSTANTS else sum(v.size for v in constants)
+            parts.append(
+                f"planned weights and other constants: {len(constants)} tensors, {weights} bytes"
+            )
         if name == CONSTANTS and lowered_constants is not None and lowered_constants > size:
             parts.append(
                 f"bias/scale tables and LUTs added by lowering: {lowered_constants - size} bytes"
