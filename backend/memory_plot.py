@@ -14,6 +14,7 @@ from npuc.passes.memory.usage import liveness_regions
 
 WIDTH, HEIGHT, DPI = 12.0, 6.0, 100
 MAX_LABELS = 60  # layer names on the x axis; more would overlap
+LABEL_CHARS = 24  # longer names are cut, to leave the plot its height
 COLOURS = ["#4682b4", "#e68c28", "#5aaa5a", "#aa50a0"]
 
 
@@ -28,7 +29,8 @@ def layer_ticks(planned: PlannedModule, max_labels: int = MAX_LABELS) -> list[tu
         if step.layer and step.layer not in seen:
             seen.add(step.layer)
             named = step.index - last >= gap
-            ticks.append((step.index, step.layer if named else ""))
+            label = step.layer if len(step.layer) <= LABEL_CHARS else step.layer[:LABEL_CHARS] + "…"
+            ticks.append((step.index, label if named else ""))
             last = step.index if named else last
     return ticks
 

@@ -199,3 +199,53 @@ def test_magika_one_hot_chain_is_not_cut_into_thousands_of_tiles():
     assert group.estimate.peak <= plan.lowest_peak * 33 // 32  # still within the SRAM threshold
     assert group.estimate.tiles <= 64
     assert sum(g.estimate.tiles for g in plan.groups) <= 256
+
+
+# ------------------------------------------------------------------ the bundle describes the binary
+
+EVERY_MODEL = [*BUILDS, *STREAMING]
+HEADER_TARGET = "mcu-64"  # keeps inputs and outputs in the activations arena
+
+
+def test_every_corpus_model_is_covered():
+    assert sorted(EVERY_MODEL) == sorted(m.name for m in MODELS)
+
+
+@pytest.mark.parametrize("name", EVERY_MODEL)
+def test_header_and_weights_describe_the_binary(name):
+    """npu-compile's NAME.h and NAME.weights.bin against the encoded binary, read back: every
+    region's size, every input's and output's offset and size, the constants' bytes."""
+    import re
+
+    from npuc.backend.bundle import header_text, identifier_from
+    from npuc.backend.outputs import with_program_constants
+    from npuc.passes.memory.ir import read_plan
+
+    module = (quantized(name) if name in BUILDS else streaming_case(name))[0].clone()
+    npuc.apply_pipeline(
+        module, f"tile{{target={HEADER_TARGET}}},plan-memory{{target={HEADER_TARGET} io=arena}}"
+    )
+    planned = read_plan(module)
+    npuc.apply_pipeline(module, "lower-to-npu{host=all}")
+    program = program_of(module)
+    stem = identifier_from(name)
+    # what npu-compile's emit stage writes (backend/outputs.py memory_files), without the plots
+    described, weights = with_program_constants(planned, program)
+    header = header_text(stem, described, name, HEADER_TARGET)
+    binary = load(encode_program(program))
+    macros = {m[1]: int(m[2]) for m in re.finditer(r"^#define (\w+) (\d+)$", header, re.M)}
+    prefix = stem.upper()
+    sizes = {region.kind: region.size for region in binary.regions}
+    for kind, macro in (
+        ("constants", "CONSTANT"),
+        ("mutable", "MUTABLE"),
+        ("activations", "ACTIVATIONS"),
+    ):
+        assert macros[f"{prefix}_{macro}_MEM_SIZE"] == sizes.get(kind, 0), kind
+    assert len(weights) == sizes.get("constants", 0)
+    assert weights == binary.constants + bytes(len(weights) - len(binary.constants))
+    for kind, descs in (("INPUT", binary.inputs), ("OUTPUT", binary.outputs)):
+        offsets = [v for k, v in macros.items() if re.fullmatch(rf"{prefix}_{kind}_\w+_OFFSET", k)]
+        lengths = [v for k, v in macros.items() if re.fullmatch(rf"{prefix}_{kind}_\w+_SIZE", k)]
+        assert offsets == [d.tensor.offset for d in descs], kind
+        assert lengths == [d.tensor.numel * d.tensor.itemsize for d in descs], kind
