@@ -140,3 +140,15 @@ def test_imported_ops_are_located_at_their_onnx_node():
         assert f'name = "{where}"' in line
     run = run_tool("npu-run", EXAMPLE, "--print-ir", "--print-debuginfo", "-p", "default")
     assert 'loc("conv1")' in run.stdout  # kept through the passes
+
+
+def test_a_verifier_error_names_the_layer_of_the_failing_op(tmp_path: Path):
+    source = tmp_path / "bad.mlir"
+    source.write_text(
+        BAD_CHUNK.replace("-> tensor<1x5xf32>\n", '-> tensor<1x5xf32> loc("conv9")\n', 1)
+    )
+    done = run_tool("npu-opt", source, "--print-debuginfo")
+    assert done.returncode == 1
+    first = done.stderr.splitlines()[0]
+    assert first.startswith(f'npu-opt: {source}: layer "conv9": error: ')
+    assert "result shape must be 1x4, got 1x5" in first
