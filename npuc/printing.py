@@ -34,12 +34,30 @@ class _ElidingPrinter(Printer):
         super().print_attribute(attribute)
 
 
-def make_printer(stream: IO[str], elide_above: int | None = None, **options: bool) -> Printer:
-    """xDSL's printer (`options`: its flags, e.g. print_debuginfo), eliding constants of
-    more than `elide_above` elements when that is given."""
+def make_printer(
+    stream: IO[str],
+    elide_above: int | None = None,
+    *,
+    print_generic_format: bool = False,
+    print_properties_as_attributes: bool = False,
+    print_debuginfo: bool = False,
+) -> Printer:
+    """xDSL's printer with its flags, eliding constants of more than `elide_above` elements
+    when that is given."""
     if elide_above is None:
-        return Printer(stream=stream, **options)
-    return _ElidingPrinter(stream=stream, elide_above=elide_above, **options)
+        return Printer(
+            stream=stream,
+            print_generic_format=print_generic_format,
+            print_properties_as_attributes=print_properties_as_attributes,
+            print_debuginfo=print_debuginfo,
+        )
+    return _ElidingPrinter(
+        stream=stream,
+        elide_above=elide_above,
+        print_generic_format=print_generic_format,
+        print_properties_as_attributes=print_properties_as_attributes,
+        print_debuginfo=print_debuginfo,
+    )
 
 
 def print_module(

@@ -14,19 +14,17 @@ from functools import cache
 
 import numpy as np
 import pytest
-from compile_helpers import assert_same, compile_and_run, quantize_float
+from compile_helpers import assert_header_describes, assert_same, compile_program, quantize_float
 from corpus import MODELS, Model
 from onnxruntime_reference import reference_session
 from xdsl.dialects.builtin import ModuleOp
 
 import npuc
-from npuc.backend.npubin import encode_program
+from npuc.backend.bundle import identifier_from
 from npuc.compile_flow import is_quantized
 from npuc.frontends.tflite_state import run_sequence
-from npuc.passes.lower_to_npu import program_of
 from npuc.registry import DEFAULT_PIPELINE
 from npuc.runtime.executor import Executor
-from npuc.runtime.loader import load
 from npuc.runtime.qnn_interpreter import random_inputs, run_module
 from npuc.target import available_targets
 
@@ -94,14 +92,20 @@ def quantized(name: str) -> tuple[ModuleOp, dict, dict]:
     return module, inputs, run_module(module, inputs)
 
 
+def test_every_corpus_model_is_built_and_its_header_checked():
+    assert sorted([*BUILDS, *STREAMING]) == sorted(m.name for m in MODELS)
+
+
 @pytest.mark.parametrize("target", available_targets())
 @pytest.mark.parametrize("name", BUILDS)
 def test_int8_build_runs_bit_exact_on_every_target(name, target):
+    """...and its NAME.h and NAME.weights.bin describe the binary (compile_helpers)."""
     module, inputs, reference = quantized(name)
     # Random data must make the outputs vary (a one-element score may be one value).
     assert any(np.unique(value).size > 1 for value in reference.values())
-    outputs, _ = compile_and_run(module, target, "performance", inputs, host="all")
-    assert_same(reference, outputs)
+    planned, binary = compile_program(module, target, "performance", host="all")
+    assert_header_describes(identifier_from(name), planned, binary)
+    assert_same(reference, Executor(binary).run(inputs))
 
 
 # ------------------------------------------------------------------ stateful int8 (wake words)
@@ -175,11 +179,9 @@ def test_streaming_model_is_bit_exact_with_litert_reference_kernels(name):
 def test_streaming_build_carries_state_bit_exact_on_every_target(name, target):
     module, steps, _ = streaming_case(name)
     reference, _ = run_sequence(module, steps)
-    compiled = module.clone()
-    npuc.apply_pipeline(
-        compiled, f"tile{{target={target}}},plan-memory{{target={target}}},lower-to-npu"
-    )
-    executor = Executor(load(encode_program(program_of(compiled))))
+    planned, binary = compile_program(module, target, "performance", host="all", io="separate")
+    assert_header_describes(identifier_from(name), planned, binary)
+    executor = Executor(binary)
     got, _ = run_sequence(module, steps, run=lambda _module, feeds: executor.run(feeds))
     assert len(got) == len(reference) == STEPS
     for want, have in zip(reference, got, strict=True):
@@ -199,53 +201,3 @@ def test_magika_one_hot_chain_is_not_cut_into_thousands_of_tiles():
     assert group.estimate.peak <= plan.lowest_peak * 33 // 32  # still within the SRAM threshold
     assert group.estimate.tiles <= 64
     assert sum(g.estimate.tiles for g in plan.groups) <= 256
-
-
-# ------------------------------------------------------------------ the bundle describes the binary
-
-EVERY_MODEL = [*BUILDS, *STREAMING]
-HEADER_TARGET = "mcu-64"  # keeps inputs and outputs in the activations arena
-
-
-def test_every_corpus_model_is_covered():
-    assert sorted(EVERY_MODEL) == sorted(m.name for m in MODELS)
-
-
-@pytest.mark.parametrize("name", EVERY_MODEL)
-def test_header_and_weights_describe_the_binary(name):
-    """npu-compile's NAME.h and NAME.weights.bin against the encoded binary, read back: every
-    region's size, every input's and output's offset and size, the constants' bytes."""
-    import re
-
-    from npuc.backend.bundle import header_text, identifier_from
-    from npuc.backend.outputs import with_program_constants
-    from npuc.passes.memory.ir import read_plan
-
-    module = (quantized(name) if name in BUILDS else streaming_case(name))[0].clone()
-    npuc.apply_pipeline(
-        module, f"tile{{target={HEADER_TARGET}}},plan-memory{{target={HEADER_TARGET} io=arena}}"
-    )
-    planned = read_plan(module)
-    npuc.apply_pipeline(module, "lower-to-npu{host=all}")
-    program = program_of(module)
-    stem = identifier_from(name)
-    # what npu-compile's emit stage writes (backend/outputs.py memory_files), without the plots
-    described, weights = with_program_constants(planned, program)
-    header = header_text(stem, described, name, HEADER_TARGET)
-    binary = load(encode_program(program))
-    macros = {m[1]: int(m[2]) for m in re.finditer(r"^#define (\w+) (\d+)$", header, re.M)}
-    prefix = stem.upper()
-    sizes = {region.kind: region.size for region in binary.regions}
-    for kind, macro in (
-        ("constants", "CONSTANT"),
-        ("mutable", "MUTABLE"),
-        ("activations", "ACTIVATIONS"),
-    ):
-        assert macros[f"{prefix}_{macro}_MEM_SIZE"] == sizes.get(kind, 0), kind
-    assert len(weights) == sizes.get("constants", 0)
-    assert weights == binary.constants + bytes(len(weights) - len(binary.constants))
-    for kind, descs in (("INPUT", binary.inputs), ("OUTPUT", binary.outputs)):
-        offsets = [v for k, v in macros.items() if re.fullmatch(rf"{prefix}_{kind}_\w+_OFFSET", k)]
-        lengths = [v for k, v in macros.items() if re.fullmatch(rf"{prefix}_{kind}_\w+_SIZE", k)]
-        assert offsets == [d.tensor.offset for d in descs], kind
-        assert lengths == [d.tensor.numel * d.tensor.itemsize for d in descs], kind
