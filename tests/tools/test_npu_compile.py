@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import numpy_helper
-from shared_models import MBV2
+from shared_models import MBV2, VELA_ARGS
 from tool_runner import REPO, run_tool
 
 LENET = REPO / "examples" / "lenet5.onnx"
@@ -390,17 +390,6 @@ def test_memory_plot_is_a_real_picture(lenet_build):
     assert colours is not None and len(colours) > 20  # curve, fill, text, not a blank canvas
     white = max(colours)[1]
     assert white == (255, 255, 255) and max(colours)[0] < 0.95 * 1200 * 600
-
-
-# The Vela configuration targets/ethos-u55-256-hee.toml mirrors (as tests/bench/bench_vela.py).
-VELA_ARGS = [
-    "--accelerator-config",
-    "ethos-u55-256",
-    "--system-config",
-    "Ethos_U55_High_End_Embedded",
-    "--memory-mode",
-    "Shared_Sram",
-]
 
 
 def vela_summary(model: Path, tmp_path: Path) -> dict[str, str]:
