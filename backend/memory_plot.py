@@ -1,88 +1,94 @@
-"""A PNG of a planned module's live memory per step, drawn with Pillow.
+"""NAME.memory.png: a planned module's live memory over its schedule, drawn with matplotlib.
 
-One filled step curve per liveness region (activations first), with dashed
-horizontal lines at the activations region's planned size and lower bound.
+One filled step curve per liveness region (activations first), dashed lines at the
+activations region's planned size and lower bound, and an x axis labelled by layer: a
+tick where each layer's first step is, named where the name has room.
 """
 
 from __future__ import annotations
 
 import io
 
-from PIL import Image, ImageDraw, ImageFont
-
 from npuc.passes.memory.ir import ACTIVATIONS, PlannedModule
-from npuc.passes.memory.report import liveness_regions
+from npuc.passes.memory.usage import liveness_regions
 
-WIDTH, HEIGHT = 960, 480
-LEFT, RIGHT, TOP, BOTTOM = 90, 20, 40, 50
-COLOURS = [(70, 130, 180), (230, 140, 40), (90, 170, 90), (170, 80, 160)]
+WIDTH, HEIGHT, DPI = 12.0, 6.0, 100
+MAX_LABELS = 60  # layer names on the x axis; more would overlap
+LABEL_CHARS = 24  # longer names are cut, to leave the plot its height
+COLOURS = ["#4682b4", "#e68c28", "#5aaa5a", "#aa50a0"]
 
 
-def _dashed(draw: ImageDraw.ImageDraw, y: float, x0: int, x1: int, fill: tuple) -> None:
-    for x in range(x0, x1, 12):
-        draw.line([(x, y), (min(x + 7, x1), y)], fill=fill, width=2)
+def layer_ticks(planned: PlannedModule, max_labels: int = MAX_LABELS) -> list[tuple[int, str]]:
+    """(first step, layer name) of each layer; the name is "" where it would crowd the one
+    before it (fewer than steps / max_labels steps apart)."""
+    gap = len(planned.steps) / max_labels
+    ticks: list[tuple[int, str]] = []
+    seen: set[str] = set()
+    last = -gap
+    for step in planned.steps:
+        if step.layer and step.layer not in seen:
+            seen.add(step.layer)
+            named = step.index - last >= gap
+            label = step.layer if len(step.layer) <= LABEL_CHARS else step.layer[:LABEL_CHARS] + "…"
+            ticks.append((step.index, label if named else ""))
+            last = step.index if named else last
+    return ticks
 
 
 def plot_profile(planned: PlannedModule, title: str = "") -> bytes:
-    """PNG bytes of live bytes (KiB) against schedule steps."""
-    image = Image.new("RGB", (WIDTH, HEIGHT), "white")
-    draw = ImageDraw.Draw(image)
-    font = ImageFont.load_default()
-    regions = liveness_regions(planned)
-    profiles = {r: planned.live_profile(r) for r in regions}
-    act = planned.regions.get(ACTIVATIONS)
-    marks = [act.size, act.lower_bound or 0] if act is not None else []
-    top = max([1, *marks, *(max(p, default=0) for p in profiles.values())])
-    steps = max(len(planned.steps), 1)
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    """PNG bytes of the live bytes (KiB) of each liveness region against the layers."""
+    import matplotlib
 
-    def x_of(step: float) -> float:
-        return LEFT + plot_w * step / steps
+    matplotlib.use("Agg")  # no display: draw to memory
+    from matplotlib.figure import Figure
 
-    def y_of(n: float) -> float:
-        return TOP + plot_h * (1 - n / (top * 1.08))
-
-    for k in range(6):
-        n = top * 1.08 * k / 5
-        y = y_of(n)
-        draw.line([(LEFT, y), (WIDTH - RIGHT, y)], fill=(225, 225, 225))
-        draw.text((4, y - 6), f"{n / 1024:.1f} KiB", fill="black", font=font)
-    for k in range(0, steps + 1, max(1, steps // 10)):
-        draw.text((x_of(k) - 6, HEIGHT - BOTTOM + 6), str(k), fill="black", font=font)
-    for i, region in enumerate(regions):
+    figure = Figure(figsize=(WIDTH, HEIGHT), dpi=DPI)
+    axes = figure.add_subplot()
+    steps = len(planned.steps)
+    for i, region in enumerate(liveness_regions(planned)):
+        kib = [n / 1024 for n in planned.live_profile(region)]
         colour = COLOURS[i % len(COLOURS)]
-        points = [(x_of(0), y_of(0))]
-        for s, n in enumerate(profiles[region]):
-            points += [(x_of(s), y_of(n)), (x_of(s + 1), y_of(n))]
-        points.append((x_of(len(profiles[region])), y_of(0)))
-        light = tuple(c + (255 - c) * 2 // 3 for c in colour)
-        if len(points) > 2:
-            draw.polygon(points, fill=light, outline=colour)
-        draw.text((LEFT + 10 + 160 * i, 8), f"live bytes: {region}", fill=colour, font=font)
+        if kib:
+            xs = list(range(len(kib) + 1))
+            axes.stairs(kib, xs, fill=True, color=colour, alpha=0.35)
+            axes.stairs(kib, xs, color=colour, label=f"live bytes: {region}")
+    act = planned.regions.get(ACTIVATIONS)
     if act is not None:
-        _dashed(draw, y_of(act.size), LEFT, WIDTH - RIGHT, (200, 30, 30))
-        draw.text(
-            (WIDTH - RIGHT - 220, y_of(act.size) - 14),
-            f"planned {act.size / 1024:.1f} KiB",
-            fill=(200, 30, 30),
-            font=font,
+        tight = act.lower_bound is not None and act.size - act.lower_bound < 0.03 * act.size
+        axes.axhline(act.size / 1024, color="#c81e1e", linestyle="--", linewidth=1.2)
+        axes.annotate(
+            f"planned {act.size / 1024:.1f} KiB"
+            + (f" (lower bound {act.lower_bound / 1024:.1f} KiB)" if tight else ""),
+            (1.0, act.size / 1024),
+            xycoords=("axes fraction", "data"),
+            ha="right",
+            va="bottom",
+            color="#c81e1e",
         )
-        if act.lower_bound is not None:
-            _dashed(draw, y_of(act.lower_bound), LEFT, WIDTH - RIGHT, (40, 40, 40))
-            draw.text(
-                (WIDTH - RIGHT - 220, y_of(act.lower_bound) + 4),
+        if act.lower_bound is not None and not tight:
+            axes.axhline(act.lower_bound / 1024, color="#282828", linestyle=":", linewidth=1.2)
+            axes.annotate(
                 f"lower bound {act.lower_bound / 1024:.1f} KiB",
-                fill=(40, 40, 40),
-                font=font,
+                (1.0, act.lower_bound / 1024),
+                xycoords=("axes fraction", "data"),
+                ha="right",
+                va="top",
+                color="#282828",
             )
-    draw.line(
-        [(LEFT, TOP), (LEFT, HEIGHT - BOTTOM), (WIDTH - RIGHT, HEIGHT - BOTTOM)],
-        fill="black",
-        width=1,
-    )
-    draw.text((WIDTH // 2 - 20, HEIGHT - 18), "step", fill="black", font=font)
+    ticks = layer_ticks(planned)
+    axes.set_xticks([s + 0.5 for s, _ in ticks], [name for _, name in ticks])
+    named = sum(1 for _, name in ticks if name)
+    axes.tick_params(axis="x", labelrotation=90, labelsize=6 if named > 30 else 8)
+    axes.set_xlim(0, max(steps, 1))
+    axes.set_ylim(bottom=0)
+    axes.set_xlabel("layer (in schedule order)")
+    axes.set_ylabel("KiB")
+    axes.grid(axis="y", color="#e1e1e1")
+    if axes.get_legend_handles_labels()[0]:
+        axes.legend(loc="upper left")
     if title:
-        draw.text((WIDTH // 2 - 4 * len(title), 24), title, fill="black", font=font)
+        axes.set_title(title)
+    figure.tight_layout()
     out = io.BytesIO()
-    image.save(out, format="PNG", optimize=False)
+    figure.savefig(out, format="png", metadata={"Software": None})
     return out.getvalue()

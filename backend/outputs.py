@@ -19,6 +19,7 @@ from npuc.dialects.npu_isa import Program
 from npuc.output_files import check_replaceable
 from npuc.passes.memory.ir import ACTIVATIONS, CONSTANTS, MUTABLE, PlannedModule
 from npuc.passes.memory.report import format_memory_report, memory_json_text, memory_usage
+from npuc.passes.memory.usage import region_contents
 from npuc.target import Target
 
 from .bundle import header_text, weights_bytes, weights_text
@@ -41,10 +42,13 @@ def memory_files(
     from npuc.printing import print_module
 
     if program is not None:
+        region = program.region("constants")
+        contents = region_contents(planned, region.size if region is not None else None)
         planned, weights = with_program_constants(planned, program)
     else:
+        contents = region_contents(planned)
         weights = weights_bytes(planned)
-    report = memory_json_text(planned, target)
+    report = memory_json_text(planned, target, contents)
     files = {
         f"{name}.h": header_text(name, planned, model, target.name).encode(),
         f"{name}.weights.bin": weights,
@@ -53,7 +57,7 @@ def memory_files(
     if with_ir:
         files[f"{name}.mem.mlir"] = print_module(module, elide_above=None).encode()
     return files | {
-        f"{name}.memory.txt": format_memory_report(planned, target).encode(),
+        f"{name}.memory.txt": format_memory_report(planned, target, contents).encode(),
         f"{name}.memory.json": report.encode(),
         f"{name}.memory.png": plot_profile(planned, f"{name} on {target.name}"),
     }

@@ -33,6 +33,8 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from npuc.shape_text import shapes_text
+
 from .nn_shapes import Props, Shape, ShapeError, Shapes
 
 F32Tensor = TensorType.constr(f32)
@@ -117,8 +119,10 @@ class NNOperation(IRDLOperation):
             return
         declared = [shape_of(r) for r in self.results]
         if declared != inferred:
-            want = ", ".join("x".join(map(str, s)) or "scalar" for s in inferred)
-            raise VerifyException(f"'{self.name}': result shape must be {want}, got {declared}")
+            raise VerifyException(
+                f"'{self.name}': result shape must be {shapes_text(inferred)}, "
+                f"got {shapes_text(declared)}"
+            )
 
 
 ACTIVATIONS = ("clip", "leaky_relu")

@@ -17,6 +17,8 @@ from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 
+from npuc.shape_text import shape_text
+
 from . import nn_shapes as shapes
 from .nn_base import (
     NUMERIC_ELEMENT,
@@ -188,7 +190,9 @@ class PReluOp(BinaryOperation):
     def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x, slope = operand_shapes
         if shapes.broadcast(x, slope) != x:
-            raise ShapeError(f"slope {slope} does not broadcast to input {x}")
+            raise ShapeError(
+                f"slope {shape_text(slope)} does not broadcast to input {shape_text(x)}"
+            )
         return [x]
 
 

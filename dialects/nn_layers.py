@@ -26,6 +26,8 @@ from xdsl.irdl import (
     result_def,
 )
 
+from npuc.shape_text import shape_text
+
 from . import nn_shapes as shapes
 from .arrays import I64Array
 from .nn_base import (
@@ -76,7 +78,7 @@ class Conv2dOp(ActivationFusable):
     def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x, w = operand_shapes[0], operand_shapes[1]
         if len(operand_shapes) == 3 and operand_shapes[2] != (w[0],):
-            raise ShapeError(f"bias must have shape ({w[0]},), got {operand_shapes[2]}")
+            raise ShapeError(f"bias must have shape {w[0]}, got {shape_text(operand_shapes[2])}")
         return [
             shapes.conv2d(
                 x,
@@ -109,7 +111,9 @@ class ConvTranspose2dOp(ActivationFusable):
         x, w = operand_shapes[0], operand_shapes[1]
         groups = prop_int(props, "groups", 1)
         if len(operand_shapes) == 3 and operand_shapes[2] != (w[1] * groups,):
-            raise ShapeError(f"bias must have shape ({w[1] * groups},), got {operand_shapes[2]}")
+            raise ShapeError(
+                f"bias must have shape {w[1] * groups}, got {shape_text(operand_shapes[2])}"
+            )
         return [
             shapes.conv_transpose2d(
                 x,
@@ -137,9 +141,11 @@ class FullyConnectedOp(ActivationFusable):
     def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x, w = operand_shapes[0], operand_shapes[1]
         if len(x) != 2 or len(w) != 2 or x[1] != w[1]:
-            raise ShapeError(f"expects x [N, K] and weight [O, K], got {x} and {w}")
+            raise ShapeError(
+                f"expects x NxK and weight OxK, got {shape_text(x)} and {shape_text(w)}"
+            )
         if len(operand_shapes) == 3 and operand_shapes[2] != (w[0],):
-            raise ShapeError(f"bias must have shape ({w[0]},), got {operand_shapes[2]}")
+            raise ShapeError(f"bias must have shape {w[0]}, got {shape_text(operand_shapes[2])}")
         return [(x[0], w[0])]
 
 
@@ -226,7 +232,7 @@ class GlobalPoolOperation(NNOperation):
     def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x = operand_shapes[0]
         if len(x) < 3:
-            raise ShapeError(f"expects an input of rank >= 3, got {x}")
+            raise ShapeError(f"expects an input of rank >= 3, got {shape_text(x)}")
         return [(*x[:2], *(1 for _ in x[2:]))]
 
 
@@ -250,7 +256,7 @@ class GlobalMaxPoolOp(GlobalPoolOperation):
 def _channel_params(operand_shapes: Sequence[Shape], channels: int, what: str) -> None:
     for s in operand_shapes[1:]:
         if s != (channels,):
-            raise ShapeError(f"{what} parameters must have shape ({channels},), got {s}")
+            raise ShapeError(f"{what} parameters must have shape {channels}, got {shape_text(s)}")
 
 
 @irdl_op_definition
@@ -270,7 +276,7 @@ class BatchNormOp(NNOperation):
     def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x = operand_shapes[0]
         if len(x) < 2:
-            raise ShapeError(f"expects an input of rank >= 2, got {x}")
+            raise ShapeError(f"expects an input of rank >= 2, got {shape_text(x)}")
         _channel_params(operand_shapes, x[1], "batch_norm")
         return [x]
 
@@ -290,7 +296,7 @@ class InstanceNormOp(NNOperation):
     def infer_shapes(cls, operand_shapes: Shapes, props: Props) -> list[Shape] | None:
         x = operand_shapes[0]
         if len(x) < 3:
-            raise ShapeError(f"expects an input of rank >= 3, got {x}")
+            raise ShapeError(f"expects an input of rank >= 3, got {shape_text(x)}")
         _channel_params(operand_shapes, x[1], "instance_norm")
         return [x]
 
@@ -313,7 +319,9 @@ class LayerNormOp(NNOperation):
         axis = shapes.normalize_axis(prop_int(props, "axis", -1), len(x))
         for s in operand_shapes[1:]:
             if shapes.broadcast(x[axis:], s) != x[axis:]:
-                raise ShapeError(f"parameter shape {s} does not broadcast to {x[axis:]}")
+                raise ShapeError(
+                    f"parameter shape {shape_text(s)} does not broadcast to {shape_text(x[axis:])}"
+                )
         return [x]
 
 
@@ -338,7 +346,7 @@ class LrnOp(NNOperation):
         if size < 1 or size % 2 == 0:
             raise ShapeError(f"size must be a positive odd number, got {size}")
         if len(operand_shapes[0]) < 3:
-            raise ShapeError(f"expects an input of rank >= 3, got {operand_shapes[0]}")
+            raise ShapeError(f"expects an input of rank >= 3, got {shape_text(operand_shapes[0])}")
         return [operand_shapes[0]]
 
 

@@ -26,6 +26,8 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from npuc.shape_text import shape_text
+
 from . import nn_shapes as shapes
 from .arrays import I64Array
 from .nn_base import (
@@ -59,7 +61,9 @@ class ReshapeOp(NNOperation):
         super().verify_()
         a, b = shape_of(self.input), shape_of(self.output)
         if math.prod(a) != math.prod(b):
-            raise VerifyException(f"'nn.reshape': cannot reshape {a} into {b}")
+            raise VerifyException(
+                f"'nn.reshape': cannot reshape {shape_text(a)} into {shape_text(b)}"
+            )
 
 
 @irdl_op_definition

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 
 from xdsl.ir import Attribute
 
+from npuc.shape_text import shape_text, shapes_text
+
 Shape = tuple[int, ...]
 #: An op's operand shapes and properties, as shape inference reads them.
 Shapes = Sequence[Shape]
@@ -32,9 +34,7 @@ def broadcast(*shapes: Sequence[int]) -> Shape:
             if result[i] == 1:
                 result[i] = dim
             else:
-                raise ShapeError(
-                    f"shapes {', '.join(map(str, map(tuple, shapes)))} do not broadcast"
-                )
+                raise ShapeError(f"shapes {shapes_text(shapes)} do not broadcast")
     return tuple(result)
 
 
@@ -74,7 +74,9 @@ def pooled_size(
 
 def conv2d(x: Shape, w: Shape, strides: Shape, pads: Shape, dilations: Shape, groups: int) -> Shape:
     if len(x) != 4 or len(w) != 4:
-        raise ShapeError(f"conv2d needs rank-4 input and weight, got {x} and {w}")
+        raise ShapeError(
+            f"conv2d needs rank-4 input and weight, got {shape_text(x)} and {shape_text(w)}"
+        )
     if groups < 1 or x[1] != w[1] * groups:
         raise ShapeError(f"input channels {x[1]} != weight channels {w[1]} x groups {groups}")
     if w[0] % groups:
@@ -94,7 +96,10 @@ def conv_transpose2d(
     groups: int,
 ) -> Shape:
     if len(x) != 4 or len(w) != 4:
-        raise ShapeError(f"conv_transpose2d needs rank-4 input and weight, got {x} and {w}")
+        raise ShapeError(
+            "conv_transpose2d needs rank-4 input and weight, "
+            f"got {shape_text(x)} and {shape_text(w)}"
+        )
     if groups < 1:
         raise ShapeError(f"groups must be >= 1, got {groups}")
     if x[1] != w[0]:
@@ -130,7 +135,7 @@ def pool2d(
     ceil_mode: bool,
 ) -> Shape:
     if len(x) != 4:
-        raise ShapeError(f"pooling needs a rank-4 NCHW input, got {x}")
+        raise ShapeError(f"pooling needs a rank-4 NCHW input, got {shape_text(x)}")
     h = pooled_size(x[2], kernel[0], strides[0], pads[0], pads[2], dilations[0], ceil_mode)
     w = pooled_size(x[3], kernel[1], strides[1], pads[1], pads[3], dilations[1], ceil_mode)
     return (x[0], x[1], h, w)
@@ -143,7 +148,7 @@ def matmul(a: Shape, b: Shape) -> Shape:
     a2 = (1, *a) if len(a) == 1 else a
     b2 = (*b, 1) if len(b) == 1 else b
     if a2[-1] != b2[-2]:
-        raise ShapeError(f"matmul contraction mismatch: {a} x {b}")
+        raise ShapeError(f"matmul contraction mismatch: {shape_text(a)} and {shape_text(b)}")
     batch = broadcast(a2[:-2], b2[:-2])
     out = (*batch, a2[-2], b2[-1])
     if len(a) == 1:
@@ -174,7 +179,7 @@ def concat(shapes: Sequence[Shape], axis: int) -> Shape:
     axis = normalize_axis(axis, rank)
     for s in shapes:
         if len(s) != rank or any(s[i] != shapes[0][i] for i in range(rank) if i != axis):
-            raise ShapeError(f"concat operands {tuple(shapes)} differ outside axis {axis}")
+            raise ShapeError(f"concat operands {shapes_text(shapes)} differ outside axis {axis}")
     return (*shapes[0][:axis], sum(s[axis] for s in shapes), *shapes[0][axis + 1 :])
 
 
@@ -184,7 +189,10 @@ def check_split(x: Shape, pieces: Sequence[Shape], axis: int) -> None:
         raise ShapeError("needs at least one result")
     joined = concat(pieces, normalize_axis(axis, len(x)))
     if joined != x:
-        raise ShapeError(f"result pieces {joined} do not tile the input {x}")
+        raise ShapeError(
+            f"result pieces {shapes_text(pieces)} make {shape_text(joined)}, "
+            f"not the input {shape_text(x)}"
+        )
 
 
 def slice_length(start: int, end: int, step: int) -> int:
@@ -214,13 +222,13 @@ def pad(x: Shape, pads: Sequence[int]) -> Shape:
         raise ShapeError(f"pad needs {2 * rank} values (begins then ends), got {len(pads)}")
     out = tuple(d + pads[i] + pads[i + rank] for i, d in enumerate(x))
     if any(d < 0 for d in out):
-        raise ShapeError(f"negative padding removes more than the input holds: {out}")
+        raise ShapeError(f"negative padding removes more than the input holds: {shape_text(out)}")
     return out
 
 
 def _check_block(x: Shape, block: int) -> None:
     if len(x) != 4:
-        raise ShapeError(f"expects a rank-4 NCHW input, got {x}")
+        raise ShapeError(f"expects a rank-4 NCHW input, got {shape_text(x)}")
     if block < 1:
         raise ShapeError(f"block_size must be >= 1, got {block}")
 

@@ -57,6 +57,7 @@ from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from npuc.diagnostics import NpucError
+from npuc.shape_text import shape_text
 
 from . import npu_isa as isa
 from .arrays import I64Array
@@ -540,7 +541,7 @@ class HostOp(NPUInstruction):
                 if shape != ref.shape or host_dtype(ty) != ref.dtype:
                     raise VerifyException(
                         f"'npu.host': body {what} {i} of type {ty} does not match "
-                        f"{ref.dtype} {list(ref.shape)}"
+                        f"{ref.dtype} {shape_text(ref.shape)}"
                     )
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from npuc.shape_text import shape_text
+
 REGION_KINDS = ("constants", "mutable", "activations", "sram")
 #: name -> (bytes per element, numpy dtype, storage range or None for floats)
 DTYPES: dict[str, tuple[int, str, tuple[int, int] | None]] = {
@@ -106,7 +108,7 @@ class TensorRef:
         if len(self.strides) != len(self.shape):
             raise ISAError(f"{len(self.strides)} strides for a rank-{len(self.shape)} shape")
         if any(d < 1 for d in self.shape):
-            raise ISAError(f"dimensions must be positive, got {list(self.shape)}")
+            raise ISAError(f"dimensions must be positive, got {shape_text(self.shape)}")
         if any(s < 0 for s in self.strides):
             raise ISAError(f"strides must be non-negative, got {list(self.strides)}")
         if self.offset < 0 or self.offset % self.itemsize:

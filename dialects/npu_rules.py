@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from npuc.shape_text import shape_text, shapes_text
+
 from .nn_shapes import ShapeError, conv2d, pooled_size
 from .npu_isa import (
     ENGINES,
@@ -104,7 +106,7 @@ def _rank(inst: Instruction, rank: int, *roles: str) -> None:
 def _same_shape(inst: Instruction, *roles: str) -> None:
     shapes = [inst.operand(r).shape for r in roles]
     if any(s != shapes[0] for s in shapes):
-        described = ", ".join(f"{r} {list(s)}" for r, s in zip(roles, shapes, strict=True))
+        described = ", ".join(f"{r} {shape_text(s)}" for r, s in zip(roles, shapes, strict=True))
         raise ISAError(f"shapes differ: {described}")
 
 
@@ -118,8 +120,8 @@ def _bias_scale(inst: Instruction, channels: int) -> None:
     table = inst.operand("bias_scale")
     if table.dtype != "i32" or table.shape != (channels, 4):
         raise ISAError(
-            f"bias_scale must be i32 of shape [{channels}, 4] (bias, multiplier, shift, "
-            f"weight zero point per output channel), got {table.dtype} {list(table.shape)}"
+            f"bias_scale must be i32 of shape {channels}x4 (bias, multiplier, shift, "
+            f"weight zero point per output channel), got {table.dtype} {shape_text(table.shape)}"
         )
     if not table.is_contiguous():
         raise ISAError(f"bias_scale must be contiguous (strides [4, 1]), got {list(table.strides)}")
@@ -145,7 +147,7 @@ def _check_conv2d(inst: Instruction, p: Mapping[str, Any]) -> None:
     except ShapeError as e:
         raise ISAError(str(e)) from e
     if ofm.shape != want:
-        raise ISAError(f"ofm shape must be {list(want)}, got {list(ofm.shape)}")
+        raise ISAError(f"ofm shape must be {shape_text(want)}, got {shape_text(ofm.shape)}")
     _work(ofm.numel * math.prod(weights.shape[1:]))
     _bias_scale(inst, weights.shape[0])
     _zero_point(p, "ifm_zero_point", ifm)
@@ -164,8 +166,8 @@ def _check_matmul(inst: Instruction, p: Mapping[str, Any]) -> None:
     (b, m, k), (b2, k2, n) = inst.operand("lhs").shape, inst.operand("rhs").shape
     if b2 != b or k2 != k or inst.operand("ofm").shape != (b, m, n):
         raise ISAError(
-            f"needs lhs [B, M, K], rhs [B, K, N], ofm [B, M, N]; got {list((b, m, k))}, "
-            f"{list((b2, k2, n))}, {list(inst.operand('ofm').shape)}"
+            f"needs lhs BxMxK, rhs BxKxN, ofm BxMxN; got "
+            f"{shapes_text([(b, m, k), (b2, k2, n), inst.operand('ofm').shape])}"
         )
     _work(b * m * n * k)
     _bias_scale(inst, n)
@@ -205,7 +207,7 @@ def _check_pool(inst: Instruction, p: Mapping[str, Any]) -> None:
             raise ISAError(str(e)) from e
     want = (*ifm.shape[:2], *out)
     if ofm.shape != want:
-        raise ISAError(f"ofm shape must be {list(want)}, got {list(ofm.shape)}")
+        raise ISAError(f"ofm shape must be {shape_text(want)}, got {shape_text(ofm.shape)}")
     _work(ofm.numel * p["kernel"][0] * p["kernel"][1])
     if mode == "max":
         _same_dtype(inst, "ifm", "ofm")
@@ -415,7 +417,7 @@ def check_state_pair(program: Program, pair: StatePair, earlier: Sequence[StateP
         raise ISAError(f"output {pair.output} is the state output of an earlier pair")
     source, result = program.inputs[pair.input], program.outputs[pair.output]
     for what, a, b in (
-        ("shape", list(source.tensor.shape), list(result.tensor.shape)),
+        ("shape", shape_text(source.tensor.shape), shape_text(result.tensor.shape)),
         ("element type", source.tensor.dtype, result.tensor.dtype),
         ("scale", source.scale, result.scale),
         ("zero point", source.zero_point, result.zero_point),
@@ -429,7 +431,7 @@ def check_state_pair(program: Program, pair: StatePair, earlier: Sequence[StateP
     if len(pair.initial) != size:
         raise ISAError(
             f"initial value of {len(pair.initial)} bytes, expected {size} (input {pair.input} "
-            f"'{source.name}', {list(source.tensor.shape)} {source.tensor.dtype})"
+            f"'{source.name}', {shape_text(source.tensor.shape)} {source.tensor.dtype})"
         )
     if source.tensor.dtype == "b8" and pair.initial.count(0) + pair.initial.count(1) != size:
         raise ISAError("the initial value of a b8 state holds bytes other than 0 and 1")

@@ -30,6 +30,8 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from npuc.shape_text import shape_text
+
 from . import nn
 from . import nn_shapes as shapes
 from .nn_base import F32Tensor, NNOperation, shape_of
@@ -348,7 +350,7 @@ class SquaredDifferenceOp(AlignedSumOperation):
         except ShapeError as e:
             raise VerifyException(f"'{self.name}': {e}") from e
         if tuple(want) != tuple(shape_of(self.output)):
-            raise VerifyException(f"'{self.name}': result shape must be {tuple(want)}")
+            raise VerifyException(f"'{self.name}': result shape must be {shape_text(want)}")
 
 
 @irdl_op_definition
@@ -422,7 +424,7 @@ class DivOp(PerTensorRequantizing):
         except ShapeError as e:
             raise VerifyException(f"'{self.name}': {e}") from e
         if tuple(want) != tuple(shape_of(self.output)):
-            raise VerifyException(f"'{self.name}': result shape must be {tuple(want)}")
+            raise VerifyException(f"'{self.name}': result shape must be {shape_text(want)}")
         for value in (self.lhs, self.rhs, self.output):
             if qtype(value).storage_bits.data > 16:
                 raise VerifyException(f"'{self.name}': operands must have at most 16 bits")

@@ -18,6 +18,8 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from npuc.shape_text import shape_text
+
 from . import nn
 from . import nn_shapes as shapes
 from .arrays import I64Array
@@ -187,7 +189,7 @@ class ReduceSumOp(PerTensorRequantizing):
             raise VerifyException(f"'{self.name}': axes must be distinct and in [0, {rank})")
         want = shapes.reduce(shape_of(self.input), axes, bool(self.keepdims.value.data))
         if tuple(want) != tuple(shape_of(self.output)):
-            raise VerifyException(f"'{self.name}': result shape must be {tuple(want)}")
+            raise VerifyException(f"'{self.name}': result shape must be {shape_text(want)}")
         view = self.storage_view.data
         if view not in ("native", "uint8"):
             raise VerifyException(f"'{self.name}': storage_view must be native or uint8")

@@ -27,6 +27,7 @@ from xdsl.utils.exceptions import VerifyException
 from npuc.diagnostics import NpucError
 from npuc.graph_io import ENTRY, name_attrs
 from npuc.limits import check_tensor
+from npuc.locations import name_locations
 from npuc.tensors import numpy_dtype, xdsl_type
 
 from . import (
@@ -387,6 +388,7 @@ class _Import:
             module.verify()
         except VerifyException as e:
             raise self.error(f"the imported module does not verify (an importer bug): {e}") from e
+        name_locations(module)  # loc("LAYER") from the model's own names
         return module
 
     def _importer(self, block: Block, used: set[str], oracle: _ShapeOracle) -> GraphImporter:

@@ -40,6 +40,7 @@ from npuc.dialects.nn_base import NNOperation
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.graph_io import ENTRY, io_attrs
 from npuc.limits import check_tensor
+from npuc.locations import name_locations
 from npuc.plugin_registry import plugin_names
 from npuc.plugins import PluginError, missing_plugin
 from npuc.tensors import to_dense
@@ -203,6 +204,7 @@ class _Import:
             module.verify()
         except VerifyException as e:
             raise self.error(f"the imported module does not verify (an importer bug): {e}") from e
+        name_locations(module)  # loc("LAYER") from the model's own names
         return module
 
     def _erase_dead(self) -> None:

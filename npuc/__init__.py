@@ -6,10 +6,12 @@ from .version import __version__
 
 _API = (
     "apply_pipeline",
+    "compile",
     "export_qdq",
     "load_model",
     "make_context",
     "parse_mlir",
+    "profile",
     "random_inputs",
     "run",
 )

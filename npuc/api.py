@@ -5,15 +5,22 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
-from .diagnostics import NpucError
+from .diagnostics import NpucError, located
 from .dialects.context import make_context
 from .registry import DEFAULT_PIPELINE, applying, pass_factories
+
+if TYPE_CHECKING:
+    from .compile_flow import CompileResult
+    from .dialects.npu_isa import Program
+    from .runtime.cycle_model import Profile
+    from .target import Target
 
 ModelSource = str | os.PathLike[str] | ModuleOp
 
@@ -90,10 +97,13 @@ def apply_pipeline(
             passes = PassPipeline.parse_spec(pass_factories(pipeline), pipeline)
         except (ValueError, ArgSpecParseError) as e:
             raise NpucError(f"bad pass pipeline '{pipeline}': {e}") from None
+        from .locations import name_locations
+
         ctx = ctx or make_context()
         for p in passes.passes:
             with applying(p):
                 p.apply(ctx, module)
+            name_locations(module)  # the ops the pass built, located by their layer
         module.verify()
     return module
 
@@ -142,3 +152,84 @@ def random_inputs(module: ModuleOp, skip=(), seed: int = 0) -> dict[str, np.ndar
     from .runtime.qnn_interpreter import random_inputs as generate
 
     return generate(module, skip, seed)
+
+
+def compile(
+    model: str | os.PathLike[str],
+    target: str,
+    *,
+    output: str | os.PathLike[str] | None = None,
+    name: str | None = None,
+    optimise: str = "performance",
+    scheme: str | None = None,
+    calib: str | os.PathLike[str] | None = None,
+    calib_random: int | None = None,
+    tiling: str = "",
+    host_fallback: bool = True,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    inputs: Sequence[str] | None = None,
+    outputs: Sequence[str] | None = None,
+    prequantized: str = "keep",
+    progress: bool = False,
+) -> CompileResult:
+    """Compile a model file for a target as `npu-compile` does (the options are its flags).
+
+    Returns the compilation: `.program` (the binary's contents), `.plan` (the memory plan),
+    `.profile` (the cycle model's), `.layers` (one row per layer, as NAME.layers.csv),
+    `.files` (file name -> bytes) and `.summary`; with `output`, the files are also written
+    there (`.write(folder)` writes them later). `progress`: print the stages on stderr.
+    """
+    from .compile_flow import CompileOptions, compile_model
+
+    shapes = {k: list(v) for k, v in input_shapes.items()} if input_shapes else None
+    options = CompileOptions(
+        model=Path(model),
+        target=target,
+        output=Path(output) if output is not None else Path("."),
+        name=name,
+        optimise=optimise,
+        scheme=scheme,
+        calib=os.fspath(calib) if calib is not None else None,
+        calib_random=calib_random,
+        tiling=tiling,
+        host_fallback=host_fallback,
+        import_options={
+            "input_shapes": shapes,
+            "inputs": list(inputs) if inputs else None,
+            "outputs": list(outputs) if outputs else None,
+            "prequantized": prequantized,
+        },
+    )
+    result = compile_model(options, progress=progress)
+    if output is not None:
+        result.write(output)
+    return result
+
+
+def profile(
+    binary: bytes | str | os.PathLike[str] | Program, target: str | Target | None = None
+) -> Profile:
+    """The cycle model's profile of a compiled program: `.npubin` bytes, a file, or a Program
+    (e.g. `npuc.compile(...).program`), on `target` (default: the one it was compiled for).
+
+    `.total_cycles`, `.inference_ms`, `.layers` (cycles, MACs, utilisation, bytes per
+    memory per layer); `npuc.runtime.profile_report` turns it into a table, JSON, HTML or
+    a trace."""
+    from .compile_flow import TARGET_KEY
+    from .dialects.npu_isa import Program
+    from .runtime.cycle_model import estimate
+    from .runtime.loader import load, load_file
+    from .target import Target, load_target
+
+    if isinstance(binary, Program):
+        program = binary
+    elif isinstance(binary, bytes):
+        program = load(binary)
+    else:
+        with located(binary):
+            program = load_file(binary)
+    if target is None:
+        target = dict(program.debug).get(TARGET_KEY)
+        if target is None:
+            raise NpucError("the program does not name its target: give target=")
+    return estimate(program, target if isinstance(target, Target) else load_target(target))

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from xdsl.dialects.builtin import ModuleOp
 
@@ -45,15 +45,32 @@ class CompileOptions:
 
 @dataclass
 class CompileResult:
+    """What a compilation made: the files to write and the objects they describe."""
+
     name: str
-    files: dict[str, bytes]
+    files: dict[str, bytes]  # file name -> contents (nothing is written yet)
     summary: list[str]
-    timings: list[tuple[str, float]]
+    timings: list[tuple[str, float]]  # (stage, seconds)
     host_ops: list[str] = field(default_factory=list)  # one line per op run on the host
+    program: Any = None  # npu_isa.Program, the binary's contents
+    plan: Any = None  # passes.memory.ir.PlannedModule, constants as in the binary
+    profile: Any = None  # runtime.cycle_model.Profile, with the SRAM in use per layer
+    layers: list = field(default_factory=list)  # runtime.layer_table.LayerRow per layer
+    target: Any = None  # npuc.target.Target
+
+    def write(self, folder: str | Path) -> list[Path]:
+        """Write every file into `folder` (created if missing), all or none."""
+        from .backend.outputs import check_output_dir, write_all
+
+        check_output_dir(Path(folder))
+        return write_all(Path(folder), self.files)
 
 
 class Stages:
-    """Times each stage and reports it on `stream` as `[i/n] stage: detail (t s)`."""
+    """Times each stage and reports it on `stream` as `[i/n] stage: detail ... (t s)`.
+
+    On a terminal the line is drawn again when the stage ends, since a progress bar
+    (npuc/progress.py) may have used it meanwhile."""
 
     def __init__(self, total: int, stream: TextIO | None = None, enabled: bool = True):
         self.total, self.index, self.enabled = total, 0, enabled
@@ -64,25 +81,22 @@ class Stages:
     def stage(self, label: str, detail: str = "") -> Iterator[None]:
         self.index += 1
         out = self.stream or sys.stderr
+        head = f"[{self.index}/{self.total}] {label}{': ' + detail if detail else ''} ..."
+        again = "\r\x1b[K" + head if getattr(out, "isatty", lambda: False)() else ""
         if self.enabled:
-            print(
-                f"[{self.index}/{self.total}] {label}{': ' + detail if detail else ''} ...",
-                end="",
-                file=out,
-                flush=True,
-            )
+            print(head, end="", file=out, flush=True)
         start = time.perf_counter()
         try:
             with working_on("stage", label):
                 yield
         except BaseException:
             if self.enabled:  # end the progress line before the error is reported
-                print(" failed", file=out, flush=True)
+                print(f"{again} failed", file=out, flush=True)
             raise
         seconds = time.perf_counter() - start
         self.timings.append((label, seconds))
         if self.enabled:
-            print(f" {seconds:.2f} s", file=out, flush=True)
+            print(f"{again} {seconds:.2f} s", file=out, flush=True)
 
 
 def is_quantized(module: ModuleOp) -> bool:
@@ -114,23 +128,32 @@ def check_options(options: CompileOptions) -> None:
 def compile_model(
     options: CompileOptions, progress: bool = True, stream: TextIO | None = None
 ) -> CompileResult:
-    """Run every stage; returns the files to write (name -> bytes) and a summary."""
+    """Run every stage; returns the files to write (name -> bytes) and a summary.
+    `progress=False`: no stage lines and no progress bars."""
+    from .progress import quiet
+
+    with quiet(not progress):
+        return _compile(options, Stages(7, stream, progress))
+
+
+def _compile(options: CompileOptions, stages: Stages) -> CompileResult:
     from .api import apply_pipeline, load_model
     from .backend.bundle import check_name, identifier_from
     from .backend.npubin import encode_program
     from .backend.outputs import memory_files, memory_summary, with_program_constants
     from .passes.lower_to_npu import program_of
     from .passes.memory.ir import read_plan
+    from .passes.memory.usage import layer_peaks
     from .printing import print_module
     from .registry import DEFAULT_PIPELINE
     from .runtime.cycle_model import estimate
+    from .runtime.layer_table import layer_rows
     from .target import load_target
 
     check_options(options)
     target = load_target(options.target)
     name = check_name(options.name) if options.name else identifier_from(options.model.stem)
     spec = json.dumps(options.target)
-    stages = Stages(7, stream, progress)
     files: dict[str, bytes] = {}
     summary: list[str] = []
     import_options = dict(options.import_options)
@@ -173,7 +196,8 @@ def compile_model(
         "lower", "npu instructions" + ("" if options.host_fallback else ", no host fallback")
     ):
         apply_pipeline(module, f"lower-to-npu{{host={host}}}")
-        program = _with_target(program_of(module), options.target)
+        _name_target(module, options.target)
+        program = program_of(module)
     with stages.stage("emit", str(options.output)):
         files.update(
             memory_files(
@@ -181,34 +205,79 @@ def compile_model(
             )
         )
         files[f"{name}.npubin"] = encode_program(program)
-        files[f"{name}.npu.mlir"] = print_module(module).encode()
+        files[f"{name}.npu.mlir"] = print_module(module).encode()  # reassembles to the binary
         profile = estimate(program, target)
-        files.update(profile_files(name, profile))
+        profile.sram = layer_peaks(planned, target.sram.name)
+        binary_plan = with_program_constants(planned, program)[0]
+        rows = layer_rows(profile, program)
+        files.update(profile_files(name, profile, rows, plan_figures(planned, binary_plan, target)))
     summary.append(
         f"{len(program.instructions)} instructions; estimated {profile.total_cycles:,} cycles, "
         f"{profile.inference_ms:.2f} ms at {target.clock_mhz:g} MHz"
     )
     summary += profile.share.lines(target.host.name)
-    summary += memory_summary(with_program_constants(planned, program)[0], target)
-    return CompileResult(name, files, summary, stages.timings, profile.share.host_table())
+    summary += memory_summary(binary_plan, target)
+    return CompileResult(
+        name,
+        files,
+        summary,
+        stages.timings,
+        profile.share.host_table(),
+        program,
+        binary_plan,
+        profile,
+        rows,
+        target,
+    )
 
 
-def _with_target(program, target: str):
-    """The program with the target it was compiled for in its debug section (for profiling)."""
-    from dataclasses import replace
+def plan_figures(planned, binary_plan, target) -> dict[str, object]:
+    """The memory plan's figures for NAME.summary.csv: region sizes (constants split into the
+    planned weights and what lowering appends) and each memory's use against its capacity."""
+    from .passes.memory.report import memory_usage
 
-    return replace(program, debug=(*program.debug, (TARGET_KEY, target)))
+    def size(plan, region: str) -> int:
+        return plan.regions[region].size if region in plan.regions else 0
+
+    constants = size(binary_plan, "constants")
+    figures: dict[str, object] = {
+        "constants_bytes": constants,
+        "weights_bytes": size(planned, "constants"),
+        "tables_bytes": constants - size(planned, "constants"),
+        "mutable_bytes": size(binary_plan, "mutable"),
+        "activations_bytes": size(binary_plan, "activations"),
+    }
+    for memory, used, capacity in memory_usage(binary_plan, target):
+        figures[f"{memory}_used_bytes"] = used
+        figures[f"{memory}_capacity_bytes"] = capacity
+    return figures
 
 
-def profile_files(name: str, profile) -> dict[str, bytes]:
-    """NAME.profile.txt/.json/.html and NAME.trace.json of a cycle-model profile."""
+def _name_target(module: ModuleOp, target: str) -> None:
+    """Records the target in the program's debug section (for profiling), in the IR so that
+    NAME.npu.mlir and NAME.npubin state the same program."""
+    from xdsl.dialects.builtin import DictionaryAttr, StringAttr
+
+    from .dialects.npu import program_op
+
+    op = program_op(module)
+    entries = dict(op.debug.data) if op.debug is not None else {}
+    op.debug = DictionaryAttr({**entries, TARGET_KEY: StringAttr(target)})
+
+
+def profile_files(name: str, profile, rows, figures: dict[str, object]) -> dict[str, bytes]:
+    """NAME.profile.txt/.json/.html, NAME.trace.json, NAME.layers.csv and NAME.summary.csv
+    of a cycle-model profile (`rows`: its layer_table rows; `figures`: the plan's)."""
+    from .runtime.profile_csv import layers_csv, summary_csv
     from .runtime.profile_report import chrome_trace, html, table, to_json
 
     return {
         f"{name}.profile.txt": (table(profile) + "\n").encode(),
         f"{name}.profile.json": (json.dumps(to_json(profile), indent=2) + "\n").encode(),
-        f"{name}.profile.html": html(profile, f"{name}: npuc profile").encode(),
+        f"{name}.profile.html": html(profile, f"{name}: npuc profile", rows).encode(),
         f"{name}.trace.json": (json.dumps(chrome_trace(profile)) + "\n").encode(),
+        f"{name}.layers.csv": layers_csv(rows, profile).encode(),
+        f"{name}.summary.csv": summary_csv(profile, name, figures).encode(),
     }
 
 
@@ -247,7 +316,7 @@ def _quantize(
             return folder_dataset(module, options.calib)
         return random_dataset(module, options.calib_random, seed=0)
 
-    statistics = calibrate(module, data(), progress=False)
+    statistics = calibrate(module, data())
     config = QuantizeConfig(scheme=options.scheme or "int8", io="quantized")
     quantized, report = quantize(module, statistics, config)
     outputs, tensors = compare(module, quantized, list(data()))

@@ -176,9 +176,14 @@ def error_context(error: BaseException) -> str:
 def _describe(kind: str, subject: Any) -> str:
     try:
         if kind == "op":  # an xDSL Operation, named by its layer where it has one
+            from .locations import describe
+
             attr = subject.properties.get("name") or subject.attributes.get("name")
             layer = getattr(attr, "data", None)
-            return f"'{subject.name}'" + (f" (layer '{layer}')" if isinstance(layer, str) else "")
+            if isinstance(layer, str):
+                return f"'{subject.name}' (layer '{layer}')"
+            where = describe(subject.location)
+            return f"'{subject.name}'" + (f" at {where}" if where else "")
         if kind == "pass" and hasattr(subject, "pipeline_pass_spec"):
             return f"'{subject.pipeline_pass_spec()}'"
         return f"'{subject}'" if kind in ("stage", "step") else str(subject)

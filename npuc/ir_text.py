@@ -113,7 +113,21 @@ def verify_module(module: ModuleOp, location: str | None = None) -> None:
     except VerifyException as e:
         if location is None:
             raise
+        where = _failing_location(module)
+        location = f"{location}: {where}" if where else location
         raise NpucError(f"{e}{failing_op(e)}", location) from None
+
+
+def _failing_location(module: ModuleOp) -> str | None:
+    """The location (e.g. `layer "conv1"`) of the first op whose own verifier fails."""
+    from .locations import describe
+
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except (VerifyException, ValueError):
+            return describe(op.location)
+    return None
 
 
 def check_dominance(root: Operation) -> None:

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from .diagnostics import KernelError, NpucError
+from .shape_text import shape_text
 
 DEFAULT_MAX_TENSOR_BYTES = 2 << 30
 #: The most samples, steps or batch entries a count option takes (a C int's range).
@@ -82,19 +83,15 @@ def check_tensor(
     `what` names it in the message ("input 'image'", "the padded input of layer 'conv1'")."""
     dims = [int(d) for d in shape]
     if any(d < 0 for d in dims):
-        raise NpucError(f"{what} has a negative dimension ({_shape_text(dims)})", location)
+        raise NpucError(f"{what} has a negative dimension ({shape_text(dims)})", location)
     size = math.prod(dims) * max(int(itemsize), 1)
     limit = max_tensor_bytes()
     if size > limit:
         raise TensorTooLarge(
-            f"{what} of shape {_shape_text(dims)} would take {_size_text(size)}, more than the "
+            f"{what} of shape {shape_text(dims)} would take {_size_text(size)}, more than the "
             f"limit of {_size_text(limit)} (--max-tensor-bytes or {ENV} raise it)",
             location,
         )
-
-
-def _shape_text(dims: Sequence[int]) -> str:
-    return "x".join(map(str, dims)) or "scalar"
 
 
 class _LimitAction(argparse.Action):

@@ -1,13 +1,24 @@
-"""Printing IR for people, with large constants elided as mlir-opt does."""
+"""Printing IR: every constant in full unless eliding is asked for, as in mlir-opt.
+
+`--mlir-elide-elementsattrs-if-larger=N` (npu-opt, npu-run --print-ir) prints a constant of
+more than N elements as `dense_resource<__elided__>`: readable, but no longer parseable into
+the same program. `--print-debuginfo` prints each op's location (`loc("layer")`).
+"""
 
 from __future__ import annotations
 
+import argparse
 import io
-from typing import Any
+from dataclasses import dataclass
+from typing import IO, Any
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
 from xdsl.ir import Attribute
 from xdsl.printer import Printer
+from xdsl.targets.mlir import MLIRTarget
+
+ELIDE_OPTION = "--mlir-elide-elementsattrs-if-larger"
 
 
 class _ElidingPrinter(Printer):
@@ -23,13 +34,88 @@ class _ElidingPrinter(Printer):
         super().print_attribute(attribute)
 
 
-def print_module(module: ModuleOp, elide_above: int | None = 16) -> str:
-    """Textual IR; constants over `elide_above` elements print as `dense_resource<__elided__>`."""
-    stream = io.StringIO()
-    printer = (
-        Printer(stream=stream)
-        if elide_above is None
-        else _ElidingPrinter(stream=stream, elide_above=elide_above)
+def make_printer(
+    stream: IO[str],
+    elide_above: int | None = None,
+    *,
+    print_generic_format: bool = False,
+    print_properties_as_attributes: bool = False,
+    print_debuginfo: bool = False,
+) -> Printer:
+    """xDSL's printer with its flags, eliding constants of more than `elide_above` elements
+    when that is given."""
+    if elide_above is None:
+        return Printer(
+            stream=stream,
+            print_generic_format=print_generic_format,
+            print_properties_as_attributes=print_properties_as_attributes,
+            print_debuginfo=print_debuginfo,
+        )
+    return _ElidingPrinter(
+        stream=stream,
+        elide_above=elide_above,
+        print_generic_format=print_generic_format,
+        print_properties_as_attributes=print_properties_as_attributes,
+        print_debuginfo=print_debuginfo,
     )
-    printer.print_op(module)
+
+
+def print_module(
+    module: ModuleOp, elide_above: int | None = None, *, debuginfo: bool = False
+) -> str:
+    """Textual IR, every constant in full (or elided above `elide_above` elements)."""
+    stream = io.StringIO()
+    make_printer(stream, elide_above, print_debuginfo=debuginfo).print_op(module)
     return stream.getvalue()
+
+
+@dataclass(frozen=True)
+class TextTarget(MLIRTarget):
+    """`npu-opt -t mlir`: xDSL's MLIR target with mlir-opt's eliding of large constants
+    (`elide_above` < 0: print every constant)."""
+
+    elide_above: int = -1
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        if self.syntax_highlight or self.elide_above < 0:
+            return super().emit(ctx, module, output)
+        printer = make_printer(
+            output,
+            self.elide_above,
+            print_generic_format=self.print_generic_format,
+            print_properties_as_attributes=self.print_properties_as_attributes,
+            print_debuginfo=self.print_debuginfo,
+        )
+        printer.print_op(module)
+        printer.print_metadata(ctx.loaded_dialects)
+        print("\n", file=output)
+
+
+def add_printing_options(parser: argparse.ArgumentParser, debuginfo: bool = True) -> None:
+    """mlir-opt's printing flags: eliding large constants, and (unless the parser has it
+    already, as xDSL's does) printing locations."""
+    parser.add_argument(
+        ELIDE_OPTION,
+        dest="elide_above",
+        type=_count,
+        metavar="N",
+        default=None,
+        help="print constants of more than N elements as dense_resource<__elided__> "
+        "(readable, but not parseable into the same program)",
+    )
+    if debuginfo:
+        parser.add_argument(
+            "--print-debuginfo",
+            action="store_true",
+            help="print each op's location, e.g. loc(\"conv1\") for the model's layer",
+        )
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of elements, got '{text}'")
+    return value

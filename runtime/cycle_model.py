@@ -12,7 +12,7 @@ where the tokens allow. Results are aggregated per layer.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from npuc.dialects import npu_isa as isa
@@ -60,6 +60,9 @@ class LayerProfile:
     end: int = 0
     utilization: float = 0.0
     share: float = 0.0
+    # `cycles` split by the engine that owns each stretch (compute before DMA before host):
+    # "dma" is DMA time no compute hides
+    timeline: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -74,6 +77,9 @@ class Profile:
     memories: dict[str, float]  # memory -> bytes per cycle
     share: Share = field(default_factory=Share)  # layers and MACs on the NPU and the host
     host: str = "host CPU"
+    # bytes of SRAM in use while each layer runs, where the memory plan is known
+    # (npu-compile: `with_sram`); a binary alone does not say
+    sram: dict[str, int] = field(default_factory=dict)
 
     @property
     def total_macs(self) -> int:
@@ -245,8 +251,9 @@ class CycleModel:
             busy[c.engine] += c.cycles
             _add(layer.bytes_read, c.bytes_read)
             _add(layer.bytes_written, c.bytes_written)
-        for name, cycles in attribute(costs).items():
-            layers[name].cycles = cycles
+        for (name, engine), cycles in attribute_by_engine(costs).items():
+            layers[name].cycles += cycles
+            layers[name].timeline[engine] = cycles
         mpc = self.target.macs_per_cycle
         for layer in layers.values():
             layer.utilization = _ratio(layer.macs, layer.cycles * mpc)
@@ -277,12 +284,40 @@ def attribute(costs: Iterable[InstructionCost]) -> dict[str, int]:
     """Cycles per layer: each stretch of the timeline goes to the layer of the instruction
     running then, compute before DMA before host (hidden DMA costs nothing), so the
     layers' cycles sum to the total."""
+    result: dict[str, int] = {}
+    for (layer, _), cycles in attribute_by_engine(costs).items():
+        result[layer] = result.get(layer, 0) + cycles
+    return result
+
+
+def attribute_by_engine(costs: Iterable[InstructionCost]) -> dict[tuple[str, str], int]:
+    """`attribute`'s cycles per (layer, engine of the instruction that owns them)."""
+    result: dict[tuple[str, str], int] = {}
+    for lo, hi, owner in _owners(costs):
+        key = (owner.layer, owner.engine)
+        result[key] = result.get(key, 0) + hi - lo
+    return result
+
+
+def owned_spans(costs: Iterable[InstructionCost]) -> list[tuple[str, int, int]]:
+    """(layer, start, end) of the timeline's stretches, each owned by one layer as `attribute`
+    counts them, neighbours of one layer merged: disjoint, in time order."""
+    spans: list[tuple[str, int, int]] = []
+    for lo, hi, owner in _owners(costs):
+        if spans and spans[-1][0] == owner.layer and spans[-1][2] == lo:
+            spans[-1] = (owner.layer, spans[-1][1], hi)
+        else:
+            spans.append((owner.layer, lo, hi))
+    return spans
+
+
+def _owners(costs: Iterable[InstructionCost]) -> Iterator[tuple[int, int, InstructionCost]]:
+    """Each stretch [lo, hi) of the timeline with the instruction that owns it."""
     events: dict[int, list[tuple[bool, InstructionCost]]] = {}
     for c in costs:
         if c.cycles:
             events.setdefault(c.start, []).append((True, c))
             events.setdefault(c.end, []).append((False, c))
-    result: dict[str, int] = {}
     running: dict[int, InstructionCost] = {}  # at most one per engine
     edges = sorted(events)
     for lo, hi in zip(edges, [*edges[1:], edges[-1] if edges else 0], strict=True):
@@ -292,9 +327,7 @@ def attribute(costs: Iterable[InstructionCost]) -> dict[str, int]:
             else:
                 running.pop(c.index, None)
         if running and hi > lo:
-            owner = min(running.values(), key=lambda c: (PRIORITY.get(c.engine, 3), c.index))
-            result[owner.layer] = result.get(owner.layer, 0) + hi - lo
-    return result
+            yield lo, hi, min(running.values(), key=lambda c: (PRIORITY.get(c.engine, 3), c.index))
 
 
 def estimate(program: isa.Program, target: Target) -> Profile:

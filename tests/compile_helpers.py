@@ -3,12 +3,18 @@ reload and run the binary, and compare it with the qnn interpreter."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 import npuc
+from npuc.backend.bundle import header_text
 from npuc.backend.npubin import encode_program
+from npuc.backend.outputs import with_program_constants
+from npuc.dialects.npu_isa import Program
 from npuc.passes.lower_to_npu import program_of
+from npuc.passes.memory.ir import PlannedModule, read_plan
 from npuc.passes.quantization.datasets import random_dataset
 from npuc.passes.quantize import QuantizeConfig
 from npuc.quantize_flow import calibrate, quantize
@@ -20,6 +26,25 @@ from npuc.runtime.qnn_interpreter import random_inputs, run_module
 CALIB_SAMPLES = 4
 
 
+def compile_program(
+    quantized: ModuleOp, target: str, optimise: str, host: str = "float", io: str = "arena"
+) -> tuple[PlannedModule, Program]:
+    """Tile, plan and lower a copy of `quantized`: (its memory plan, the encoded program
+    read back, checked equal to the lowered one)."""
+    module = quantized.clone()
+    npuc.apply_pipeline(
+        module,
+        f"tile{{target={target} optimise={optimise}}},plan-memory{{target={target} io={io}}}",
+    )
+    planned = read_plan(module)
+    npuc.apply_pipeline(module, f"lower-to-npu{{host={host}}}")
+    module.verify()
+    program = program_of(module)
+    loaded = load(encode_program(program))
+    assert loaded == program
+    return planned, loaded
+
+
 def compile_and_run(
     quantized: ModuleOp,
     target: str,
@@ -28,17 +53,29 @@ def compile_and_run(
     host: str = "float",
 ) -> tuple[dict[str, np.ndarray], object]:
     """Tile, plan, lower a copy of `quantized`; run its encoded and reloaded program."""
-    module = quantized.clone()
-    npuc.apply_pipeline(
-        module,
-        f"tile{{target={target} optimise={optimise}}},"
-        f"plan-memory{{target={target} io=arena}},lower-to-npu{{host={host}}}",
-    )
-    module.verify()
-    program = program_of(module)
-    loaded = load(encode_program(program))
-    assert loaded == program
+    _, loaded = compile_program(quantized, target, optimise, host)
     return Executor(loaded).run(inputs), loaded
+
+
+def assert_header_describes(name: str, planned: PlannedModule, binary: Program) -> None:
+    """npu-compile's NAME.h and NAME.weights.bin (backend/outputs.py memory_files, without
+    the plots) against the binary: every region's size, every input's and output's offset
+    and size, the constants' bytes."""
+    described, weights = with_program_constants(planned, binary)
+    header = header_text(name, described)
+    macros = {m[1]: int(m[2]) for m in re.finditer(r"^#define (\w+) (\d+)$", header, re.M)}
+    prefix = name.upper()
+    sizes = {region.kind: region.size for region in binary.regions}
+    for kind, macro in (("constants", "CONSTANT"), ("mutable", "MUTABLE")):
+        assert macros[f"{prefix}_{macro}_MEM_SIZE"] == sizes.get(kind, 0), kind
+    assert macros[f"{prefix}_ACTIVATIONS_MEM_SIZE"] == sizes.get("activations", 0)
+    assert len(weights) == sizes.get("constants", 0)
+    assert weights == binary.constants + bytes(len(weights) - len(binary.constants))
+    for kind, descs in (("INPUT", binary.inputs), ("OUTPUT", binary.outputs)):
+        offsets = [v for k, v in macros.items() if re.fullmatch(rf"{prefix}_{kind}_\w+_OFFSET", k)]
+        lengths = [v for k, v in macros.items() if re.fullmatch(rf"{prefix}_{kind}_\w+_SIZE", k)]
+        assert offsets == [d.tensor.offset for d in descs], kind
+        assert lengths == [d.tensor.numel * d.tensor.itemsize for d in descs], kind
 
 
 def lower_and_run(

@@ -57,7 +57,7 @@ func.func @unary_result_shape(%x: tensor<2x3xf32>) {
   %0 = nn.sigmoid %x : (tensor<2x3xf32>) -> tensor<3x2xf32>
   func.return
 }
-// CHECK: 'nn.sigmoid': result shape must be 2x3, got [(3, 2)]
+// CHECK: 'nn.sigmoid': result shape must be 2x3, got 3x2
 
 // -----
 
@@ -65,7 +65,7 @@ func.func @binary_no_broadcast(%x: tensor<2x3xf32>, %y: tensor<4xf32>) {
   %0 = nn.add %x, %y : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
   func.return
 }
-// CHECK: 'nn.add': shapes (2, 3), (4,) do not broadcast
+// CHECK: 'nn.add': shapes 2x3, 4 do not broadcast
 
 // -----
 
@@ -73,7 +73,7 @@ func.func @binary_result_shape(%x: tensor<2x3xf32>, %y: tensor<3xf32>) {
   %0 = nn.maximum %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<3xf32>
   func.return
 }
-// CHECK: 'nn.maximum': result shape must be 2x3, got [(3,)]
+// CHECK: 'nn.maximum': result shape must be 2x3, got 3
 
 // -----
 
@@ -81,7 +81,7 @@ func.func @scalar_result_shape(%x: tensor<f32>) {
   %0 = nn.mul %x, %x : (tensor<f32>, tensor<f32>) -> tensor<1xf32>
   func.return
 }
-// CHECK: 'nn.mul': result shape must be scalar, got [(1,)]
+// CHECK: 'nn.mul': result shape must be scalar, got 1
 
 // -----
 
@@ -89,7 +89,7 @@ func.func @prelu_slope_too_big(%x: tensor<2x3xf32>, %s: tensor<4x2x3xf32>) {
   %0 = nn.prelu %x, %s : (tensor<2x3xf32>, tensor<4x2x3xf32>) -> tensor<2x3xf32>
   func.return
 }
-// CHECK: 'nn.prelu': slope (4, 2, 3) does not broadcast to input (2, 3)
+// CHECK: 'nn.prelu': slope 4x2x3 does not broadcast to input 2x3
 
 // -----
 
@@ -209,7 +209,7 @@ func.func @prelu_result_shape(%x: tensor<2x3xf32>, %s: tensor<3xf32>) {
   %0 = nn.prelu %x, %s : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<3xf32>
   func.return
 }
-// CHECK: 'nn.prelu': result shape must be 2x3, got [(3,)]
+// CHECK: 'nn.prelu': result shape must be 2x3, got 3
 
 // -----
 
@@ -217,4 +217,4 @@ func.func @softmax_result_shape(%x: tensor<2x3xf32>) {
   %0 = nn.softmax %x {axis = 1 : i64} : (tensor<2x3xf32>) -> tensor<2x1xf32>
   func.return
 }
-// CHECK: 'nn.softmax': result shape must be 2x3, got [(2, 1)]
+// CHECK: 'nn.softmax': result shape must be 2x3, got 2x1

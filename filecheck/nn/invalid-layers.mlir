@@ -54,7 +54,7 @@ func.func @conv_bias_shape(%x: tensor<1x3x4x4xf32>, %w: tensor<8x3x3x3xf32>, %b:
   %0 = nn.conv2d %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x3x4x4xf32>, tensor<8x3x3x3xf32>, tensor<4xf32>) -> tensor<1x8x2x2xf32>
   func.return
 }
-// CHECK:      'nn.conv2d': bias must have shape (8,), got (4,)
+// CHECK:      'nn.conv2d': bias must have shape 8, got 4
 
 // -----
 
@@ -62,7 +62,7 @@ func.func @conv_rank(%x: tensor<3x4x4xf32>, %w: tensor<8x3x3x3xf32>) {
   %0 = nn.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<3x4x4xf32>, tensor<8x3x3x3xf32>) -> tensor<8x2x2xf32>
   func.return
 }
-// CHECK:      'nn.conv2d': conv2d needs rank-4 input and weight, got (3, 4, 4) and (8, 3, 3, 3)
+// CHECK:      'nn.conv2d': conv2d needs rank-4 input and weight, got 3x4x4 and 8x3x3x3
 
 // -----
 
@@ -102,7 +102,7 @@ func.func @conv_result_shape(%x: tensor<1x3x4x4xf32>, %w: tensor<8x3x3x3xf32>) {
   %0 = nn.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x3x4x4xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x3x3xf32>
   func.return
 }
-// CHECK:      'nn.conv2d': result shape must be 1x8x2x2, got [(1, 8, 3, 3)]
+// CHECK:      'nn.conv2d': result shape must be 1x8x2x2, got 1x8x3x3
 
 // -----
 
@@ -110,7 +110,7 @@ func.func @conv_transpose_bias_shape(%x: tensor<1x4x2x2xf32>, %w: tensor<4x3x1x1
   %0 = nn.conv_transpose2d %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, groups = 2 : i64} : (tensor<1x4x2x2xf32>, tensor<4x3x1x1xf32>, tensor<3xf32>) -> tensor<1x6x2x2xf32>
   func.return
 }
-// CHECK:      'nn.conv_transpose2d': bias must have shape (6,), got (3,)
+// CHECK:      'nn.conv_transpose2d': bias must have shape 6, got 3
 
 // -----
 
@@ -118,7 +118,7 @@ func.func @conv_transpose_rank(%x: tensor<1x4x2x2xf32>, %w: tensor<4x3x1xf32>) {
   %0 = nn.conv_transpose2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, groups = 1 : i64} : (tensor<1x4x2x2xf32>, tensor<4x3x1xf32>) -> tensor<1x3x2x2xf32>
   func.return
 }
-// CHECK:      'nn.conv_transpose2d': conv_transpose2d needs rank-4 input and weight, got (1, 4, 2, 2) and (4, 3, 1)
+// CHECK:      'nn.conv_transpose2d': conv_transpose2d needs rank-4 input and weight, got 1x4x2x2 and 4x3x1
 
 // -----
 
@@ -150,7 +150,7 @@ func.func @conv_transpose_result_shape(%x: tensor<1x4x2x2xf32>, %w: tensor<4x3x2
   %0 = nn.conv_transpose2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, groups = 1 : i64} : (tensor<1x4x2x2xf32>, tensor<4x3x2x2xf32>) -> tensor<1x3x2x2xf32>
   func.return
 }
-// CHECK:      'nn.conv_transpose2d': result shape must be 1x3x3x3, got [(1, 3, 2, 2)]
+// CHECK:      'nn.conv_transpose2d': result shape must be 1x3x3x3, got 1x3x2x2
 
 // -----
 
@@ -158,7 +158,7 @@ func.func @fully_connected_rank(%x: tensor<2x3x4xf32>, %w: tensor<5x4xf32>) {
   %0 = nn.fully_connected %x, %w : (tensor<2x3x4xf32>, tensor<5x4xf32>) -> tensor<2x5xf32>
   func.return
 }
-// CHECK:      'nn.fully_connected': expects x [N, K] and weight [O, K], got (2, 3, 4) and (5, 4)
+// CHECK:      'nn.fully_connected': expects x NxK and weight OxK, got 2x3x4 and 5x4
 
 // -----
 
@@ -166,7 +166,7 @@ func.func @fully_connected_k(%x: tensor<2x3xf32>, %w: tensor<5x4xf32>) {
   %0 = nn.fully_connected %x, %w : (tensor<2x3xf32>, tensor<5x4xf32>) -> tensor<2x5xf32>
   func.return
 }
-// CHECK:      'nn.fully_connected': expects x [N, K] and weight [O, K], got (2, 3) and (5, 4)
+// CHECK:      'nn.fully_connected': expects x NxK and weight OxK, got 2x3 and 5x4
 
 // -----
 
@@ -174,7 +174,7 @@ func.func @fully_connected_bias(%x: tensor<2x4xf32>, %w: tensor<5x4xf32>, %b: te
   %0 = nn.fully_connected %x, %w, %b : (tensor<2x4xf32>, tensor<5x4xf32>, tensor<4xf32>) -> tensor<2x5xf32>
   func.return
 }
-// CHECK:      'nn.fully_connected': bias must have shape (5,), got (4,)
+// CHECK:      'nn.fully_connected': bias must have shape 5, got 4
 
 // -----
 
@@ -182,7 +182,7 @@ func.func @fully_connected_result_shape(%x: tensor<2x4xf32>, %w: tensor<5x4xf32>
   %0 = nn.fully_connected %x, %w : (tensor<2x4xf32>, tensor<5x4xf32>) -> tensor<5x2xf32>
   func.return
 }
-// CHECK:      'nn.fully_connected': result shape must be 2x5, got [(5, 2)]
+// CHECK:      'nn.fully_connected': result shape must be 2x5, got 5x2
 
 // -----
 
@@ -198,7 +198,7 @@ func.func @matmul_contraction(%x: tensor<2x3xf32>, %y: tensor<4x5xf32>) {
   %0 = nn.matmul %x, %y : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
   func.return
 }
-// CHECK:      'nn.matmul': matmul contraction mismatch: (2, 3) x (4, 5)
+// CHECK:      'nn.matmul': matmul contraction mismatch: 2x3 and 4x5
 
 // -----
 
@@ -206,7 +206,7 @@ func.func @matmul_batch(%x: tensor<2x2x3xf32>, %y: tensor<3x3x5xf32>) {
   %0 = nn.matmul %x, %y : (tensor<2x2x3xf32>, tensor<3x3x5xf32>) -> tensor<2x2x5xf32>
   func.return
 }
-// CHECK:      'nn.matmul': shapes (2,), (3,) do not broadcast
+// CHECK:      'nn.matmul': shapes 2, 3 do not broadcast
 
 // -----
 
@@ -214,7 +214,7 @@ func.func @matmul_result_shape(%x: tensor<3xf32>, %y: tensor<3x5xf32>) {
   %0 = nn.matmul %x, %y : (tensor<3xf32>, tensor<3x5xf32>) -> tensor<1x5xf32>
   func.return
 }
-// CHECK:      'nn.matmul': result shape must be 5, got [(1, 5)]
+// CHECK:      'nn.matmul': result shape must be 5, got 1x5
 
 // -----
 
@@ -222,7 +222,7 @@ func.func @max_pool_rank(%x: tensor<1x4x4xf32>) {
   %0 = nn.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x4x4xf32>) -> tensor<1x3x3xf32>
   func.return
 }
-// CHECK:      'nn.max_pool2d': pooling needs a rank-4 NCHW input, got (1, 4, 4)
+// CHECK:      'nn.max_pool2d': pooling needs a rank-4 NCHW input, got 1x4x4
 
 // -----
 
@@ -286,7 +286,7 @@ func.func @avg_pool_ceil_mode_result_shape(%x: tensor<1x1x5x5xf32>) {
   %0 = nn.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, ceil_mode = true} : (tensor<1x1x5x5xf32>) -> tensor<1x1x2x2xf32>
   func.return
 }
-// CHECK:      'nn.avg_pool2d': result shape must be 1x1x3x3, got [(1, 1, 2, 2)]
+// CHECK:      'nn.avg_pool2d': result shape must be 1x1x3x3, got 1x1x2x2
 
 // -----
 
@@ -294,7 +294,7 @@ func.func @global_avg_pool_rank(%x: tensor<2x3xf32>) {
   %0 = nn.global_avg_pool %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return
 }
-// CHECK:      'nn.global_avg_pool': expects an input of rank >= 3, got (2, 3)
+// CHECK:      'nn.global_avg_pool': expects an input of rank >= 3, got 2x3
 
 // -----
 
@@ -302,7 +302,7 @@ func.func @global_max_pool_result_shape(%x: tensor<2x3x4x5xf32>) {
   %0 = nn.global_max_pool %x : (tensor<2x3x4x5xf32>) -> tensor<2x3xf32>
   func.return
 }
-// CHECK:      'nn.global_max_pool': result shape must be 2x3x1x1, got [(2, 3)]
+// CHECK:      'nn.global_max_pool': result shape must be 2x3x1x1, got 2x3
 
 // -----
 
@@ -310,7 +310,7 @@ func.func @batch_norm_rank(%x: tensor<3xf32>, %c: tensor<3xf32>) {
   %0 = nn.batch_norm %x, %c, %c, %c, %c {epsilon = 1.0e-05 : f32} : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
   func.return
 }
-// CHECK:      'nn.batch_norm': expects an input of rank >= 2, got (3,)
+// CHECK:      'nn.batch_norm': expects an input of rank >= 2, got 3
 
 // -----
 
@@ -318,7 +318,7 @@ func.func @batch_norm_parameters(%x: tensor<1x3x2x2xf32>, %c: tensor<3xf32>, %v:
   %0 = nn.batch_norm %x, %c, %c, %c, %v {epsilon = 1.0e-05 : f32} : (tensor<1x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<4xf32>) -> tensor<1x3x2x2xf32>
   func.return
 }
-// CHECK:      'nn.batch_norm': batch_norm parameters must have shape (3,), got (4,)
+// CHECK:      'nn.batch_norm': batch_norm parameters must have shape 3, got 4
 
 // -----
 
@@ -334,7 +334,7 @@ func.func @instance_norm_rank(%x: tensor<2x3xf32>, %c: tensor<3xf32>) {
   %0 = nn.instance_norm %x, %c, %c {epsilon = 1.0e-05 : f32} : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
   func.return
 }
-// CHECK:      'nn.instance_norm': expects an input of rank >= 3, got (2, 3)
+// CHECK:      'nn.instance_norm': expects an input of rank >= 3, got 2x3
 
 // -----
 
@@ -342,7 +342,7 @@ func.func @instance_norm_parameters(%x: tensor<1x3x2x2xf32>, %c: tensor<3xf32>, 
   %0 = nn.instance_norm %x, %c, %d {epsilon = 1.0e-05 : f32} : (tensor<1x3x2x2xf32>, tensor<3xf32>, tensor<1x3xf32>) -> tensor<1x3x2x2xf32>
   func.return
 }
-// CHECK:      'nn.instance_norm': instance_norm parameters must have shape (3,), got (1, 3)
+// CHECK:      'nn.instance_norm': instance_norm parameters must have shape 3, got 1x3
 
 // -----
 
@@ -358,7 +358,7 @@ func.func @layer_norm_scale(%x: tensor<2x3x4x4xf32>, %s: tensor<3xf32>) {
   %0 = nn.layer_norm %x, %s {axis = 2 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x3x4x4xf32>, tensor<3xf32>) -> tensor<2x3x4x4xf32>
   func.return
 }
-// CHECK:      'nn.layer_norm': shapes (4, 4), (3,) do not broadcast
+// CHECK:      'nn.layer_norm': shapes 4x4, 3 do not broadcast
 
 // -----
 
@@ -366,7 +366,7 @@ func.func @layer_norm_bias_too_big(%x: tensor<2x3x4x4xf32>, %s: tensor<4xf32>, %
   %0 = nn.layer_norm %x, %s, %b {axis = -2 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x3x4x4xf32>, tensor<4xf32>, tensor<2x4x4xf32>) -> tensor<2x3x4x4xf32>
   func.return
 }
-// CHECK:      'nn.layer_norm': parameter shape (2, 4, 4) does not broadcast to (4, 4)
+// CHECK:      'nn.layer_norm': parameter shape 2x4x4 does not broadcast to 4x4
 
 // -----
 
@@ -382,7 +382,7 @@ func.func @lrn_rank(%x: tensor<1x3xf32>) {
   %0 = nn.lrn %x {size = 3 : i64, alpha = 1.0e-04 : f32, beta = 0.75 : f32, bias = 1.0 : f32} : (tensor<1x3xf32>) -> tensor<1x3xf32>
   func.return
 }
-// CHECK:      'nn.lrn': expects an input of rank >= 3, got (1, 3)
+// CHECK:      'nn.lrn': expects an input of rank >= 3, got 1x3
 
 // -----
 
@@ -398,7 +398,7 @@ func.func @reduce_keepdims_result_shape(%x: tensor<2x3x4xf32>) {
   %0 = nn.reduce_sum %x {axes = array<i64: 0, 2>, keepdims = false} : (tensor<2x3x4xf32>) -> tensor<1x3x1xf32>
   func.return
 }
-// CHECK:      'nn.reduce_sum': result shape must be 3, got [(1, 3, 1)]
+// CHECK:      'nn.reduce_sum': result shape must be 3, got 1x3x1
 
 // -----
 
@@ -406,7 +406,7 @@ func.func @reduce_all_result_shape(%x: tensor<2x3x4xf32>) {
   %0 = nn.reduce_max %x {axes = array<i64>} : (tensor<2x3x4xf32>) -> tensor<f32>
   func.return
 }
-// CHECK:      'nn.reduce_max': result shape must be 1x1x1, got [()]
+// CHECK:      'nn.reduce_max': result shape must be 1x1x1, got scalar
 
 // -----
 
@@ -431,7 +431,7 @@ func.func @argmin_result_shape(%x: tensor<2x3xf32>) {
   %0 = nn.argmin %x {axis = 1 : i64, keepdims = false} : (tensor<2x3xf32>) -> tensor<2x1xi64>
   func.return
 }
-// CHECK:      'nn.argmin': result shape must be 2, got [(2, 1)]
+// CHECK:      'nn.argmin': result shape must be 2, got 2x1
 
 // -----
 
@@ -439,7 +439,7 @@ func.func @max_pool_result_shape(%x: tensor<1x1x4x4xf32>) {
   %0 = nn.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32>
   func.return
 }
-// CHECK:      'nn.max_pool2d': result shape must be 1x1x2x2, got [(1, 1, 3, 3)]
+// CHECK:      'nn.max_pool2d': result shape must be 1x1x2x2, got 1x1x3x3
 
 // -----
 
@@ -447,7 +447,7 @@ func.func @batch_norm_result_shape(%x: tensor<1x3x2x2xf32>, %c: tensor<3xf32>) {
   %0 = nn.batch_norm %x, %c, %c, %c, %c {epsilon = 1.0e-05 : f32} : (tensor<1x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<1x3x4xf32>
   func.return
 }
-// CHECK:      'nn.batch_norm': result shape must be 1x3x2x2, got [(1, 3, 4)]
+// CHECK:      'nn.batch_norm': result shape must be 1x3x2x2, got 1x3x4
 
 // -----
 
@@ -455,7 +455,7 @@ func.func @instance_norm_result_shape(%x: tensor<1x3x2x2xf32>, %c: tensor<3xf32>
   %0 = nn.instance_norm %x, %c, %c {epsilon = 1.0e-05 : f32} : (tensor<1x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<1x3x1x1xf32>
   func.return
 }
-// CHECK:      'nn.instance_norm': result shape must be 1x3x2x2, got [(1, 3, 1, 1)]
+// CHECK:      'nn.instance_norm': result shape must be 1x3x2x2, got 1x3x1x1
 
 // -----
 
@@ -463,7 +463,7 @@ func.func @layer_norm_result_shape(%x: tensor<2x4xf32>, %s: tensor<4xf32>) {
   %0 = nn.layer_norm %x, %s {axis = 1 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x1xf32>
   func.return
 }
-// CHECK:      'nn.layer_norm': result shape must be 2x4, got [(2, 1)]
+// CHECK:      'nn.layer_norm': result shape must be 2x4, got 2x1
 
 // -----
 
@@ -471,7 +471,7 @@ func.func @lrn_result_shape(%x: tensor<1x3x2x2xf32>) {
   %0 = nn.lrn %x {size = 3 : i64, alpha = 1.0e-04 : f32, beta = 0.75 : f32, bias = 1.0 : f32} : (tensor<1x3x2x2xf32>) -> tensor<1x3x2x1xf32>
   func.return
 }
-// CHECK:      'nn.lrn': result shape must be 1x3x2x2, got [(1, 3, 2, 1)]
+// CHECK:      'nn.lrn': result shape must be 1x3x2x2, got 1x3x2x1
 
 // -----
 

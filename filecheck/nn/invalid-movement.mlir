@@ -6,7 +6,7 @@ func.func @reshape_element_count(%x: tensor<2x3xf32>) {
   %0 = nn.reshape %x : (tensor<2x3xf32>) -> tensor<4x2xf32>
   func.return
 }
-// CHECK:      'nn.reshape': cannot reshape (2, 3) into (4, 2)
+// CHECK:      'nn.reshape': cannot reshape 2x3 into 4x2
 
 // -----
 
@@ -46,7 +46,7 @@ func.func @transpose_result_shape(%x: tensor<2x3xf32>) {
   %0 = nn.transpose %x {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return
 }
-// CHECK:      'nn.transpose': result shape must be 3x2, got [(2, 3)]
+// CHECK:      'nn.transpose': result shape must be 3x2, got 2x3
 
 // -----
 
@@ -54,7 +54,7 @@ func.func @concat_mismatch(%x: tensor<2x3xf32>, %y: tensor<2x4xf32>) {
   %0 = nn.concat %x, %y {axis = 0 : i64} : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<4x3xf32>
   func.return
 }
-// CHECK:      'nn.concat': concat operands ((2, 3), (2, 4)) differ outside axis 0
+// CHECK:      'nn.concat': concat operands 2x3, 2x4 differ outside axis 0
 
 // -----
 
@@ -62,7 +62,7 @@ func.func @concat_rank(%x: tensor<2x3xf32>, %y: tensor<2x3x1xf32>) {
   %0 = nn.concat %x, %y {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x3x1xf32>) -> tensor<2x6xf32>
   func.return
 }
-// CHECK:      'nn.concat': concat operands ((2, 3), (2, 3, 1)) differ outside axis 1
+// CHECK:      'nn.concat': concat operands 2x3, 2x3x1 differ outside axis 1
 
 // -----
 
@@ -86,7 +86,7 @@ func.func @concat_result_shape(%x: tensor<2x3xf32>) {
   %0 = nn.concat %x, %x {axis = -1 : i64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
   func.return
 }
-// CHECK:      'nn.concat': result shape must be 2x6, got [(4, 3)]
+// CHECK:      'nn.concat': result shape must be 2x6, got 4x3
 
 // -----
 
@@ -94,7 +94,7 @@ func.func @split_pieces_do_not_tile(%x: tensor<2x3xf32>) {
   %0, %1 = nn.split %x {axis = 1 : i64} : (tensor<2x3xf32>) -> (tensor<2x1xf32>, tensor<2x1xf32>)
   func.return
 }
-// CHECK:      'nn.split': result pieces (2, 2) do not tile the input (2, 3)
+// CHECK:      'nn.split': result pieces 2x1, 2x1 make 2x2, not the input 2x3
 
 // -----
 
@@ -102,7 +102,7 @@ func.func @split_pieces_differ(%x: tensor<2x3xf32>) {
   %0, %1 = nn.split %x {axis = 1 : i64} : (tensor<2x3xf32>) -> (tensor<2x1xf32>, tensor<1x2xf32>)
   func.return
 }
-// CHECK:      'nn.split': concat operands ((2, 1), (1, 2)) differ outside axis 1
+// CHECK:      'nn.split': concat operands 2x1, 1x2 differ outside axis 1
 
 // -----
 
@@ -166,7 +166,7 @@ func.func @slice_result_shape(%x: tensor<2x3xf32>) {
   %0 = nn.slice %x {starts = array<i64: 0, 0>, ends = array<i64: 2, 3>, steps = array<i64: 1, 2>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return
 }
-// CHECK:      'nn.slice': result shape must be 2x2, got [(2, 3)]
+// CHECK:      'nn.slice': result shape must be 2x2, got 2x3
 
 // -----
 
@@ -190,7 +190,7 @@ func.func @pad_crop_too_much(%x: tensor<2x3xf32>) {
   %0 = nn.pad %x {pads = array<i64: 0, -2, 0, -2>} : (tensor<2x3xf32>) -> tensor<2x0xf32>
   func.return
 }
-// CHECK:      'nn.pad': negative padding removes more than the input holds: (2, -1)
+// CHECK:      'nn.pad': negative padding removes more than the input holds: 2x-1
 
 // -----
 
@@ -198,7 +198,7 @@ func.func @pad_result_shape(%x: tensor<2x3xf32>) {
   %0 = nn.pad %x {pads = array<i64: 0, 1, 0, 1>} : (tensor<2x3xf32>) -> tensor<2x4xf32>
   func.return
 }
-// CHECK:      'nn.pad': result shape must be 2x5, got [(2, 4)]
+// CHECK:      'nn.pad': result shape must be 2x5, got 2x4
 
 // -----
 
@@ -287,7 +287,7 @@ func.func @gather_result_shape(%x: tensor<2x3xf32>, %i: tensor<4xi64>) {
   %0 = nn.gather %x, %i {axis = 1 : i64} : (tensor<2x3xf32>, tensor<4xi64>) -> tensor<2x3xf32>
   func.return
 }
-// CHECK:      'nn.gather': result shape must be 2x4, got [(2, 3)]
+// CHECK:      'nn.gather': result shape must be 2x4, got 2x3
 
 // -----
 
@@ -319,7 +319,7 @@ func.func @depth_to_space_result_shape(%x: tensor<1x8x2x2xf32>) {
   %0 = nn.depth_to_space %x {block_size = 2 : i64} : (tensor<1x8x2x2xf32>) -> tensor<1x2x2x8xf32>
   func.return
 }
-// CHECK:      'nn.depth_to_space': result shape must be 1x2x4x4, got [(1, 2, 2, 8)]
+// CHECK:      'nn.depth_to_space': result shape must be 1x2x4x4, got 1x2x2x8
 
 // -----
 
@@ -335,7 +335,7 @@ func.func @space_to_depth_result_shape(%x: tensor<1x2x4x4xf32>) {
   %0 = nn.space_to_depth %x {block_size = 2 : i64} : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>
   func.return
 }
-// CHECK:      'nn.space_to_depth': result shape must be 1x8x2x2, got [(1, 2, 2, 2)]
+// CHECK:      'nn.space_to_depth': result shape must be 1x8x2x2, got 1x2x2x2
 
 // -----
 
@@ -343,7 +343,7 @@ func.func @depth_to_space_rank(%x: tensor<8x2x2xf32>) {
   %0 = nn.depth_to_space %x {block_size = 2 : i64} : (tensor<8x2x2xf32>) -> tensor<2x4x4xf32>
   func.return
 }
-// CHECK:      'nn.depth_to_space': expects a rank-4 NCHW input, got (8, 2, 2)
+// CHECK:      'nn.depth_to_space': expects a rank-4 NCHW input, got 8x2x2
 
 // -----
 

@@ -15,7 +15,7 @@ npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"act
 npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"activations", 1024, "sram">, #npu.region<"sram", 512, "sram">] inputs [] outputs [] layers ["l"] {
   %0 = npu.dma <"activations", 0, [4, 0], i8> -> <"activations", 64, [4, 1], i8>
 }
-// CHECK: #npu.tensor: dimensions must be positive, got [4, 0]
+// CHECK: #npu.tensor: dimensions must be positive, got 4x0
 
 // -----
 
@@ -63,7 +63,7 @@ npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"act
 npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"activations", 1024, "sram">, #npu.region<"sram", 512, "sram">] inputs [] outputs [] layers ["l"] {
   %0 = npu.dma <"activations", 0, [4, 2], i8> -> <"activations", 64, [2, 4], i8>
 }
-// CHECK: 'npu.dma': shapes differ: src [4, 2], dst [2, 4]
+// CHECK: 'npu.dma': shapes differ: src 4x2, dst 2x4
 
 // -----
 
@@ -111,7 +111,7 @@ npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"act
 npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"activations", 1024, "sram">, #npu.region<"sram", 512, "sram">] inputs [] outputs [] layers ["l"] {
   %0 = npu.conv2d ifm <"activations", 0, [1, 4, 4, 4], i8> weights <"sram", 0, [4, 4, 1, 1], i8> bias_scale <"constants", 0, [4, 4], i32> ofm <"activations", 64, [1, 4, 3, 3], i8>
 }
-// CHECK: 'npu.conv2d': ofm shape must be [1, 4, 4, 4], got [1, 4, 3, 3]
+// CHECK: 'npu.conv2d': ofm shape must be 1x4x4x4, got 1x4x3x3
 
 // -----
 
@@ -127,7 +127,7 @@ npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"act
 npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"activations", 1024, "sram">, #npu.region<"sram", 512, "sram">] inputs [] outputs [] layers ["l"] {
   %0 = npu.conv2d ifm <"activations", 0, [1, 4, 4, 4], i8> weights <"sram", 0, [4, 4, 1, 1], i8> bias_scale <"constants", 0, [4, 3], i32> ofm <"activations", 64, [1, 4, 4, 4], i8>
 }
-// CHECK: 'npu.conv2d': bias_scale must be i32 of shape [4, 4] (bias, multiplier, shift, weight zero point per output channel), got i32 [4, 3]
+// CHECK: 'npu.conv2d': bias_scale must be i32 of shape 4x4 (bias, multiplier, shift, weight zero point per output channel), got i32 4x3
 
 // -----
 
@@ -135,7 +135,7 @@ npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"act
 npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"activations", 1024, "sram">, #npu.region<"sram", 512, "sram">] inputs [] outputs [] layers ["l"] {
   %0 = npu.conv2d ifm <"activations", 0, [1, 4, 4, 4], i8> weights <"sram", 0, [4, 4, 1, 1], i8> bias_scale <"constants", 0, [4, 4], i16> ofm <"activations", 64, [1, 4, 4, 4], i8>
 }
-// CHECK: 'npu.conv2d': bias_scale must be i32 of shape [4, 4] (bias, multiplier, shift, weight zero point per output channel), got i16 [4, 4]
+// CHECK: 'npu.conv2d': bias_scale must be i32 of shape 4x4 (bias, multiplier, shift, weight zero point per output channel), got i16 4x4
 
 // -----
 
@@ -223,7 +223,7 @@ npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"act
 npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"activations", 1024, "sram">, #npu.region<"sram", 512, "sram">] inputs [] outputs [] layers ["l"] {
   %0 = npu.matmul lhs <"activations", 0, [2, 3, 8], i8> rhs <"activations", 64, [2, 7, 5], i8> bias_scale <"constants", 0, [5, 4], i32> ofm <"activations", 256, [2, 3, 5], i8>
 }
-// CHECK: 'npu.matmul': needs lhs [B, M, K], rhs [B, K, N], ofm [B, M, N]; got [2, 3, 8], [2, 7, 5], [2, 3, 5]
+// CHECK: 'npu.matmul': needs lhs BxMxK, rhs BxKxN, ofm BxMxN; got 2x3x8, 2x7x5, 2x3x5
 
 // -----
 
@@ -231,7 +231,7 @@ npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"act
 npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"activations", 1024, "sram">, #npu.region<"sram", 512, "sram">] inputs [] outputs [] layers ["l"] {
   %0 = npu.matmul lhs <"activations", 0, [2, 3, 8], i8> rhs <"activations", 64, [2, 8, 5], i8> bias_scale <"constants", 0, [3, 4], i32> ofm <"activations", 256, [2, 3, 5], i8>
 }
-// CHECK: 'npu.matmul': bias_scale must be i32 of shape [5, 4] (bias, multiplier, shift, weight zero point per output channel), got i32 [3, 4]
+// CHECK: 'npu.matmul': bias_scale must be i32 of shape 5x4 (bias, multiplier, shift, weight zero point per output channel), got i32 3x4
 
 // -----
 
@@ -263,7 +263,7 @@ npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"act
 npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"activations", 1024, "sram">, #npu.region<"sram", 512, "sram">] inputs [] outputs [] layers ["l"] {
   %0 = npu.pool ifm <"activations", 0, [1, 4, 4, 4], i8> ofm <"activations", 64, [1, 4, 3, 2], i8> {mode = "max", kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>}
 }
-// CHECK: 'npu.pool': ofm shape must be [1, 4, 2, 2], got [1, 4, 3, 2]
+// CHECK: 'npu.pool': ofm shape must be 1x4x2x2, got 1x4x3x2
 
 // -----
 
@@ -335,7 +335,7 @@ npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"act
 npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"activations", 1024, "sram">, #npu.region<"sram", 512, "sram">] inputs [] outputs [] layers ["l"] {
   %0 = npu.eltwise lhs <"activations", 0, [2, 8], i8> rhs <"activations", 16, [8], i8> ofm <"activations", 32, [2, 8], i8> {kind = "add"}
 }
-// CHECK: 'npu.eltwise': shapes differ: lhs [2, 8], rhs [8], ofm [2, 8]
+// CHECK: 'npu.eltwise': shapes differ: lhs 2x8, rhs 8, ofm 2x8
 
 // -----
 
@@ -423,7 +423,7 @@ npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"act
 npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"activations", 1024, "sram">, #npu.region<"sram", 512, "sram">] inputs [] outputs [] layers ["l"] {
   %0 = npu.lut ifm <"activations", 0, [2, 8], i8> table <"constants", 0, [256], i8> ofm <"activations", 32, [16], i8>
 }
-// CHECK: 'npu.lut': shapes differ: ifm [2, 8], ofm [16]
+// CHECK: 'npu.lut': shapes differ: ifm 2x8, ofm 16
 
 // -----
 
@@ -509,7 +509,7 @@ npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"act
     npu.yield %a : tensor<2x8x!qnn.uniform<i8:f32, 0.5:1>>
   }
 }
-// CHECK: 'npu.host': body argument 0 of type tensor<2x8x!qnn.uniform<i8:f32, 0.5:1>> does not match u8 [2, 8]
+// CHECK: 'npu.host': body argument 0 of type tensor<2x8x!qnn.uniform<i8:f32, 0.5:1>> does not match u8 2x8
 
 // -----
 
@@ -520,7 +520,7 @@ npu.program @p regions [#npu.region<"constants", 256, "flash">, #npu.region<"act
     npu.yield %a : tensor<2x8x!qnn.uniform<i8:f32, 0.5:1>>
   }
 }
-// CHECK: 'npu.host': body yielded value 0 of type tensor<2x8x!qnn.uniform<i8:f32, 0.5:1>> does not match i8 [2, 4]
+// CHECK: 'npu.host': body yielded value 0 of type tensor<2x8x!qnn.uniform<i8:f32, 0.5:1>> does not match i8 2x4
 
 // -----
 

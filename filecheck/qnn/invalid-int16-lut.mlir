@@ -142,7 +142,7 @@ func.func @sigmoid_shape(%x: tensor<4x!qnn.uniform<i16:f32, 0.000244140625>>) {
   %0 = qnn.sigmoid_lut %x {function = "logistic", input_multiplier = 3 : i64, input_shift = 0 : i64, table = dense<32768> : tensor<256xi32>} : (tensor<4x!qnn.uniform<i16:f32, 0.000244140625>>) -> tensor<2x2x!qnn.uniform<i16:f32, 3.0517578125e-05>>
   func.return
 }
-// CHECK: 'qnn.sigmoid_lut': result shape must be 4, got [(2, 2)]
+// CHECK: 'qnn.sigmoid_lut': result shape must be 4, got 2x2
 
 // -----
 
@@ -238,7 +238,7 @@ func.func @softmax_shape(%x: tensor<4x!qnn.uniform<i16:f32, 0.000244140625>>) {
   %0 = qnn.softmax_lut %x {input_multiplier = 1759191844 : i64, input_shift = 28 : i64, exp_table = dense<2> : tensor<513xi16>, reciprocal_table = dense<-1> : tensor<513xi16>} : (tensor<4x!qnn.uniform<i16:f32, 0.000244140625>>) -> tensor<5x!qnn.uniform<i16:f32, 3.0517578125e-05>>
   func.return
 }
-// CHECK: 'qnn.softmax_lut': result shape must be 4, got [(5,)]
+// CHECK: 'qnn.softmax_lut': result shape must be 4, got 5
 
 // -----
 

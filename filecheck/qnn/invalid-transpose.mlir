@@ -38,7 +38,7 @@ func.func @bias_shape(%x: tensor<1x2x2x2x!qnn.uniform<i8:f32, 0.05:-3>>, %w: ten
   %0 = qnn.conv_transpose2d %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 1, 1>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, multiplier = array<i64: 1511828480, 1374389504, 1202590848>, shift = array<i64: 38, 37, 36>, rounding = "tflite"} : (tensor<1x2x2x2x!qnn.uniform<i8:f32, 0.05:-3>>, tensor<2x3x3x3x!qnn.uniform<i8:f32:1, {0.011, 0.02, 0.035}>>, tensor<2xi32>) -> tensor<1x3x4x4x!qnn.uniform<i8:f32, 0.1:7>>
   func.return %0 : tensor<1x3x4x4x!qnn.uniform<i8:f32, 0.1:7>>
 }
-// CHECK: 'qnn.conv_transpose2d': bias must have shape (3,), got (2,)
+// CHECK: 'qnn.conv_transpose2d': bias must have shape 3, got 2
 
 // -----
 
@@ -80,7 +80,7 @@ func.func @argmin_shape(%x: tensor<3x10x!qnn.uniform<i8:f32, 0.1:2>>) -> tensor<
   %0 = qnn.argmin %x {axis = 1 : i64, keepdims = false} : (tensor<3x10x!qnn.uniform<i8:f32, 0.1:2>>) -> tensor<10xi32>
   func.return %0 : tensor<10xi32>
 }
-// CHECK: 'qnn.argmin': result shape must be 3, got [(10,)]
+// CHECK: 'qnn.argmin': result shape must be 3, got 10
 
 // -----
 

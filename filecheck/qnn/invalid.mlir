@@ -274,7 +274,7 @@ func.func @conv_bias(%x: tensor<1x4x4x4x!qnn.uniform<i8:f32, 0.05:-3>>, %w: tens
   %0 = qnn.conv2d %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, multiplier = array<i64: 1073741824>, shift = array<i64: 31>} : (tensor<1x4x4x4x!qnn.uniform<i8:f32, 0.05:-3>>, tensor<4x4x1x1x!qnn.uniform<i8:f32, 0.02>>, tensor<3xi32>) -> tensor<1x4x4x4x!qnn.uniform<i8:f32, 0.05:-3>>
   func.return
 }
-// CHECK: 'qnn.conv2d': bias must have shape (4,), got (3,)
+// CHECK: 'qnn.conv2d': bias must have shape 4, got 3
 
 // -----
 
@@ -282,7 +282,7 @@ func.func @conv_result_shape(%x: tensor<1x4x4x4x!qnn.uniform<i8:f32, 0.05:-3>>, 
   %0 = qnn.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, multiplier = array<i64: 1073741824>, shift = array<i64: 31>} : (tensor<1x4x4x4x!qnn.uniform<i8:f32, 0.05:-3>>, tensor<4x4x1x1x!qnn.uniform<i8:f32, 0.02>>) -> tensor<1x4x3x3x!qnn.uniform<i8:f32, 0.05:-3>>
   func.return
 }
-// CHECK: 'qnn.conv2d': result shape must be 1x4x4x4, got [(1, 4, 3, 3)]
+// CHECK: 'qnn.conv2d': result shape must be 1x4x4x4, got 1x4x3x3
 
 // -----
 
@@ -458,7 +458,7 @@ func.func @reshape_size(%x: tensor<2x3x!qnn.uniform<i8:f32, 0.05:-3>>) {
   %0 = qnn.reshape %x : (tensor<2x3x!qnn.uniform<i8:f32, 0.05:-3>>) -> tensor<5x!qnn.uniform<i8:f32, 0.05:-3>>
   func.return
 }
-// CHECK: 'qnn.reshape': cannot reshape (2, 3) into (5,)
+// CHECK: 'qnn.reshape': cannot reshape 2x3 into 5
 
 // -----
 
@@ -466,7 +466,7 @@ func.func @split_pieces(%x: tensor<2x6x!qnn.uniform<i8:f32, 0.05:-3>>) {
   %0, %1 = qnn.split %x {axis = 1 : i64} : (tensor<2x6x!qnn.uniform<i8:f32, 0.05:-3>>) -> (tensor<2x2x!qnn.uniform<i8:f32, 0.05:-3>>, tensor<2x3x!qnn.uniform<i8:f32, 0.05:-3>>)
   func.return
 }
-// CHECK: 'qnn.split': result pieces (2, 5) do not tile the input (2, 6)
+// CHECK: 'qnn.split': result pieces 2x2, 2x3 make 2x5, not the input 2x6
 
 // -----
 
@@ -474,7 +474,7 @@ func.func @split_mismatch(%x: tensor<2x6x!qnn.uniform<i8:f32, 0.05:-3>>) {
   %0, %1 = qnn.split %x {axis = 1 : i64} : (tensor<2x6x!qnn.uniform<i8:f32, 0.05:-3>>) -> (tensor<2x3x!qnn.uniform<i8:f32, 0.05:-3>>, tensor<1x3x!qnn.uniform<i8:f32, 0.05:-3>>)
   func.return
 }
-// CHECK: 'qnn.split': concat operands ((2, 3), (1, 3)) differ outside axis 1
+// CHECK: 'qnn.split': concat operands 2x3, 1x3 differ outside axis 1
 
 // -----
 

@@ -69,7 +69,7 @@ func.func @shape(%x: tensor<4x!qnn.uniform<i8:f32, 0.05:-3>>) {
   %0 = qnn.softmax %x {input_multiplier = 1717986944 : i64, input_left_shift = 22 : i64, diff_min = -496 : i64} : (tensor<4x!qnn.uniform<i8:f32, 0.05:-3>>) -> tensor<2x2x!qnn.uniform<i8:f32, 0.00390625:-128>>
   func.return
 }
-// CHECK: 'qnn.softmax': result shape must be 4, got [(2, 2)]
+// CHECK: 'qnn.softmax': result shape must be 4, got 2x2
 
 // -----
 

@@ -38,12 +38,22 @@ def add_import_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_debug_option(parser: argparse.ArgumentParser) -> None:
-    """The options every tool has: --debug and --max-tensor-bytes (npuc/limits.py)."""
+def add_debug_option(parser: argparse.ArgumentParser, version: bool = True) -> None:
+    """The options every tool has: --debug, --max-tensor-bytes (npuc/limits.py), --version."""
     from ..limits import add_limit_option
 
     parser.add_argument("--debug", action=DebugAction)
     add_limit_option(parser)
+    if version:  # npu-opt has xDSL's, in the same format
+        parser.add_argument("--version", action="version", version=version_line(parser.prog))
+
+
+def version_line(tool: str) -> str:
+    from importlib.metadata import version
+
+    from ..version import __version__
+
+    return f"{tool} {__version__} (xDSL {version('xdsl')})"
 
 
 def import_options(args: argparse.Namespace) -> dict:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import sys
 from pathlib import Path
 
 from ..diagnostics import NpucError
+from ..target import load_target
 from .cli_options import add_debug_option, add_import_options, import_options
+from .compare_vela import check_comparable, comparison, run_vela, vela_arguments
+from .listing import ListTargetsAction
 from .quantize_options import SCHEMES
 from .reporting import reported_errors
 
@@ -20,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("model", nargs="?", help="model file: .onnx, .tflite or .mlir")
     parser.add_argument("--target", "-t", help="target name or TOML file (see docs/targets.md)")
+    parser.add_argument("--list-targets", action=ListTargetsAction)
     parser.add_argument(
         "--optimise",
         choices=("performance", "size"),
@@ -45,10 +51,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--show-host-ops", action="store_true", help="list the ops that run on the host and why"
     )
+    parser.add_argument(
+        "--compare-vela",
+        action="store_true",
+        help="print Arm Vela's SRAM, flash and cycles for the same int8 TFLite model beside "
+        "npuc's (needs vela, and a target mirroring a Vela configuration)",
+    )
     parser.add_argument("--name", help="output name, a C identifier (default: the model's)")
     parser.add_argument("--config", metavar="FILE", help="TOML file with a [build] section")
     parser.add_argument("-o", "--output-dir", metavar="OUTDIR")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no stage lines and no progress bars"
+    )
     add_import_options(parser)
     add_debug_option(parser)
     return parser
@@ -101,7 +115,12 @@ def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     options = options_from(args)
     check_output_dir(options.output)
+    vela = check_comparable(options.model, load_target(options.target)) if args.compare_vela else ""
     result = compile_model(options, progress=not args.quiet)
+    if vela and f"{result.name}.accuracy.txt" in result.files:
+        raise NpucError(
+            f"--compare-vela needs an int8 TFLite model; {options.model.name} is a float model"
+        )
     written = write_all(options.output, result.files)
     for line in result.summary:
         print(line)
@@ -114,6 +133,14 @@ def run(argv: list[str] | None = None) -> int:
     print(f"wrote {len(written)} files to {options.output}/:")
     for path in written:
         print(f"  {path.name}")
+    if vela:
+        summary = result.files[f"{result.name}.summary.csv"].decode()
+        ours = next(csv.DictReader(io.StringIO(summary)))
+        theirs = run_vela(vela, options.model, result.target, options.optimise)
+        configuration = " ".join(vela_arguments(result.target))
+        print(f"npuc and Vela on {result.target.name} (Vela: {configuration}):")
+        for line in comparison(ours, theirs, result.target):
+            print(f"  {line}")
     return 0
 
 

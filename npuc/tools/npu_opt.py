@@ -13,11 +13,13 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from ..diagnostics import NpucError, user_file, working_on
 from ..dialects.context import register_dialects
 from ..output_files import write_file
+from ..printing import add_printing_options
 from ..registry import PASSES, applying, pass_factories
 from ..version import __version__
 from .cli_options import add_debug_option, add_import_options, import_options
+from .listing import ListTargetsAction, PassHelpAction
 from .plugin_listing import add_list_plugins_option, plugin_listing
-from .reporting import reported_errors
+from .reporting import EXIT_USER_ERROR, report_user_error, reported_errors, user_error_text
 
 
 class _HeldOutput(io.StringIO):
@@ -39,9 +41,9 @@ class NpuOptMain(xDSLOptMain):
 
     def register_all_targets(self) -> None:
         def mlir_target():
-            from xdsl.targets.mlir import MLIRTarget
+            from ..printing import TextTarget
 
-            return MLIRTarget
+            return TextTarget
 
         self.available_targets["mlir"] = mlir_target
         self.available_targets["npubin"] = _npubin_target
@@ -66,18 +68,53 @@ class NpuOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        # Our -h replaces argparse's: it lists the passes with their options.
+        arg_parser._optionals.conflict_handler = "resolve"
+        arg_parser.add_argument("-h", "--help", action=PassHelpAction, passes=self.available_passes)
+        arg_parser._optionals.conflict_handler = "error"
+        for action in arg_parser._actions:
+            if action.dest == "passes":
+                action.help = "comma-separated pass pipeline, e.g. 'tile{target=mcu-64},dce' "
+                action.help += "(the passes and their options are listed below)"
+            if action.dest == "input_file":
+                action.help = "path to input file ('-' or none: standard input)"
+        arg_parser.add_argument("--list-targets", action=ListTargetsAction)
+        add_printing_options(arg_parser, debuginfo=False)  # xDSL has --print-debuginfo
         add_import_options(arg_parser)
-        add_debug_option(arg_parser)
+        add_debug_option(arg_parser, version=False)
         add_list_plugins_option(arg_parser)
 
     def setup_pipeline(self) -> None:
+        """xDSL's pipeline, with --time-passes and --print-between-passes on stderr so that
+        stdout stays the output IR (as mlir-opt keeps it)."""
+        import time
+
+        from xdsl.passes import PassPipeline
+        from xdsl.printer import Printer
         from xdsl.utils.exceptions import ArgSpecParseError
 
         for name, factory in pass_factories(self.args.passes).items():
             if name not in self.available_passes:  # a plugin's pass the pipeline names
                 self.register_pass(name, factory)
+        started = time.perf_counter()
+
+        def callback(previous, module, following) -> None:
+            nonlocal started
+            if self.args.time_passes and previous is not None:
+                seconds = time.perf_counter() - started
+                print(f"Pass {previous.name} took {seconds:.6f} seconds", file=sys.stderr)
+            if not self.args.disable_verify:
+                module.verify()
+            if previous is not None and following is not None and self.args.print_between_passes:
+                print(f"// IR after {previous.name}:", file=sys.stderr)
+                Printer(stream=sys.stderr).print_op(module)
+                print("\n", file=sys.stderr)
+            if self.args.time_passes and following is not None:
+                started = time.perf_counter()
+
         try:
-            super().setup_pipeline()
+            passes = self.args.passes
+            self.pipeline = PassPipeline.parse_spec(self.available_passes, passes, callback)
         except (ValueError, ArgSpecParseError) as e:  # an unknown pass, a bad pass option
             raise NpucError(f"-p '{self.args.passes}': {e}") from None
 
@@ -129,6 +166,7 @@ class NpuOptMain(xDSLOptMain):
         if callback is not None:  # as PassPipeline.apply calls it: verify, print, time
             callback(None, prog, passes[0] if passes else None)
         from ..graph_io import ModelStructureError
+        from ..locations import name_locations
 
         for i, current in enumerate(passes):
             with applying(current):
@@ -137,6 +175,7 @@ class NpuOptMain(xDSLOptMain):
                 except ModelStructureError as e:  # the input lacks what the pass needs
                     e.location = e.location or self.get_input_name()
                     raise
+            name_locations(prog)  # the ops the pass built, located by their layer
             if callback is not None:
                 callback(current, prog, passes[i + 1] if i + 1 < len(passes) else None)
 
@@ -165,12 +204,36 @@ class NpuOptMain(xDSLOptMain):
 
     def output_resulting_program(self, prog) -> str:
         with working_on("step", f"output (-t {self.args.target})"):
-            if self.args.target.split("{")[0] != "npubin":
+            name = self.args.target.split("{")[0]
+            if name == "mlir":
+                return self._text(prog)
+            if name != "npubin":
                 return super().output_resulting_program(prog)
             if self._binary is not None:
                 raise NpucError("the npubin target writes one program; give one input chunk")
             self._binary = _npubin_target()().emit_bytes(self.ctx, prog)
             return ""
+
+    def _text(self, prog) -> str:
+        """The mlir target with xDSL's printing flags and --mlir-elide-elementsattrs-if-larger."""
+        from dataclasses import replace
+
+        from xdsl.utils.arg_spec import parse_spec
+
+        from ..printing import TextTarget
+
+        target = replace(
+            TextTarget.from_spec(parse_spec(self.args.target)),
+            print_generic_format=self.args.print_op_generic,
+            print_properties_as_attributes=self.args.print_no_properties,
+            print_debuginfo=self.args.print_debuginfo,
+            syntax_highlight=self.args.syntax_highlight,
+        )
+        if self.args.elide_above is not None:
+            target = replace(target, elide_above=self.args.elide_above)
+        output = io.StringIO()
+        target.emit(self.ctx, prog, output)
+        return output.getvalue()
 
     def _write_binary(self, data: bytes) -> None:
         if self.args.output_file is not None:
@@ -201,17 +264,68 @@ class NpuOptMain(xDSLOptMain):
         if self.args.list_plugins:
             sys.stdout.write(plugin_listing())
             return
+        if self.args.input_file == "-":
+            self.args.input_file = None  # standard input, as mlir-opt reads it
         if self.args.input_file is not None and not os.path.isfile(self.args.input_file):
             raise NpucError("no such file", self.args.input_file)
         self._check_options()
-        super().run()
+        failed = self._run_chunks()
         if self._binary is not None:
-            return self._write_binary(self._binary)
-        text = self._held.getvalue()
-        if self.args.output_file is None:
-            sys.stdout.write(text)
+            self._write_binary(self._binary)
         else:
-            write_file(self.args.output_file, text)
+            text = self._held.getvalue()
+            if self.args.output_file is None:
+                sys.stdout.write(text)
+            else:
+                write_file(self.args.output_file, text)
+        if failed:
+            raise SystemExit(EXIT_USER_ERROR)
+
+    def _run_chunks(self) -> int:
+        """xDSL's loop over the input's chunks, except that with --split-input-file a chunk
+        with a user error is reported and the others still run and print (mlir-opt's way);
+        returns the number of chunks that failed."""
+        from dataclasses import replace
+
+        from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+        chunks, extension = self.prepare_input()
+        output = self.prepare_output()
+        failed = 0
+        for i, (chunk, offset) in enumerate(chunks):
+            try:
+                if i > 0:
+                    output.write("// -----\n")
+                module = self.parse_chunk(chunk, extension, offset)
+                if module is not None:
+                    self.apply_passes(module)
+                    output.write(self.output_resulting_program(module))
+            except ParseError as e:
+                e.span = replace(e.span, line_offset=offset)
+                if not self.args.parsing_diagnostics:
+                    failed += self._chunk_failed(e)
+                else:
+                    print(e)
+            except DiagnosticException as e:
+                if not self.args.verify_diagnostics:
+                    failed += self._chunk_failed(e)
+                else:
+                    print(e)
+                    for note in getattr(e, "__notes__", ()):
+                        print(note)
+            except Exception as e:
+                failed += self._chunk_failed(e)
+            finally:
+                chunk.close()
+        return failed
+
+    def _chunk_failed(self, error: Exception) -> int:
+        """Report a chunk's user error and go on (--split-input-file), else raise it."""
+        text = user_error_text(error) if self.args.split_input_file else None
+        if text is None:
+            raise error
+        report_user_error("npu-opt", text)
+        return 1
 
 
 def _npubin_target():

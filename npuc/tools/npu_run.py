@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..diagnostics import NpucError, input_files
 from ..limits import MAX_COUNT
+from ..printing import add_printing_options
+from ..progress import quiet
 from .benchmark import (
     add_benchmark_options,
     benchmark_binary,
@@ -21,9 +22,6 @@ from .quantize_options import add_quantize_options, check_options
 from .reporting import reported_errors
 from .run_binary import add_binary_options, apply_config, run_binary
 from .run_model import run_model
-
-if TYPE_CHECKING:
-    pass
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="passes to apply before running (npu-opt -p syntax; 'default': the standard pipeline)",
     )
     parser.add_argument("--print-ir", action="store_true", help="print the IR that is executed")
+    add_printing_options(parser)
     parser.add_argument(
         "--export-qdq",
         metavar="FILE.onnx",
@@ -67,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         "are reported dequantized as NAME and as stored integers as NAME.q",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     parser.add_argument(
         "--sequence",
         type=int,
@@ -134,6 +134,8 @@ BINARY_OPTIONS = frozenset(
         "max_tensor_bytes",
         "benchmark",
         "warmup",
+        "quiet",
+        "version",
     }
 )
 
@@ -141,6 +143,11 @@ BINARY_OPTIONS = frozenset(
 def run(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    with quiet(args.quiet):
+        return _run(parser, args)
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     check_benchmark_options(parser, args)
     apply_config(args)
     if not 0 <= args.seed < 2**64:

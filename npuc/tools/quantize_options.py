@@ -207,9 +207,7 @@ def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
         policy = None
         if args.outlier_std is not None or args.outlier_percentile is not None:
             policy = OutlierPolicy(num_std=args.outlier_std, percentile=args.outlier_percentile)
-        statistics = calibrate(
-            module, _dataset(module, args, args.calib), progress=True, outlier_policy=policy
-        )
+        statistics = calibrate(module, _dataset(module, args, args.calib), outlier_policy=policy)
     if args.save_stats:
         save_statistics(args.save_stats, statistics, {"model": str(args.model)})
         print(f"saved calibration statistics to {args.save_stats}")

@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import NoReturn
 
 from ..diagnostics import OUT_OF_MEMORY, NpucError, error_context, failing_op
 from ..limits import tensor_limit
@@ -51,42 +52,51 @@ def _debugging() -> bool:
 @contextmanager
 def reported_errors(tool: str) -> Iterator[None]:
     """Report what escapes a tool: user errors exit 1, internal errors 70, Ctrl-C 130."""
-    from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
-
     token = _DEBUG.set(False)
     try:
         with tensor_limit(None):  # --max-tensor-bytes holds for this run only
             yield
-    except PluginError as e:  # a plugin's fault: its traceback with --debug
-        if _debugging() and e.__cause__ is not None:
-            traceback.print_exception(e.__cause__, file=sys.stderr)
-        _fail(tool, e.diagnostic())
-    except NpucError as e:
-        _fail(tool, e.diagnostic())
-    except DiagnosticException as e:
-        _fail(tool, f"error: {e}" + failing_op(e))
-    except (ParseError, ArgSpecParseError) as e:
-        _fail(tool, str(e))
-    except OSError as e:
-        if e.filename is None:
-            _internal_error(tool, e)
-        # The file system refused a path (too long, a loop, no permission): the user's to fix.
-        _fail(tool, NpucError(e.strerror or str(e), os.fsdecode(e.filename)).diagnostic())
-    except MemoryError as e:  # resources, not a bug: the input asked for too much
-        context = error_context(e)
-        _fail(
-            tool, f"error: {OUT_OF_MEMORY}" + (f"\n  while working on: {context}" * bool(context))
-        )
     except KeyboardInterrupt:
         print(f"{tool}: interrupted", file=sys.stderr)
         raise SystemExit(EXIT_INTERRUPTED) from None
     except Exception as e:
-        _internal_error(tool, e)
+        if isinstance(e, PluginError) and _debugging() and e.__cause__ is not None:
+            traceback.print_exception(e.__cause__, file=sys.stderr)  # the plugin's fault
+        text = user_error_text(e)
+        if text is None:
+            _internal_error(tool, e)
+        _fail(tool, text)
     finally:
         _DEBUG.reset(token)
 
 
-def _internal_error(tool: str, error: Exception) -> None:
+def user_error_text(error: Exception) -> str | None:
+    """The diagnostic of a user error (`[LOCATION: ]error: MESSAGE`), None for a bug in npuc."""
+    from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+
+    if isinstance(error, PluginError | NpucError):
+        return error.diagnostic()
+    if isinstance(error, DiagnosticException):
+        return f"error: {error}" + failing_op(error)
+    if isinstance(error, ParseError | ArgSpecParseError):
+        return str(error)
+    if isinstance(error, OSError):
+        if error.filename is None:
+            return None
+        # The file system refused a path (too long, a loop, no permission): the user's to fix.
+        return NpucError(error.strerror or str(error), os.fsdecode(error.filename)).diagnostic()
+    if isinstance(error, MemoryError):  # resources, not a bug: the input asked for too much
+        context = error_context(error)
+        return f"error: {OUT_OF_MEMORY}" + (f"\n  while working on: {context}" * bool(context))
+    return None
+
+
+def report_user_error(tool: str, text: str) -> None:
+    """Print a user error's diagnostic on stderr, as the tools do (without exiting)."""
+    print(f"{tool}: {text}" if not text.startswith(tool) else text, file=sys.stderr)
+
+
+def _internal_error(tool: str, error: Exception) -> NoReturn:
     debug = _debugging()
     if debug:
         traceback.print_exception(error, file=sys.stderr)
@@ -101,6 +111,6 @@ def _internal_error(tool: str, error: Exception) -> None:
     raise SystemExit(EXIT_INTERNAL_ERROR) from None
 
 
-def _fail(tool: str, text: str) -> None:
-    print(f"{tool}: {text}" if not text.startswith(tool) else text, file=sys.stderr)
+def _fail(tool: str, text: str) -> NoReturn:
+    report_user_error(tool, text)
     raise SystemExit(EXIT_USER_ERROR)

@@ -103,7 +103,7 @@ def prepare_module(args: argparse.Namespace, feeds: dict[str, np.ndarray]) -> Mo
         with located(args.model):
             check_level(module, args.level)
     if args.print_ir:
-        print(print_module(module))
+        print(print_module(module, args.elide_above, debuginfo=args.print_debuginfo))
     return module
 
 

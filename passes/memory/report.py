@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii as _json_str
 from typing import IO
@@ -17,7 +17,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target as OutputTarget
 
-from npuc.passes.memory.ir import CONSTANTS, MUTABLE, PlannedModule, PlannedValue
+from npuc.passes.memory.ir import PlannedModule, PlannedValue
 from npuc.passes.memory.plan import (
     Buffer,
     Placement,
@@ -32,6 +32,8 @@ from npuc.passes.memory.plan import (
     resolve_aliases,
 )
 from npuc.target import Target
+
+from .usage import liveness_regions, region_contents
 
 
 def verify_placement(buffers: Sequence[Buffer], placement: Placement, alignment: int = 64) -> None:
@@ -148,11 +150,6 @@ def _kib(n: int) -> str:
     return f"{n / 1024:.1f} KiB"
 
 
-def liveness_regions(planned: PlannedModule) -> list[str]:
-    """Regions planned by liveness (activations and per-memory regions), in module order."""
-    return [r for r in planned.regions if r not in (CONSTANTS, MUTABLE)]
-
-
 def memory_usage(planned: PlannedModule, target: Target) -> list[tuple[str, int, int]]:
     """(memory, bytes used by the regions placed there, capacity) for each memory used."""
     used: dict[str, int] = {}
@@ -161,13 +158,19 @@ def memory_usage(planned: PlannedModule, target: Target) -> list[tuple[str, int,
     return [(m, n, target.memory(m).size) for m, n in used.items()]
 
 
-def format_memory_report(planned: PlannedModule, target: Target | None = None) -> str:
-    """Regions next to their bounds, memory use, and the per-step live-memory profile."""
+def format_memory_report(
+    planned: PlannedModule, target: Target | None = None, contents: Mapping[str, str] = {}
+) -> str:
+    """Regions next to their bounds and what they hold, memory use, and the per-step
+    live-memory profile. `contents`: region -> what it holds (default: `region_contents`)."""
+    contents = contents or region_contents(planned)
     lines = [f"{'region':<12} {'memory':<10} {'planned':>12} {'lower bound':>12} {'naive':>12}"]
     for r in planned.regions.values():
         lb = "" if r.lower_bound is None else _kib(r.lower_bound)
         naive = "" if r.naive is None else _kib(r.naive)
         lines.append(f"{r.name:<12} {r.memory:<10} {_kib(r.size):>12} {lb:>12} {naive:>12}")
+    lines += ["", "what each region holds:"]
+    lines += [f"  {name}: {text}" for name, text in contents.items()]
     if target is not None:
         lines.append("")
         for memory, used, capacity in memory_usage(planned, target):
@@ -191,8 +194,11 @@ def format_memory_report(planned: PlannedModule, target: Target | None = None) -
     return "\n".join(lines) + "\n"
 
 
-def memory_json(planned: PlannedModule, target: Target | None = None) -> dict[str, object]:
+def memory_json(
+    planned: PlannedModule, target: Target | None = None, contents: Mapping[str, str] = {}
+) -> dict[str, object]:
     """The report as JSON-ready data (fields: docs/memory-planning.md, "Reports")."""
+    contents = contents or region_contents(planned)
     regions = liveness_regions(planned)
     profiles = {r: planned.live_profile(r) for r in regions}
 
@@ -218,6 +224,7 @@ def memory_json(planned: PlannedModule, target: Target | None = None) -> dict[st
                 "alignment": r.alignment,
                 "lower_bound": r.lower_bound,
                 "naive": r.naive,
+                "holds": contents.get(r.name, ""),
             }
             for r in planned.regions.values()
         ],
@@ -243,13 +250,16 @@ def memory_json(planned: PlannedModule, target: Target | None = None) -> dict[st
     return data
 
 
-def memory_json_text(planned: PlannedModule, target: Target | None = None) -> str:
+def memory_json_text(
+    planned: PlannedModule, target: Target | None = None, contents: Mapping[str, str] = {}
+) -> str:
     """`memory_json` as text: exactly `json.dumps(..., indent=1) + "\\n"`, several times faster."""
     parts: list[str] = []
+    data = memory_json(planned, target, contents)
     try:
-        _json_parts(memory_json(planned, target), "\n", parts)
+        _json_parts(data, "\n", parts)
     except TypeError:  # a value the fast writer does not know: let json decide
-        return json.dumps(memory_json(planned, target), indent=1) + "\n"
+        return json.dumps(data, indent=1) + "\n"
     return "".join(parts) + "\n"
 
 

@@ -36,6 +36,7 @@ from xdsl.ir import Operation, SSAValue
 from npuc.dialects import nn
 from npuc.dialects.arrays import int_values
 from npuc.dialects.quant_types import UniformQuantizedType
+from npuc.progress import progress
 from npuc.runtime.kernels.conv import conv_output_hw
 from npuc.runtime.kernels.window import pad_hw, windows
 
@@ -216,7 +217,7 @@ def learn_roundings(plan: Plan, probe: StrategyProbe, iterations: int) -> None:
     rounding for want of calibration patches."""
     grams = layer_grams(probe)
     skipped = []
-    for layer in plan.layers.values():
+    for layer in progress(plan.layers.values(), desc="adaround", unit="layer"):
         op = layer.op
         data = constant_data(op.operands[1]) if isinstance(op, LAYERS) else None
         if layer.kind != "weighted" or data is None:

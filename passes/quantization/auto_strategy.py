@@ -50,6 +50,7 @@ from npuc import graph_io
 from npuc.dialects.nn import SigmoidOp, SoftmaxOp
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.integer import dequantize
+from npuc.progress import progress
 from npuc.runtime.nn_interpreter import FunctionRunner
 from npuc.runtime.qnn_interpreter import QuantizedFunctionRunner
 
@@ -222,7 +223,8 @@ def select_for_model(
     selection, runner = probe.selection, probe.runner
     compared = _compared_outputs(runner)
     reference = [runner.run(call, keep=[c.key for c in compared])[1] for call in selection.calls]
-    for candidate in ("local", *CANDIDATES):
+    candidates = ("local", *CANDIDATES)
+    for candidate in progress(candidates, desc="auto strategy: whole models", unit="candidate"):
         strategy = "auto" if candidate == "local" else candidate
         quantized = probe.module.clone()
         config_for = replace(config, activation_strategy=strategy, io="float", adaround=False)

@@ -23,7 +23,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from npuc.diagnostics import NpucError
 from npuc.graph_io import entry_function, input_names, output_names
-from npuc.progress import Progress
+from npuc.progress import progress as progress_bar
 from npuc.runtime.nn_interpreter import FunctionRunner
 
 from .auto_strategy import CANDIDATES, HOLDOUT_BATCHES, PROBE_CALLS, Selection, StrategyProbe
@@ -494,7 +494,7 @@ def collect_statistics(
     kept_calls: list[list[np.ndarray]] = []
     total = len(batches) if hasattr(batches, "__len__") else None  # type: ignore[arg-type]
     seen = 0
-    with Progress(total, "calibrating", unit="batch", enabled=progress) as bar:
+    with progress_bar(desc="calibrating", total=total, unit="batch", enabled=progress) as bar:
         for batch in batches:
             holding = seen >= 7 and seen % 4 == 3 and len(held) < holdout and not state.pairs
             for feeds in _model_calls(batch, specs, seen):
@@ -519,7 +519,7 @@ def collect_statistics(
             for tensor in (*stats.values(), *train.values()):
                 tensor.end_batch()
             seen += 1
-            bar.advance()
+            bar.update()
     if not seen:
         raise NpucError("the calibration data set is empty")
     selection = None

@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import IntegerAttr, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
+from npuc.progress import progress
 from npuc.target import Target
 
 from .cost import group_cycles, mac_factor, transfer_cycles
@@ -694,7 +695,7 @@ class Planner:
                 owner[k] = entry
         runs: Runs = {b: [] for b in range(n)}
         alone: dict[int, int] = {}  # each free layer's lowest peak as a group of its own
-        for b in range(n):
+        for b in progress(range(n), desc="tiling search", unit="layer"):
             if b in owner:
                 first, last, h, w = owner[b]
                 if last == b:

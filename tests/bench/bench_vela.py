@@ -19,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from shared_models import MBV2
+from shared_models import MBV2, VELA_ARGS
 
 from npuc.api import apply_pipeline, load_model
 from npuc.passes.lower_to_npu import program_of
@@ -28,14 +28,6 @@ from npuc.target import load_target
 
 MODEL = MBV2
 TARGET = "ethos-u55-256-hee"
-VELA_ARGS = [
-    "--accelerator-config",
-    "ethos-u55-256",
-    "--system-config",
-    "Ethos_U55_High_End_Embedded",
-    "--memory-mode",
-    "Shared_Sram",
-]
 
 
 def vela_layers(model: Path, optimise: str) -> dict[str, int]:

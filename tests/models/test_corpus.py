@@ -14,19 +14,17 @@ from functools import cache
 
 import numpy as np
 import pytest
-from compile_helpers import assert_same, compile_and_run, quantize_float
+from compile_helpers import assert_header_describes, assert_same, compile_program, quantize_float
 from corpus import MODELS, Model
 from onnxruntime_reference import reference_session
 from xdsl.dialects.builtin import ModuleOp
 
 import npuc
-from npuc.backend.npubin import encode_program
+from npuc.backend.bundle import identifier_from
 from npuc.compile_flow import is_quantized
 from npuc.frontends.tflite_state import run_sequence
-from npuc.passes.lower_to_npu import program_of
 from npuc.registry import DEFAULT_PIPELINE
 from npuc.runtime.executor import Executor
-from npuc.runtime.loader import load
 from npuc.runtime.qnn_interpreter import random_inputs, run_module
 from npuc.target import shipped_targets
 
@@ -94,14 +92,20 @@ def quantized(name: str) -> tuple[ModuleOp, dict, dict]:
     return module, inputs, run_module(module, inputs)
 
 
+def test_every_corpus_model_is_built_and_its_header_checked():
+    assert sorted([*BUILDS, *STREAMING]) == sorted(m.name for m in MODELS)
+
+
 @pytest.mark.parametrize("target", shipped_targets())
 @pytest.mark.parametrize("name", BUILDS)
 def test_int8_build_runs_bit_exact_on_every_target(name, target):
+    """...and its NAME.h and NAME.weights.bin describe the binary (compile_helpers)."""
     module, inputs, reference = quantized(name)
     # Random data must make the outputs vary (a one-element score may be one value).
     assert any(np.unique(value).size > 1 for value in reference.values())
-    outputs, _ = compile_and_run(module, target, "performance", inputs, host="all")
-    assert_same(reference, outputs)
+    planned, binary = compile_program(module, target, "performance", host="all")
+    assert_header_describes(identifier_from(name), planned, binary)
+    assert_same(reference, Executor(binary).run(inputs))
 
 
 # ------------------------------------------------------------------ stateful int8 (wake words)
@@ -175,11 +179,9 @@ def test_streaming_model_is_bit_exact_with_litert_reference_kernels(name):
 def test_streaming_build_carries_state_bit_exact_on_every_target(name, target):
     module, steps, _ = streaming_case(name)
     reference, _ = run_sequence(module, steps)
-    compiled = module.clone()
-    npuc.apply_pipeline(
-        compiled, f"tile{{target={target}}},plan-memory{{target={target}}},lower-to-npu"
-    )
-    executor = Executor(load(encode_program(program_of(compiled))))
+    planned, binary = compile_program(module, target, "performance", host="all", io="separate")
+    assert_header_describes(identifier_from(name), planned, binary)
+    executor = Executor(binary)
     got, _ = run_sequence(module, steps, run=lambda _module, feeds: executor.run(feeds))
     assert len(got) == len(reference) == STEPS
     for want, have in zip(reference, got, strict=True):

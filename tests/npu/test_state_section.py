@@ -188,7 +188,7 @@ CORRUPTIONS = {
     "output twice": (_set("<I", _entry(1, 4), 1),
                      "state 1: output 1 is the state output of an earlier pair"),
     "shape": (_set("<I", _io(4, 16 + 16 + 8), 2),  # output 1's last dimension: 4 -> 2
-              "state 0: input 1 'acc' has shape [1, 4], output 1 'acc' [1, 2]"),
+              "state 0: input 1 'acc' has shape 1x4, output 1 'acc' 1x2"),
     "element type": (_set("<B", _io(4, 16 + 1), 1),  # output 1: i8 -> u8
                      "has element type i8, output 1 'acc' u8"),
     "scale": (_set("<d", _io(4, 8), 0.25), "has scale 0.5, output 1 'acc' 0.25"),
@@ -410,7 +410,9 @@ def test_compiled_wakeword_runs_a_sequence_bit_exact(tmp_path, capsys, ctx):
     status, _, stderr = run_tool(npu_opt.main, [text, "-t", "npubin", "-o", again], capsys)
     assert status == 0, stderr
     assert again.read_bytes() == binary.read_bytes()
-    # NAME.npu.mlir elides large constants (dense_resource<__elided__>), so it does not
-    # read back to a binary; it still states the pairs.
-    printed = (tmp_path / f"{WAKEWORD.stem}.npu.mlir").read_text()
-    assert first + "dense_resource<__elided__>" in printed
+    # NAME.npu.mlir prints every constant: it states the pairs and reassembles to the binary.
+    printed = tmp_path / f"{WAKEWORD.stem}.npu.mlir"
+    assert first + "dense<-128> : tensor<1280xi8>>" in printed.read_text()
+    status, _, stderr = run_tool(npu_opt.main, [printed, "-t", "npubin", "-o", again], capsys)
+    assert status == 0, stderr
+    assert again.read_bytes() == binary.read_bytes()

@@ -349,3 +349,30 @@ def test_toml_file_given_by_relative_name(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write(tmp_path, GOOD, "mine.toml")
     assert load_target("mine.toml").name == "t"
+
+
+def test_ethos_u55_256_figures_are_vela_s_own():
+    """Against the vela.ini and supported types of the installed ethos-u-vela package."""
+    import configparser
+    from importlib.resources import files
+
+    from ethosu.vela.tflite_supported_operators import TFLiteSupportedOperators
+
+    ini = configparser.ConfigParser()
+    ini.read_string((files("ethosu") / "config_files" / "Arm" / "vela.ini").read_text())
+    system = ini["System_Config.Ethos_U55_High_End_Embedded"]
+    mode = ini["Memory_Mode.Shared_Sram"]
+    t = load_target("ethos-u55-256-hee")
+    assert t.clock_hz == float(system["core_clock"])
+    ports = {"Axi0": system["axi0_port"], "Axi1": system["axi1_port"]}
+    memories = {"Sram": t.memory("sram"), "OffChipFlash": t.memory("flash")}
+    assert memories[ports[mode["const_mem_area"]]] == t.constants_memory
+    assert memories[ports[mode["arena_mem_area"]]] == t.arena_memory
+    assert "arena_cache_size" not in mode  # Vela sets no SRAM size: 2 MiB is ours
+    for prefix, memory in memories.items():
+        assert memory.clock_scale == float(system[f"{prefix}_clock_scale"])
+        assert memory.burst_length == int(system[f"{prefix}_burst_length"])
+        assert memory.read_latency == int(system[f"{prefix}_read_latency"])
+        assert memory.write_latency == int(system[f"{prefix}_write_latency"])
+    vela_types = {str(d) for d in TFLiteSupportedOperators.supported_faf_dtypes}
+    assert set(t.data_types) == vela_types == {"int8", "uint8", "int16"}

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from onnx import numpy_helper
-from shared_models import MBV2
+from shared_models import MBV2, VELA_ARGS
 from tool_runner import REPO, run_tool
 
 LENET = REPO / "examples" / "lenet5.onnx"
@@ -34,6 +37,8 @@ def test_float_model_is_quantized_and_every_file_is_written(lenet_build):
     names = sorted(p.name for p in out.iterdir())
     for suffix in (
         "h",
+        "layers.csv",
+        "summary.csv",
         "weights.bin",
         "weights.txt",
         "memory.txt",
@@ -113,6 +118,7 @@ def mbv2_build(tmp_path_factory) -> tuple[Path, str]:
         "-o",
         out,
         "-q",
+        "--compare-vela",
     )
     assert done.returncode == 0, done.stderr
     return out, done.stdout + done.stderr
@@ -309,3 +315,133 @@ def test_the_quantize_stage_of_a_float_model_without_data_says_so(tmp_path):
     assert done.returncode == 1
     assert "[3/7] quantize: a float model, without calibration data ..." in done.stderr
     assert "None" not in done.stderr
+
+
+# ------------------------------------------------------------------ the files agree with each other
+
+
+def csv_lines(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize("build", ["lenet_build", "mbv2_build"])
+def test_npu_mlir_reassembles_into_the_binary_byte_for_byte(build, request, tmp_path):
+    out, _ = request.getfixturevalue(build)
+    (text,) = out.glob("*.npu.mlir")
+    assert "__elided__" not in text.read_text()
+    again = tmp_path / "again.npubin"
+    done = run_tool("npu-opt", text, "-t", "npubin", "-o", again)
+    assert done.returncode == 0, done.stderr
+    (binary,) = out.glob("*.npubin")
+    assert again.read_bytes() == binary.read_bytes()
+
+
+@pytest.mark.parametrize("build", ["lenet_build", "mbv2_build"])
+def test_layer_and_summary_csv_agree_with_the_profile_header_and_plan(build, request):
+    out, _ = request.getfixturevalue(build)
+    name = next(out.glob("*.npubin")).stem
+    profile = json.loads((out / f"{name}.profile.json").read_text())
+    header = macros((out / f"{name}.h").read_text())
+    layers = csv_lines(out / f"{name}.layers.csv")
+    assert [line["layer"] for line in layers] == [layer["name"] for layer in profile["layers"]]
+    for line, layer in zip(layers, profile["layers"], strict=True):
+        assert int(line["cycles"]) == layer["cycles"]
+        assert int(line["macs"]) == layer["macs"]
+        parts = ("compute_cycles", "exposed_dma_cycles", "host_cycles")
+        assert sum(int(line[k]) for k in parts) == layer["cycles"]
+        assert line["runs_on"] in ("NPU", "host", "NPU+host")
+        assert line["bound"] in ("compute", "memory", "DMA", "host")
+        assert 0 <= int(line["sram_in_use_bytes"]) <= header[f"{name.upper()}_ACTIVATIONS_MEM_SIZE"]
+    (summary,) = csv_lines(out / f"{name}.summary.csv")
+    assert int(summary["cycles_total"]) == profile["total_cycles"]
+    assert int(summary["macs"]) == profile["total_macs"]
+    prefix = name.upper()
+    assert int(summary["constants_bytes"]) == header[f"{prefix}_CONSTANT_MEM_SIZE"]
+    assert int(summary["activations_bytes"]) == header[f"{prefix}_ACTIVATIONS_MEM_SIZE"]
+    weights, tables = int(summary["weights_bytes"]), int(summary["tables_bytes"])
+    assert weights > 0 and tables > 0 and weights + tables == int(summary["constants_bytes"])
+    assert int(summary["peak_sram_in_use_bytes"]) == max(
+        int(line["sram_in_use_bytes"]) for line in layers
+    )
+    # the memory report says what the constants region holds, in the same figures
+    report = (out / f"{name}.memory.txt").read_text()
+    assert (
+        f"tensors, {weights} bytes; bias/scale tables and LUTs added by lowering: {tables} bytes"
+        in report
+    )
+    holds = {
+        r["name"]: r["holds"]
+        for r in json.loads((out / f"{name}.memory.json").read_text())["regions"]
+    }
+    assert (
+        holds["activations"].startswith("inputs ")
+        and "intermediate tensors" in holds["activations"]
+    )
+
+
+def test_memory_plot_is_a_real_picture(lenet_build):
+    from PIL import Image
+
+    out, _ = lenet_build
+    with Image.open(out / "lenet5.memory.png") as image:
+        assert image.format == "PNG" and image.size == (1200, 600)
+        colours = image.convert("RGB").getcolors(maxcolors=1 << 16)
+    assert colours is not None and len(colours) > 20  # curve, fill, text, not a blank canvas
+    white = max(colours)[1]
+    assert white == (255, 255, 255) and max(colours)[0] < 0.95 * 1200 * 600
+
+
+def vela_summary(model: Path, tmp_path: Path) -> dict[str, str]:
+    """Vela's own summary CSV for the size-optimised build, run here, not through npuc."""
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "vela"),
+            str(model),
+            *VELA_ARGS,
+            "--optimise",
+            "Size",
+            "--output-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    (line,) = csv_lines(next(tmp_path.glob("*_summary_*.csv")))
+    return line
+
+
+def test_compare_vela_sets_vela_beside_npuc(mbv2_build, tmp_path):
+    out, log = mbv2_build
+    (ours,) = csv_lines(out / "mbv2.summary.csv")
+    theirs = vela_summary(MBV2, tmp_path)
+    table = {
+        m[1]: (m[2], m[3])
+        for m in re.finditer(r"^  (\w[\w ()]*?)\s{2,}([\d,.]+)\s+([\d,.]+)$", log, re.M)
+    }
+    assert table["sram used (KiB)"] == (
+        f"{int(ours['sram_used_bytes']) / 1024:,.1f}",
+        f"{float(theirs['sram_memory_used']):,.1f}",
+    )
+    assert table["flash used (KiB)"] == (
+        f"{int(ours['flash_used_bytes']) / 1024:,.1f}",
+        f"{float(theirs['off_chip_flash_memory_used']):,.1f}",
+    )
+    assert table["cycles"] == (
+        f"{int(ours['cycles_total']):,}",
+        f"{int(float(theirs['cycles_total'])):,}",
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "target", "message"),
+    [
+        (LENET, "ethos-u55-256-hee", "--compare-vela needs an int8 TFLite model"),
+        (MBV2, "mcu-64", "target 'mcu-64' mirrors no Vela configuration"),
+    ],
+)
+def test_compare_vela_refuses_what_vela_cannot_compare(model, target, message, tmp_path):
+    done = run_tool("npu-compile", model, "-t", target, "--compare-vela", "-o", tmp_path / "out")
+    assert done.returncode == 1 and message in done.stderr
+    assert not (tmp_path / "out").exists()
