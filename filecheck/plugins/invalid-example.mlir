@@ -14,7 +14,7 @@ func.func @shape_changes(%x: tensor<2xf32>) {
   %0 = example.soft_clip %x {limit = 1.0 : f32} : (tensor<2xf32>) -> tensor<3xf32>
   func.return
 }
-// CHECK: 'example.soft_clip': result shape must be 2, got [(3,)]
+// CHECK: 'example.soft_clip': result shape must be 2, got 3
 
 // -----
 
