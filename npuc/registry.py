@@ -29,6 +29,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "canonicalize": _lazy("npuc.passes.canonicalize", "CanonicalizePass"),
     "fold-constants": _lazy("npuc.passes.fold_constants", "FoldConstantsPass"),
     "fold-batchnorm": _lazy("npuc.passes.fold_batchnorm", "FoldBatchNormPass"),
+    "fold-affine": _lazy("npuc.passes.fold_affine", "FoldAffinePass"),
     "fuse-activation": _lazy("npuc.passes.fuse_activation", "FuseActivationPass"),
     "equalize-layers": _lazy("npuc.passes.equalize_layers", "EqualizeLayersPass"),
     "eliminate-identity": _lazy("npuc.passes.eliminate_identity", "EliminateIdentityPass"),
@@ -42,7 +43,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 }
 
 DEFAULT_PIPELINE = (
-    "canonicalize,eliminate-identity,fold-constants,fold-batchnorm,fuse-activation,"
+    "canonicalize,eliminate-identity,fold-constants,fold-batchnorm,fold-affine,fuse-activation,"
     "canonicalize,cse,dce"
 )
 

@@ -57,6 +57,8 @@ def conv2d(
     xp = pad_hw(x, pads)
     if cg == 1 and groups > 1:
         y = _depthwise(xp, w, groups, (oh, ow), strides, dilations)
+    elif groups == 1 and tuple(strides) == (1, 1) and kh * kw > 1 and 2 * o <= c and oh * ow > 0:
+        y = _shifted_gemm(xp, w, (oh, ow), dilations)
     else:
         view = windows(xp, (kh, kw), (oh, ow), strides, dilations)
         wmat = w.reshape(groups, o // groups, cg * kh * kw)
@@ -74,6 +76,34 @@ def conv2d(
     if bias is not None:
         y += bias.reshape(o, 1, 1)
     return y
+
+
+def _shifted_gemm(
+    xp: np.ndarray, w: np.ndarray, out_hw: tuple[int, int], dilations: Sequence[int]
+) -> np.ndarray:
+    """A stride-1 convolution without an im2col matrix: one GEMM of every tap's weights
+    with the padded input's flattened rows, then each tap's products added at its offset.
+
+    Tap (i, j) of output pixel (r, q) reads flat input position (r + i*dh) * Wp + q + j*dw,
+    so with positions counted on the padded width Wp, each tap's contribution is the
+    GEMM's row block shifted by i*dh*Wp + j*dw; the columns past the output width are
+    dropped at the end. Cheaper than im2col when the output has at most half the input's
+    channels (the products are O*kH*kW rows, the im2col matrix C*kH*kW; the GEMM's
+    columns span the padded width too).
+    """
+    n, c, hp, wp = xp.shape
+    o, _, kh, kw = w.shape
+    oh, ow = out_hw
+    taps = w.transpose(2, 3, 0, 1).reshape(kh * kw * o, c)
+    products = np.matmul(taps, xp.reshape(n, c, hp * wp)).reshape(n, kh * kw, o, hp * wp)
+    length = (oh - 1) * wp + ow  # from the first output pixel to the last, on the padded width
+    y = np.zeros((n, o, oh * wp), dtype=products.dtype)
+    acc = y[..., :length]
+    for t in range(kh * kw):
+        i, j = divmod(t, kw)
+        offset = i * dilations[0] * wp + j * dilations[1]
+        acc += products[:, t, :, offset : offset + length]
+    return np.ascontiguousarray(y.reshape(n, o, oh, wp)[..., :ow])
 
 
 def _depthwise(

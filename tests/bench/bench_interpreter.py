@@ -69,15 +69,21 @@ def latency(name: str, model: onnx.ModelProto, repeat: int) -> None:
     session = ort.InferenceSession(
         model.SerializeToString(), options, providers=["CPUExecutionProvider"]
     )
-    # Both prepared once (a runner, a session), then timed per call, as npu-run --benchmark.
+    # Both prepared once (a runner, a session), then timed per call, as npu-run --benchmark,
+    # taking turns call by call so that a busy machine slows both alike.
     func = entry_function(module)
     runner = FunctionRunner(func)
     args = [feeds[name] for name in input_names(func)]
+    ours_times, theirs_times = [], []
     with threadpool_limits(limits=1, user_api="blas"):
         runner.run(args)
         session.run(None, feeds)
-        t_npuc, (ours, _) = timed(lambda: runner.run(args), repeat)
-        t_ort, theirs = timed(lambda: session.run(None, feeds), repeat * 4)
+        for _ in range(repeat):
+            t_one, (ours, _) = timed(lambda: runner.run(args), 1)
+            t_two, theirs = timed(lambda: session.run(None, feeds), 1)
+            ours_times.append(t_one)
+            theirs_times.append(t_two)
+    t_npuc, t_ort = statistics.median(ours_times), statistics.median(theirs_times)
     diff = float(np.max(np.abs(ours[0] - theirs[0])))
     print(
         f"{name} latency (median, 1 thread): npuc reference interpreter {t_npuc * 1e3:.1f} ms, "

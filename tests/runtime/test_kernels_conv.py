@@ -21,6 +21,11 @@ CONV_CASES = [
     (6, 12, 6, (3, 3), (2, 1), (1, 2), (1, 2, 0, 1)),  # depthwise, multiplier 2
     (6, 6, 6, (5, 5), (2, 2), (1, 1), (2, 2, 2, 2)),  # depthwise, stride 2
     (4, 4, 1, (7, 5), (3, 2), (1, 1), (3, 2, 3, 2)),
+    # stride 1, at most half as many outputs as inputs: the shifted-GEMM path
+    (8, 4, 1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    (10, 5, 1, (2, 3), (1, 1), (2, 1), (0, 1, 2, 0)),
+    (11, 5, 1, (3, 3), (1, 1), (1, 3), (0, 0, 0, 0)),
+    (6, 3, 1, (1, 4), (1, 1), (1, 1), (0, 2, 0, 1)),
 ]
 
 
@@ -42,6 +47,18 @@ def test_conv2d_matches_onnxruntime(
     (expected,) = onnx_ort("Conv", [x, w, b], attrs)
     got = conv.conv2d(x, w, b, strides=strides, pads=pads, dilations=dilations, groups=groups)
     close(got, expected)
+
+
+def test_half_width_stride_one_convolutions_take_the_shifted_gemm(rng, monkeypatch):
+    """The CONV_CASES above that exercise _shifted_gemm (and only those) reach it."""
+    taken = []
+    original = conv._shifted_gemm
+    monkeypatch.setattr(conv, "_shifted_gemm", lambda *a: taken.append(1) or original(*a))
+    for c, o, groups, kernel, strides, dilations, pads in CONV_CASES:
+        x = rng.standard_normal((1, c, 11, 9), dtype=np.float32)
+        w = rng.standard_normal((o, c // groups, *kernel), dtype=np.float32)
+        conv.conv2d(x, w, strides=strides, pads=pads, dilations=dilations, groups=groups)
+    assert len(taken) == 4
 
 
 def test_conv2d_large_reduction_stays_float32(rng, onnx_ort, close):
