@@ -14,6 +14,7 @@ import re
 import numpy as np
 
 from npuc.diagnostics import NpucError
+from npuc.dialects.npu_isa import region_kinds
 from npuc.passes.memory.ir import ACTIVATIONS, CONSTANTS, MUTABLE, PlannedModule
 from npuc.version import __version__
 
@@ -68,6 +69,7 @@ C_KEYWORDS = frozenset(
 )
 #: Region -> macro stem (SPEC section 5 names); other regions use their name in capitals.
 REGION_MACROS = {CONSTANTS: "CONSTANT", MUTABLE: "MUTABLE", ACTIVATIONS: "ACTIVATIONS"}
+SRAM = "sram"
 
 
 def check_name(name: str) -> str:
@@ -121,27 +123,32 @@ def header_text(name: str, planned: PlannedModule, model: str = "", target: str 
         "",
         "// Bytes to reserve for each memory region.",
     ]
-    for region in (CONSTANTS, MUTABLE, ACTIVATIONS):
-        size = planned.regions[region].size if region in planned.regions else 0
-        lines.append(f"#define {prefix}_{REGION_MACROS[region]}_MEM_SIZE {size}")
-    extra = [r for r in planned.regions if r not in REGION_MACROS]
-    for region, stem in zip(extra, sanitised_names(extra), strict=True):
-        lines.append(f"#define {prefix}_{stem}_MEM_SIZE {planned.regions[region].size}")
+    # The binary's region kinds (an SRAM arena with tiles spilled to DRAM: the DRAM region
+    # holds the activations and the arena is the NPU's sram), so the header names what the
+    # binary does.
+    kinds = region_kinds(planned.regions)
+    sizes = {kinds.get(r, r): region.size for r, region in planned.regions.items()}
+    for kind in (CONSTANTS, MUTABLE, ACTIVATIONS):
+        lines.append(f"#define {prefix}_{REGION_MACROS[kind]}_MEM_SIZE {sizes.get(kind, 0)}")
+    extra = [kind for kind in sizes if kind not in REGION_MACROS]
+    for kind, stem in zip(extra, sanitised_names(extra), strict=True):
+        lines.append(f"#define {prefix}_{stem}_MEM_SIZE {sizes[kind]}")
     lines.append(f"#define {prefix}_MEM_ALIGN {align}")
-    io_regions = {v.region for v in (*planned.inputs, *planned.outputs)}
-    if io_regions - {MUTABLE, ACTIVATIONS}:
+    io_regions = {kinds.get(v.region, v.region) for v in (*planned.inputs, *planned.outputs)}
+    arena = {ACTIVATIONS, SRAM} & io_regions
+    if io_regions - {MUTABLE, ACTIVATIONS, SRAM} or len(arena) > 1:
         raise NpucError(
-            "inputs and outputs must be in the mutable or the activations "
-            f"region, not in {', '.join(sorted(io_regions))}"
+            "inputs and outputs must be in the mutable region and one of the activations "
+            f"and sram regions, not in {', '.join(sorted(io_regions))}"
         )
-    io_region = ACTIVATIONS if ACTIVATIONS in io_regions else MUTABLE
-    if io_region == ACTIVATIONS:
+    io_region = arena.pop() if arena else MUTABLE
+    if io_region != MUTABLE:
         lines += [
             "",
-            "// Inputs and outputs live in the activations region (io=arena): write",
+            f"// Inputs and outputs live in the {io_region} region (io=arena): write",
             "// inputs there before each call and read outputs after it; an input",
             "// buffer may be overwritten during the call.",
-            f"#define {prefix}_IO_IN_ACTIVATIONS 1",
+            f"#define {prefix}_IO_IN_{io_region.upper()} 1",
         ]
         if MUTABLE in io_regions:
             lines += [
@@ -156,7 +163,7 @@ def header_text(name: str, planned: PlannedModule, model: str = "", target: str 
         for v, stem in zip(values, sanitised_names([v.label for v in values]), strict=True):
             lines.append(f"#define {prefix}_{kind}_{stem}_OFFSET {v.offset}")
             lines.append(f"#define {prefix}_{kind}_{stem}_SIZE {v.size}")
-            if v.region != io_region:
+            if kinds.get(v.region, v.region) != io_region:
                 lines.append(f"#define {prefix}_{kind}_{stem}_IN_MUTABLE 1")
     lines += ["", f"#endif  // {guard}", ""]
     return "\n".join(lines)

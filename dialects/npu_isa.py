@@ -11,7 +11,7 @@ No xDSL here: the runtime loads binaries into these classes directly.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,20 @@ import numpy as np
 from npuc.shape_text import shape_text
 
 REGION_KINDS = ("constants", "mutable", "activations", "sram")
+
+
+def region_kinds(planned: Iterable[str]) -> dict[str, str]:
+    """Planned region name -> the binary's region kind. A region named after another memory
+    (tiles spilled to DRAM while the arena is SRAM) holds the activations; the arena is then
+    the NPU's `sram`. Names without a kind are left out."""
+    names = list(planned)
+    kinds = {name: name for name in names if name in REGION_KINDS}
+    extra = sorted(set(names) - set(kinds))
+    if len(extra) == 1 and "sram" not in names and "activations" in names:
+        kinds["activations"], kinds[extra[0]] = "sram", "activations"
+    return kinds
+
+
 #: name -> (bytes per element, numpy dtype, storage range or None for floats)
 DTYPES: dict[str, tuple[int, str, tuple[int, int] | None]] = {
     "i8": (1, "<i1", (-(1 << 7), (1 << 7) - 1)),

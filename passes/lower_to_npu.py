@@ -84,15 +84,11 @@ def _describe(op: Operation) -> str:
 
 
 def _regions(module: ModuleOp) -> dict[str, tuple[str, RegionOp]]:
-    """Planned region name -> (NPU region kind, region). A region named after another memory
-    (tiles spilled to DRAM while the arena is SRAM) holds the activations; the arena is then
-    the NPU's `sram`."""
+    """Planned region name -> (NPU region kind, region), as `isa.region_kinds` maps them."""
     regions = {r.region_name: r for r in module.ops if isinstance(r, RegionOp)}
-    kinds = {name: name for name in regions if name in isa.REGION_KINDS}
+    kinds = isa.region_kinds(regions)
     extra = sorted(set(regions) - set(kinds))
-    if len(extra) == 1 and "sram" not in regions and "activations" in regions:
-        kinds["activations"], kinds[extra[0]] = "sram", "activations"
-    elif extra:
+    if extra:
         raise NpucError(
             f"lower-to-npu: region(s) {', '.join(extra)} have no NPU region kind "
             f"(known: {', '.join(isa.REGION_KINDS)})"

@@ -69,6 +69,10 @@ def assert_header_describes(name: str, planned: PlannedModule, binary: Program) 
     for kind, macro in (("constants", "CONSTANT"), ("mutable", "MUTABLE")):
         assert macros[f"{prefix}_{macro}_MEM_SIZE"] == sizes.get(kind, 0), kind
     assert macros[f"{prefix}_ACTIVATIONS_MEM_SIZE"] == sizes.get("activations", 0)
+    assert macros.get(f"{prefix}_SRAM_MEM_SIZE", 0) == sizes.get("sram", 0)
+    arena = {d.tensor.region for d in (*binary.inputs, *binary.outputs)} - {"mutable"}
+    for kind in ("activations", "sram"):
+        assert (macros.get(f"{prefix}_IO_IN_{kind.upper()}") == 1) == (kind in arena), kind
     assert len(weights) == sizes.get("constants", 0)
     assert weights == binary.constants + bytes(len(weights) - len(binary.constants))
     for kind, descs in (("INPUT", binary.inputs), ("OUTPUT", binary.outputs)):
