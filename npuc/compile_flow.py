@@ -137,13 +137,13 @@ def compile_model(
 
 
 def _compile(options: CompileOptions, stages: Stages) -> CompileResult:
-    from .api import apply_pipeline, load_model
     from .backend.bundle import check_name, identifier_from
     from .backend.npubin import encode_program
     from .backend.outputs import memory_files, memory_summary, with_program_constants
     from .passes.lower_to_npu import program_of
     from .passes.memory.ir import read_plan
     from .passes.memory.usage import layer_peaks
+    from .pipeline import apply_pipeline, load_model
     from .printing import print_module
     from .registry import DEFAULT_PIPELINE
     from .runtime.cycle_model import estimate

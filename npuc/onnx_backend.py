@@ -20,8 +20,8 @@ import onnx
 from onnx.backend.base import Backend, BackendRep
 from xdsl.dialects.builtin import ModuleOp
 
-from .api import apply_pipeline
 from .graph_io import entry_function, output_names
+from .pipeline import apply_pipeline
 from .registry import DEFAULT_PIPELINE
 
 # Input positions that are compile-time parameters, not data: op type -> positions.

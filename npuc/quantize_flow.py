@@ -106,9 +106,9 @@ def target_cost(quantized: ModuleOp, target: str) -> TargetCost:
     unsupported ops on the host); `quantized` is left as it is."""
     import json
 
-    from .api import apply_pipeline
     from .passes.lower_to_npu import program_of
     from .passes.memory.ir import ACTIVATIONS, read_plan
+    from .pipeline import apply_pipeline
     from .runtime.cycle_model import estimate
     from .target import load_target
 

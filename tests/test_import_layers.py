@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DRIVERS = {
     "npuc",
     "npuc.api",
+    "npuc.pipeline",
     "npuc.compile_flow",
     "npuc.quantize_flow",
     "npuc.onnx_backend",

@@ -445,7 +445,7 @@ def test_reports_describe_the_plan(tmp_path, arena):
     png = tmp_path / "p.png"
     png.write_bytes(plot_profile(planned, "views"))
     with Image.open(png) as image:
-        assert image.format == "PNG" and image.size == (960, 480)
+        assert image.format == "PNG" and image.size == (1200, 600)  # memory_plot's 12x6 in
         assert len(image.convert("RGB").getcolors(1 << 16)) > 3  # more than a blank page
 
 
