@@ -11,20 +11,9 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from .diagnostics import NpucError, located
-from .dialects.context import make_context
-from .pipeline import ModelSource, apply_pipeline, load_model, parse_mlir
-
-__all__ = [
-    "apply_pipeline",
-    "compile",
-    "export_qdq",
-    "load_model",
-    "make_context",
-    "parse_mlir",
-    "profile",
-    "random_inputs",
-    "run",
-]
+from .dialects.context import make_context as make_context
+from .pipeline import ModelSource, apply_pipeline, load_model
+from .pipeline import parse_mlir as parse_mlir
 
 if TYPE_CHECKING:
     from .compile_flow import CompileResult

@@ -39,7 +39,7 @@ from npuc.dialects.nn import AddOp, ConstantOp, ConvTranspose2dOp, MulOp, build,
 from npuc.dialects.nn_base import is_float
 from npuc.tensors import to_dense
 
-from .fold_batchnorm import Layer, scale_output_channels
+from .fold_batchnorm import Layer, fold_into_layer, scale_output_channels
 from .nn_patterns import constant_value
 
 Affine = AddOp | MulOp
@@ -150,17 +150,7 @@ class FoldAffineIntoLayer(RewritePattern):
             shift = shift * per_channel
         else:
             shift = shift + per_channel
-        at = InsertPoint.before(layer)
-        folded = type(layer).create(
-            operands=[layer.input, _constant(rewriter, weight, at), _constant(rewriter, shift, at)],
-            properties=dict(layer.properties),
-            attributes=dict(layer.attributes),
-            result_types=[layer.output.type],
-        )
-        rewriter.insert(folded, at)
-        rewriter.replace_all_uses_with(op.output, folded.output)
-        rewriter.erase(op)
-        rewriter.erase(layer)
+        fold_into_layer(rewriter, layer, weight, shift, op)
 
 
 @dataclass(frozen=True)

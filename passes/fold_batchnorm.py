@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -87,6 +87,31 @@ def _name(value: SSAValue | None, fallback: str | None) -> str | None:
     return fallback
 
 
+def fold_into_layer(
+    rewriter: PatternRewriter,
+    layer: Layer,
+    weight: np.ndarray,
+    bias: np.ndarray,
+    consumer: Operation,
+) -> None:
+    """Replace `consumer` (the op folded away) and `layer` by the layer with `weight` and
+    `bias` as new constants, named as the old ones (a new bias after the layer)."""
+    layer_name = layer.layer_name.data if layer.layer_name is not None else None
+    at = InsertPoint.before(layer)
+    w = _constant(rewriter, weight, _name(layer.weight, None), at)
+    b = _constant(rewriter, bias, _name(layer.bias, layer_name and f"{layer_name}.bias"), at)
+    folded = type(layer).create(
+        operands=[layer.input, w, b],
+        properties=dict(layer.properties),
+        attributes=dict(layer.attributes),
+        result_types=[layer.output.type],
+    )
+    rewriter.insert(folded, at)
+    rewriter.replace_all_uses_with(consumer.results[0], folded.output)
+    rewriter.erase(consumer)
+    rewriter.erase(layer)
+
+
 class FoldBatchNormIntoLayer(RewritePattern):
     """batch_norm(conv2d | conv_transpose2d | fully_connected) -> layer with folded weights."""
 
@@ -108,22 +133,7 @@ class FoldBatchNormIntoLayer(RewritePattern):
         new_weight = scale_output_channels(layer, np.asarray(weight, dtype=np.float64), s)
         new_bias = (0.0 if bias is None else np.asarray(bias, dtype=np.float64)) * s + t
 
-        layer_name = layer.layer_name.data if layer.layer_name is not None else None
-        at = InsertPoint.before(layer)
-        w = _constant(rewriter, new_weight, _name(layer.weight, None), at)
-        b = _constant(
-            rewriter, new_bias, _name(layer.bias, layer_name and f"{layer_name}.bias"), at
-        )
-        folded = type(layer).create(
-            operands=[layer.input, w, b],
-            properties=dict(layer.properties),
-            attributes=dict(layer.attributes),
-            result_types=[layer.output.type],
-        )
-        rewriter.insert(folded, at)
-        rewriter.replace_all_uses_with(bn.output, folded.output)
-        rewriter.erase(bn)
-        rewriter.erase(layer)
+        fold_into_layer(rewriter, layer, new_weight, new_bias, bn)
 
 
 class BatchNormToMulAdd(RewritePattern):
