@@ -166,7 +166,9 @@ def compile_model(
     with stages.stage(
         "plan memory", f"inputs and outputs {'in the arena' if io == 'arena' else 'apart'}"
     ):
-        apply_pipeline(module, f"plan-memory{{target={spec} io={io}}}")
+        # Performance mode spends SRAM on double-buffered loads so DMA overlaps compute.
+        double = str(options.optimise == "performance").lower()
+        apply_pipeline(module, f"plan-memory{{target={spec} io={io} double_buffer={double}}}")
         planned = read_plan(module)
     host = "all" if options.host_fallback else "float"
     with stages.stage(
