@@ -175,6 +175,8 @@ def compile_model(
         "lower", "npu instructions" + ("" if options.host_fallback else ", no host fallback")
     ):
         apply_pipeline(module, f"lower-to-npu{{host={host}}}")
+        if target.weight_decoder is not None:  # the NPU decodes constants it reads
+            apply_pipeline(module, "compress-constants")
         program = _with_target(program_of(module), options.target)
     with stages.stage("emit", str(options.output)):
         files.update(
