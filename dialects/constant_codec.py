@@ -163,11 +163,11 @@ def decode(payload: bytes, dtype: str, size: int) -> bytes:
             raise CodecError(where + 8, f"lane {i}: its bits run past the end of the stream")
         q = _quotients(payload, at, unary_size, count, umax >> k, i)
         r = _fields(payload, at + unary_size, remainder_size, count, k, i)
-        u = (q << np.uint64(k)) | r
-        d = (u >> np.uint64(1)).astype(np.int64) ^ -(u & np.uint64(1)).astype(np.int64)
-        values = d + base
-        bad = np.flatnonzero((values < info.min) | (values > info.max))
-        if len(bad):
+        u = (q << k) | r  # below 2^42: a quotient is at most umax >> k, umax < 2^34
+        values = (u >> 1) ^ -(u & 1)
+        values += base
+        if count and (values.min() < info.min or values.max() > info.max):
+            bad = np.flatnonzero((values < info.min) | (values > info.max))
             raise CodecError(at, f"lane {i}: element {bad[0]} decodes outside the {dtype} range")
         out[i::lanes] = values
         at += unary_size + remainder_size
@@ -191,26 +191,29 @@ def _quotients(payload: bytes, at: int, size: int, count: int, limit: int, lane:
     if not count and size:
         raise CodecError(at, f"lane {lane}: unary bytes for no element")
     q = np.diff(ones, prepend=-1) - 1
-    long = np.flatnonzero(q > limit)
-    if len(long):
+    if count and q.max() > limit:
+        first = int(np.flatnonzero(q > limit)[0])
         raise CodecError(
-            at + int(ones[long[0]]) // 8, f"lane {lane}: a quotient exceeds the element range"
+            at + int(ones[first]) // 8, f"lane {lane}: a quotient exceeds the element range"
         )
-    return q.astype(np.uint64)
+    return q
 
 
 def _fields(payload: bytes, at: int, size: int, count: int, k: int, lane: int) -> np.ndarray:
-    """`count` k-bit remainders packed least significant bit first, then zero bits."""
+    """`count` k-bit remainders packed least significant bit first, then zero bits: field
+    i is bits [i k, i k + k), read from the word at its first bit's byte (k <= 33 and a
+    shift below 8: 4 bytes hold it up to k = 25, else 8)."""
     if not k:
-        return np.zeros(count, np.uint64)
+        return np.zeros(count, np.int64)
     raw = np.frombuffer(payload, np.uint8, size, at)
     spare = 8 * size - count * k
     if spare and raw[-1] >> (8 - spare):
         raise CodecError(
             at + size - 1, f"lane {lane}: padding bits after the remainders must be zero"
         )
-    bits = np.unpackbits(raw, bitorder="little")[: count * k].reshape(count, k)
-    packed = np.packbits(bits, axis=1, bitorder="little")  # ceil(k / 8) bytes a field
-    words = np.zeros((count, 8), np.uint8)
-    words[:, : packed.shape[1]] = packed
-    return words.view("<u8").ravel().astype(np.uint64)
+    width = 4 if k <= 25 else 8  # bytes a field and its shift need
+    padded = np.concatenate([raw, np.zeros(width, np.uint8)])
+    first = np.arange(count, dtype=np.int64) * k
+    windows = np.lib.stride_tricks.sliding_window_view(padded, width)[first >> 3]
+    words = np.ascontiguousarray(windows).view(f"<u{width}").ravel().astype(np.int64)
+    return (words >> (first & 7)) & ((1 << k) - 1)
