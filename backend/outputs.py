@@ -74,6 +74,8 @@ def with_program_constants(planned: PlannedModule, program: Program) -> tuple[Pl
         return planned, data
     regions = dict(planned.regions)
     regions[CONSTANTS] = dataclasses.replace(regions[CONSTANTS], size=size)
+    if program.streams:  # the bounds of the raw bytes do not bound their encoding
+        regions[CONSTANTS] = dataclasses.replace(regions[CONSTANTS], lower_bound=None, naive=None)
     return dataclasses.replace(planned, regions=regions), data
 
 

@@ -97,11 +97,7 @@ class Builder:
 
     def planned(self, value: SSAValue) -> TensorRef:
         """The row-major view of the bytes the plan gave `value`."""
-        owner = value.owner
-        assert isinstance(owner, Operation)
-        buffers = buffer_list(owner.attributes.get(BUFFER_ATTR))
-        assert buffers is not None
-        b = buffers[value.index]  # type: ignore[attr-defined]
+        b = self._buffer(value)
         return contiguous(self.kinds[b.region.data], b.offset.data, value.type)
 
     def planned_inside(self, value: SSAValue, whole: SSAValue) -> bool:

@@ -301,6 +301,19 @@ def run_through_arena(module: ModuleOp, inputs: dict[str, np.ndarray], seed: int
     return {n: read(v).copy() for n, v in zip(output_names(func), ret.operands, strict=True)}
 
 
+def check_against_interpreter(module: ModuleOp, seed: int = 4) -> None:
+    """The layout checks, then every op run on its planned bytes gives the interpreter's
+    outputs on seeded inputs."""
+    from npuc import api
+
+    feeds = api.random_inputs(module, seed=seed)
+    expected = api.run(api.parse_mlir(str(module)), feeds)
+    check_layout(module)
+    got = run_through_arena(module, feeds)
+    for name, want in expected.items():
+        np.testing.assert_array_equal(got[name], want, err_msg=name)
+
+
 @pytest.fixture(name="arena")
 def _arena():
     """This module: layout checks and the arena executor."""

@@ -5,6 +5,7 @@ charges the encoded bytes and the decoder's rate; npu-compile writes the encoded
 from __future__ import annotations
 
 import dataclasses
+import json
 import struct
 
 import numpy as np
@@ -89,5 +90,9 @@ def test_npu_compile_writes_the_encoded_image(tmp_path):
     assert f"#define LENET5_CONSTANT_MEM_SIZE {len(image)}\n" in header
     region = program.region("constants")
     assert region is not None and len(image) < region.size
+    report = json.loads((out / "lenet5.memory.json").read_text())
+    constants = next(r for r in report["regions"] if r["name"] == "constants")
+    assert constants["size"] == len(image)
+    assert constants["lower_bound"] is None  # a bound on raw bytes bounds no encoding
     text = (out / "lenet5.npu.mlir").read_text()
     assert '#npu.stream<"rice", ' in text
