@@ -6,7 +6,9 @@ j in lane j mod lanes: the columns of a `[C, 4]` table); each lane stores its va
 zigzag-mapped differences from a base, Golomb-Rice coded with its own parameter k, the
 unary quotients in one bit string and the k-bit remainders in another. Splitting the two
 makes decoding vectorised: the quotients are the gaps between the set bits of the first
-string, the remainders fixed-width fields of the second.
+string, the remainders fixed-width fields of the second. A lane may also carry a mask of
+the elements that differ from its base (then only those are Rice coded): weights that are
+mostly one value (pruned or padded channels) cost a bit each.
 
 `encode` chooses lanes, bases and parameters (deterministically: a function of the bytes);
 `decode` accepts any valid choice and raises `CodecError` (with the byte offset in the
@@ -30,7 +32,8 @@ ELEMENT_TYPES = {"i8": "<i1", "u8": "<u1", "i16": "<i2", "u16": "<u2", "i32": "<
 LANE_CHOICES = (1, 2, 4)
 
 HEAD = struct.Struct("<B7x")  # lanes, reserved
-LANE = struct.Struct("<iB3xII")  # base, k, reserved, unary bytes, reserved
+LANE = struct.Struct("<iBB2xII")  # base, k, flags, reserved, unary bytes, reserved
+MASKED = 1  # lane flag: a mask of the elements that differ from the base comes first
 
 
 class CodecError(ValueError):
@@ -45,7 +48,8 @@ class CodecError(ValueError):
 class _Lane:
     base: int
     k: int
-    values: np.ndarray  # the zigzag-mapped differences, uint64
+    values: np.ndarray  # the coded values (zigzag differences, minus 1 when masked), uint64
+    mask: np.ndarray | None = None  # with MASKED: per element, whether it is coded
 
     @property
     def unary_bits(self) -> int:
@@ -53,7 +57,8 @@ class _Lane:
 
     @property
     def size(self) -> int:
-        return LANE.size + -(-self.unary_bits // 8) + -(-len(self.values) * self.k // 8)
+        mask = 0 if self.mask is None else -(-len(self.mask) // 8)
+        return LANE.size + mask + -(-self.unary_bits // 8) + -(-len(self.values) * self.k // 8)
 
 
 def _zigzag(d: np.ndarray) -> np.ndarray:
@@ -74,9 +79,21 @@ def _median(values: np.ndarray) -> int:
 
 
 def _lane(values: np.ndarray, width: int) -> _Lane:
-    """A lane's base (the median) and its best Rice parameter (fewest bits)."""
-    base = _median(values)
-    u = _zigzag(values.astype(np.int64) - base)
+    """The smaller of: every element coded from the median, or the elements that differ
+    from the most frequent value coded from it, behind a mask."""
+    plain = _rice(_median(values), _zigzag(values.astype(np.int64) - _median(values)), width)
+    if not len(values):
+        return plain
+    found, counts = np.unique(values, return_counts=True)
+    mode = int(found[np.argmax(counts)])
+    coded = values != mode
+    u = _zigzag(values[coded].astype(np.int64) - mode) - np.uint64(1)
+    masked = _rice(mode, u, width, coded)
+    return masked if masked.size < plain.size else plain
+
+
+def _rice(base: int, u: np.ndarray, width: int, mask: np.ndarray | None = None) -> _Lane:
+    """The lane coding `u` with the Rice parameter that takes the fewest bits."""
 
     def bits(k: int) -> int:
         return int((u >> np.uint64(k)).sum()) + len(u) * (1 + k)
@@ -87,7 +104,7 @@ def _lane(values: np.ndarray, width: int) -> _Lane:
         k -= 1
     while k < width and bits(k + 1) < bits(k):
         k += 1
-    return _Lane(base, k, u)
+    return _Lane(base, k, u, mask)
 
 
 def _plan(data: bytes, dtype: str) -> list[_Lane]:
@@ -121,7 +138,10 @@ def encode(data: bytes, dtype: str) -> bytes:
         words = lane.values.astype("<u8").view(np.uint8).reshape(-1, 8)
         fields = np.unpackbits(words, axis=1, bitorder="little")[:, : lane.k]
         remainder = np.packbits(fields.ravel(), bitorder="little").tobytes()
-        heads.append(LANE.pack(lane.base, lane.k, len(unary), 0))
+        flags = 0 if lane.mask is None else MASKED
+        heads.append(LANE.pack(lane.base, lane.k, flags, len(unary), 0))
+        if lane.mask is not None:
+            bodies.append(np.packbits(lane.mask, bitorder="little").tobytes())
         bodies += [unary, remainder]
     return HEAD.pack(len(plan)) + b"".join(heads) + b"".join(bodies)
 
@@ -151,29 +171,54 @@ def decode(payload: bytes, dtype: str, size: int) -> bytes:
     umax = 2 * (int(info.max) - int(info.min)) + 1
     for i in range(lanes):
         where = HEAD.size + i * LANE.size
-        base, k, unary_size, reserved = LANE.unpack_from(payload, where)
-        if any(payload[where + 5 : where + 8]) or reserved:
-            raise CodecError(where + 5, f"lane {i}: reserved fields must be zero")
+        base, k, flags, unary_size, reserved = LANE.unpack_from(payload, where)
+        if any(payload[where + 6 : where + 8]) or reserved:
+            raise CodecError(where + 6, f"lane {i}: reserved fields must be zero")
+        if flags & ~MASKED:
+            raise CodecError(where + 5, f"lane {i}: unknown flags {flags:#x}")
         if not info.min <= base <= info.max:
             raise CodecError(where, f"lane {i}: base {base} is outside the {dtype} range")
         if k > 8 * np_type.itemsize + 1:
             raise CodecError(where + 4, f"lane {i}: Rice parameter {k} is too large for {dtype}")
-        remainder_size = -(-count * k // 8)
+        mask, coded = None, count
+        if flags & MASKED:
+            mask = _mask(payload, at, count, i)
+            at += -(-count // 8)
+            coded = int(np.count_nonzero(mask))
+        remainder_size = -(-coded * k // 8)
         if at + unary_size + remainder_size > len(payload):
             raise CodecError(where + 8, f"lane {i}: its bits run past the end of the stream")
-        q = _quotients(payload, at, unary_size, count, umax >> k, i)
-        r = _fields(payload, at + unary_size, remainder_size, count, k, i)
+        q = _quotients(payload, at, unary_size, coded, umax >> k, i)
+        r = _fields(payload, at + unary_size, remainder_size, coded, k, i)
         u = (q << k) | r  # below 2^42: a quotient is at most umax >> k, umax < 2^34
+        if mask is not None:
+            u += 1
         values = (u >> 1) ^ -(u & 1)
         values += base
-        if count and (values.min() < info.min or values.max() > info.max):
+        if coded and (values.min() < info.min or values.max() > info.max):
             bad = np.flatnonzero((values < info.min) | (values > info.max))
             raise CodecError(at, f"lane {i}: element {bad[0]} decodes outside the {dtype} range")
-        out[i::lanes] = values
+        if mask is None:
+            out[i::lanes] = values
+        else:
+            whole = np.full(count, base, np.int64)
+            whole[mask] = values
+            out[i::lanes] = whole
         at += unary_size + remainder_size
     if at != len(payload):
         raise CodecError(at, f"{len(payload) - at} bytes after the last lane")
     return out.tobytes()
+
+
+def _mask(payload: bytes, at: int, count: int, lane: int) -> np.ndarray:
+    """The mask of a MASKED lane: a bit per element, set where it is coded, then zeros."""
+    size = -(-count // 8)
+    if at + size > len(payload):
+        raise CodecError(at, f"lane {lane}: its mask runs past the end of the stream")
+    bits = np.unpackbits(np.frombuffer(payload, np.uint8, size, at), bitorder="little")
+    if bits[count:].any():
+        raise CodecError(at + size - 1, f"lane {lane}: padding bits after the mask must be zero")
+    return bits[:count].astype(bool)
 
 
 def _quotients(payload: bytes, at: int, size: int, count: int, limit: int, lane: int) -> np.ndarray:

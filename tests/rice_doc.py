@@ -31,13 +31,26 @@ def doc_decode(payload: bytes, dtype: str, size: int) -> bytes | None:
     values = [0] * (m * lanes)
     for lane in range(lanes):
         head = 8 + 16 * lane
-        base, k = struct.unpack_from("<iB", payload, head)
+        base, k, flags = struct.unpack_from("<iBB", payload, head)
         unary_size, reserved = struct.unpack_from("<II", payload, head + 8)
-        if any(payload[head + 5 : head + 8]) or reserved:
+        if any(payload[head + 6 : head + 8]) or reserved or flags not in (0, 1):
             return None
         if not low <= base <= high or k > 8 * item + 1:
             return None
-        remainder_size = (m * k + 7) // 8
+        coded = list(range(m))  # the elements of the lane that are coded
+        if flags == 1:  # a mask first: bit i set where element i differs from the base
+            mask_size = (m + 7) // 8
+            if at + mask_size > len(payload):
+                return None
+            mbits = [(payload[at + i // 8] >> (i % 8)) & 1 for i in range(8 * mask_size)]
+            if any(mbits[m:]):
+                return None
+            coded = [i for i in range(m) if mbits[i]]
+            for i in range(m):
+                values[i * lanes + lane] = base
+            at += mask_size
+        n = len(coded)
+        remainder_size = (n * k + 7) // 8
         if at + unary_size + remainder_size > len(payload):
             return None
         unary = payload[at : at + unary_size]
@@ -49,23 +62,23 @@ def doc_decode(payload: bytes, dtype: str, size: int) -> bytes | None:
                 run = 0
             else:
                 run += 1
-        if len(quotients) != m:
+        if len(quotients) != n:
             return None
-        used = len(bits) - bits[::-1].index(1) if m else 0  # through the last one bit
+        used = len(bits) - bits[::-1].index(1) if n else 0  # through the last one bit
         if (used + 7) // 8 != unary_size:  # the last byte holds the last one bit
             return None
         rem = payload[at + unary_size : at + unary_size + remainder_size]
         rbits = [(rem[i // 8] >> (i % 8)) & 1 for i in range(8 * remainder_size)]
-        if any(rbits[m * k :]):
+        if any(rbits[n * k :]):
             return None
-        for i in range(m):
+        for i, element in enumerate(coded):
             r = sum(rbits[i * k + j] << j for j in range(k))
-            u = (quotients[i] << k) | r
+            u = ((quotients[i] << k) | r) + flags
             d = (u >> 1) ^ -(u & 1)
             value = base + d
             if not low <= value <= high:
                 return None
-            values[i * lanes + lane] = value
+            values[element * lanes + lane] = value
         at += unary_size + remainder_size
     if at != len(payload):
         return None

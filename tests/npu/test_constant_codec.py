@@ -32,7 +32,7 @@ ENCODABLE = st.sampled_from(["i8", "u8", "i16", "u16", "i32"])
 @st.composite
 def runs(draw) -> tuple[str, bytes]:
     dtype = draw(ENCODABLE)
-    shape = st.sampled_from(["any", "narrow", "constant"])
+    shape = st.sampled_from(["any", "narrow", "constant", "sparse"])
     values = draw(arrays(dtype))
     kind = draw(shape)
     if kind == "narrow":  # weights of a trained layer: small values around a centre
@@ -41,6 +41,9 @@ def runs(draw) -> tuple[str, bytes]:
         values = (centre + values.astype(np.int64) % 9 - 4).astype(values.dtype)
     elif kind == "constant":
         values = np.full_like(values, values[0])
+    elif kind == "sparse":  # mostly one value (pruned or padded channels): masked lanes
+        keep = np.arange(len(values)) % draw(st.integers(2, 6)) == 0
+        values = np.where(keep, values, values[-1])
     return dtype, values.tobytes()
 
 
@@ -49,6 +52,9 @@ def test_the_documented_example():
     expected = np.array([3, 1, 2, 2], np.int8).tobytes()
     assert doc_decode(payload, "i8", 4) == expected
     assert decode(payload, "i8", 4) == expected
+    masked = bytes.fromhex("0100000000000000020000000001000001000000000000000306")
+    assert doc_decode(masked, "i8", 4) == expected
+    assert decode(masked, "i8", 4) == expected
 
 
 @settings(max_examples=300, deadline=None)
@@ -85,7 +91,7 @@ def corrupted(draw) -> tuple[str, int, bytes]:
         elif how == "append":
             payload += bytes(draw(st.lists(st.integers(0, 255), min_size=1, max_size=4)))
         elif how == "field" and len(payload) >= 24:  # a lane header's base, k or unary size
-            at = draw(st.sampled_from([8, 12, 16]))
+            at = draw(st.sampled_from([8, 12, 13, 16]))
             payload[at] = draw(st.integers(0, 255))
     return dtype, len(data), bytes(payload)
 
@@ -137,6 +143,10 @@ def test_per_channel_weights_compress_near_their_entropy():
     assert len(encode(q.tobytes(), "i8")) < 1.04 * order0_bytes(q) < q.nbytes
     narrow = np.round(w / np.abs(w).max() * 40).astype(np.int8)  # a layer of small weights
     assert len(encode(narrow.tobytes(), "i8")) < 1.04 * order0_bytes(narrow) < 0.8 * w.size
+    pruned = np.where(rng.random(q.shape) < 0.75, 0, q).astype(np.int8)  # 3 in 4 are zero
+    payload = encode(pruned.tobytes(), "i8")
+    assert payload[13] == 1  # a masked lane
+    assert len(payload) < 1.15 * order0_bytes(pruned) < 0.5 * pruned.nbytes
     table = np.stack(
         [
             rng.integers(-500, 500, 64),
