@@ -16,9 +16,11 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
 from npuc.diagnostics import NpucError
+from npuc.dialects import constant_codec
 from npuc.dialects import npu_isa as isa
 from npuc.dialects.npu import program_op
 from npuc.dialects.npubin_format import (
+    CONSTANTS_HEAD,
     COUNT,
     DEBUG_ENTRY,
     DEFAULT_ALIGNMENT,
@@ -35,9 +37,10 @@ from npuc.dialects.npubin_format import (
     SECTION_IDS,
     SECTION_SINCE,
     STATE_ENTRY,
+    STREAM_ENTRY,
+    STREAMS_SINCE,
     STRING,
     TENSOR,
-    VERSION,
     align,
     pad8,
     params_size,
@@ -146,12 +149,13 @@ def encode_program(program: isa.Program) -> bytes:
         _instruction(inst, strings) for inst in program.instructions
     )
     layers = layers.ljust(pad8(len(layers)), b"\0")
+    constants = _streams(program) if program.streams else program.constants
     sections = [
         ("REGIONS", regions),
         ("IO", io),
         ("LAYERS", layers),
         ("COMMANDS", commands),
-        ("CONSTANTS", program.constants),
+        ("CONSTANTS", constants),
     ]
     if program.debug:
         debug = COUNT.pack(len(program.debug), 0) + b"".join(
@@ -161,7 +165,43 @@ def encode_program(program: isa.Program) -> bytes:
     if program.state:
         sections.append(("STATE", _state(program.state)))
     sections.insert(0, ("STRINGS", strings.section()))
-    return _assemble(sections)
+    return _assemble(sections, STREAMS_SINCE if program.streams else None)
+
+
+def constants_image(program: isa.Program) -> bytes:
+    """The bytes the constants occupy in the target's memory: the CONSTANTS section (with
+    encoded streams), or the region's bytes as they are."""
+    if program.streams:
+        return _streams(program)
+    region = program.region("constants")
+    size = 0 if region is None else region.size
+    return program.constants + bytes(size - len(program.constants))
+
+
+def _streams(program: isa.Program) -> bytes:
+    """A version-2 CONSTANTS section: the stream table, then the region's bytes with each
+    stream's bytes replaced by its payload."""
+    data = program.constants
+    entries, body, position = [], bytearray(), 0
+    for s in program.streams:
+        body += data[position : s.offset]
+        payload = constant_codec.encode(data[s.offset : s.end], s.dtype)
+        entries.append(
+            STREAM_ENTRY.pack(
+                s.offset,
+                s.size,
+                len(body),
+                len(payload),
+                constant_codec.CODEC_IDS[s.codec],
+                isa.DTYPE_NAMES.index(s.dtype),
+                0,
+            )
+        )
+        body += payload
+        position = s.end
+    body += data[position:]
+    head = CONSTANTS_HEAD.pack(len(data), len(entries), 0)
+    return head + b"".join(entries) + bytes(body)
 
 
 def _state(pairs: tuple[isa.StatePair, ...]) -> bytes:
@@ -173,7 +213,7 @@ def _state(pairs: tuple[isa.StatePair, ...]) -> bytes:
     return COUNT.pack(len(pairs), 0) + b"".join(entries) + bytes(data)
 
 
-def _assemble(sections: list[tuple[str, bytes]]) -> bytes:
+def _assemble(sections: list[tuple[str, bytes]], version: tuple[int, int] | None = None) -> bytes:
     table_end = HEADER.size + SECTION.size * len(sections)
     entries, body, offset = [], bytearray(), table_end
     for name, data in sections:
@@ -186,8 +226,10 @@ def _assemble(sections: list[tuple[str, bytes]]) -> bytes:
         )
     table = b"".join(entries)
     # the oldest version that holds the file: 1.0 when it has no section of a later one
-    minor = max((SECTION_SINCE.get(name, 0) for name, _ in sections), default=0)
-    head = HEADER.pack(MAGIC, VERSION[0], minor, HEADER.size, len(sections), offset, 0, 0)[:-4]
+    major, minor = max(
+        [SECTION_SINCE.get(name, (1, 0)) for name, _ in sections] + [version or (1, 0)]
+    )
+    head = HEADER.pack(MAGIC, major, minor, HEADER.size, len(sections), offset, 0, 0)[:-4]
     crc = zlib.crc32(head + table)
     return head + struct.pack("<I", crc) + table + bytes(body)
 

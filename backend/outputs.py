@@ -24,6 +24,7 @@ from npuc.target import Target
 
 from .bundle import header_text, weights_bytes, weights_text
 from .memory_plot import plot_profile
+from .npubin import constants_image
 
 
 def memory_files(
@@ -68,15 +69,17 @@ def with_program_constants(planned: PlannedModule, program: Program) -> tuple[Pl
 
     Lowering appends the bias/scale tables and LUTs after the planned constants, so the
     binary's constants region is larger than the plan's; the header, the weights file and
-    the reports must describe the binary's.
+    the reports must describe the binary's. With encoded streams (compress-constants) the
+    bytes are the binary's CONSTANTS section, what the target's flash holds.
     """
-    region = program.region("constants")
-    size = 0 if region is None else region.size
-    data = program.constants + bytes(size - len(program.constants))
+    data = constants_image(program)
+    size = len(data)
     if CONSTANTS not in planned.regions:
         return planned, data
     regions = dict(planned.regions)
     regions[CONSTANTS] = dataclasses.replace(regions[CONSTANTS], size=size)
+    if program.streams:  # the bounds of the raw bytes do not bound their encoding
+        regions[CONSTANTS] = dataclasses.replace(regions[CONSTANTS], lower_bound=None, naive=None)
     return dataclasses.replace(planned, regions=regions), data
 
 

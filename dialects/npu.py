@@ -61,7 +61,7 @@ from npuc.shape_text import shape_text
 
 from . import npu_isa as isa
 from .arrays import I64Array
-from .npu_attrs import IOAttr, RegionAttr, StateAttr, TensorAttr, TokenType
+from .npu_attrs import IOAttr, RegionAttr, StateAttr, StreamAttr, TensorAttr, TokenType
 from .npu_rules import check_hazards, check_instruction, check_program
 from .quant_types import UniformQuantizedType
 
@@ -79,7 +79,8 @@ def _error(op: IRDLOperation, e: Exception) -> VerifyException:
 class ProgramOp(IRDLOperation):
     """The program: regions, I/O, layer names, constants (`constants`: the region's first bytes,
     the rest is zero) and the instructions in order. `debug` holds optional string pairs,
-    `state` the state pairs of a stateful (streaming) program (`#npu.state`)."""
+    `state` the state pairs of a stateful (streaming) program (`#npu.state`), `streams` the
+    runs of the constants stored encoded in the binary (`#npu.stream`, in order)."""
 
     name = "npu.program"
     sym_name = prop_def(SymbolNameConstraint())
@@ -90,6 +91,7 @@ class ProgramOp(IRDLOperation):
     constants = opt_prop_def(DenseIntOrFPElementsAttr)
     debug = opt_prop_def(DictionaryAttr)
     state = opt_prop_def(ArrayAttr[StateAttr])
+    streams = opt_prop_def(ArrayAttr[StreamAttr])
     body = region_def()
     traits = traits_def(NoTerminator(), IsolatedFromAbove())
     irdl_options = (ParsePropInAttrDict(),)
@@ -127,6 +129,8 @@ class ProgramOp(IRDLOperation):
             props["debug"] = DictionaryAttr({k: StringAttr(v) for k, v in program.debug})
         if program.state:
             props["state"] = ArrayAttr([StateAttr.from_pair(p) for p in program.state])
+        if program.streams:
+            props["streams"] = ArrayAttr([StreamAttr.from_stream(s) for s in program.streams])
         return cls.create(properties=props, regions=[Region(Block(ops))])
 
     def constant_bytes(self) -> bytes:
@@ -172,6 +176,7 @@ class ProgramOp(IRDLOperation):
             constants=self.constant_bytes(),
             debug=tuple(debug),
             state=tuple(s.pair() for s in self.state) if self.state is not None else (),
+            streams=tuple(s.stream() for s in self.streams) if self.streams is not None else (),
         )
 
     def verify_(self) -> None:
@@ -563,7 +568,7 @@ INSTRUCTIONS: dict[str, type[NPUInstruction]] = {
 NPU = Dialect(
     "npu",
     [ProgramOp, *INSTRUCTIONS.values(), YieldOp],
-    [TokenType, TensorAttr, RegionAttr, IOAttr, StateAttr],
+    [TokenType, TensorAttr, RegionAttr, IOAttr, StateAttr, StreamAttr],
 )
 
 __all__ = [

@@ -30,7 +30,16 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from .npu_isa import DTYPES, IODesc, ISAError, Region, StatePair, TensorRef, row_major
+from .npu_isa import (
+    DTYPES,
+    ConstantStream,
+    IODesc,
+    ISAError,
+    Region,
+    StatePair,
+    TensorRef,
+    row_major,
+)
 from .quant_types import float_literal
 
 
@@ -169,6 +178,50 @@ class RegionAttr(ParametrizedAttribute):
             parser.parse_punctuation(",")
             memory = parser.parse_str_literal(" for the memory name")
         return [StringAttr(kind), IntAttr(size), StringAttr(memory)]
+
+
+@irdl_attr_definition
+class StreamAttr(ParametrizedAttribute):
+    """`#npu.stream<"rice", 1024, 864, i8>`: bytes [1024, 1888) of the constants region hold
+    i8 values, stored in the binary encoded with the codec named (dialects/constant_codec.py)."""
+
+    name = "npu.stream"
+
+    codec: StringAttr
+    offset: IntAttr
+    size: IntAttr
+    dtype: StringAttr
+
+    @staticmethod
+    def from_stream(s: ConstantStream) -> StreamAttr:
+        return StreamAttr(
+            StringAttr(s.codec), IntAttr(s.offset), IntAttr(s.size), StringAttr(s.dtype)
+        )
+
+    def stream(self) -> ConstantStream:
+        return ConstantStream(self.offset.data, self.size.data, self.dtype.data, self.codec.data)
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string_literal(self.codec.data)
+            printer.print_string(f", {self.offset.data}, {self.size.data}, {self.dtype.data}")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            codec = parser.parse_str_literal(" for the codec")
+            parser.parse_punctuation(",")
+            offset = parser.parse_integer(allow_negative=False)
+            parser.parse_punctuation(",")
+            size = parser.parse_integer(allow_negative=False)
+            parser.parse_punctuation(",")
+            start = parser.pos
+            dtype = parser.parse_identifier(" for the element type")
+            if dtype not in DTYPES:
+                parser.raise_error(
+                    f"expected an element type ({', '.join(DTYPES)})", start, parser.pos
+                )
+        return [StringAttr(codec), IntAttr(offset), IntAttr(size), StringAttr(dtype)]
 
 
 @irdl_attr_definition

@@ -416,6 +416,21 @@ class StatePair:
 
 
 @dataclass(frozen=True)
+class ConstantStream:
+    """Bytes [offset, offset + size) of the constants region, integers of `dtype`, stored
+    encoded with `codec` (dialects/constant_codec.py) instead of as they are."""
+
+    offset: int
+    size: int
+    dtype: str
+    codec: str = "rice"
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
+
+
+@dataclass(frozen=True)
 class Program:
     name: str
     regions: tuple[Region, ...]
@@ -426,6 +441,7 @@ class Program:
     constants: bytes = b""
     debug: tuple[tuple[str, str], ...] = field(default=())
     state: tuple[StatePair, ...] = field(default=())
+    streams: tuple[ConstantStream, ...] = field(default=())  # encoded runs, by offset
 
     def region(self, kind: str) -> Region | None:
         return next((r for r in self.regions if r.kind == kind), None)

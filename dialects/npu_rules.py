@@ -17,8 +17,10 @@ import numpy as np
 
 from npuc.shape_text import shape_text, shapes_text
 
+from .constant_codec import CODEC_IDS, ELEMENT_TYPES
 from .nn_shapes import ShapeError, conv2d, pooled_size
 from .npu_isa import (
+    DTYPES,
     ENGINES,
     INT32,
     MAX_TABLE,
@@ -363,6 +365,29 @@ def check_regions(program: Program) -> None:
         )
 
 
+def check_streams(program: Program) -> None:
+    """Encoded constant streams: known codec and element type, whole elements, inside the
+    constants the program holds, in order and apart."""
+    end = 0
+    for i, s in enumerate(program.streams):
+        if s.codec not in CODEC_IDS:
+            raise ISAError(f"stream {i}: unknown codec '{s.codec}'")
+        if s.dtype not in ELEMENT_TYPES:
+            raise ISAError(
+                f"stream {i}: element type {s.dtype} is not one of {', '.join(ELEMENT_TYPES)}"
+            )
+        size = DTYPES[s.dtype][0]
+        if s.size <= 0 or s.size % size or s.offset % size:
+            raise ISAError(f"stream {i}: bytes [{s.offset}, {s.end}) are not whole {s.dtype}s")
+        if s.offset < end:
+            raise ISAError(f"stream {i} starts at {s.offset}, before the end of the last ({end})")
+        if s.end > len(program.constants):
+            raise ISAError(
+                f"stream {i} ends at {s.end}, past the {len(program.constants)} bytes of constants"
+            )
+        end = s.end
+
+
 def check_debug(program: Program) -> None:
     keys = [k for k, _ in program.debug]
     if len(set(keys)) != len(keys):
@@ -476,6 +501,7 @@ def check_program(program: Program) -> None:
     """Whole-program rules: regions, placement, I/O, state, layers, token order, constant
     tables."""
     check_regions(program)
+    check_streams(program)
     check_debug(program)
     check_io_names(program)
     for kind, descs in (("input", program.inputs), ("output", program.outputs)):

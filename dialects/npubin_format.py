@@ -12,9 +12,14 @@ from .npu_isa import MAX_RANK, Field, OpSpec
 
 MAGIC = b"NPUB"
 #: The newest version this npuc reads and writes. The encoder writes the oldest version
-#: that holds the file: 1.0 unless it has a section of a later minor version
+#: that holds the file: 2.0 when its constants hold encoded streams (the CONSTANTS
+#: section's layout changes), else 1.0 unless it has a section of a later minor version
 #: (`SECTION_SINCE`), so a 1.0 loader reads every file without one.
-VERSION = (1, 1)
+VERSION = (2, 0)
+#: The newest minor version of each major version this npuc reads.
+MINORS = {1: 1, 2: 0}
+#: The version whose CONSTANTS section starts with a stream table (`CONSTANTS_HEAD`).
+STREAMS_SINCE = (2, 0)
 
 HEADER = struct.Struct(
     "<4sHHIIQII"
@@ -30,6 +35,10 @@ DIM = struct.Struct("<II")  # size, element stride
 INSTRUCTION = struct.Struct("<HBBHHII")  # opcode, engine, operands, deps, params size, layer, size
 DEBUG_ENTRY = struct.Struct("<II")  # key, value (strings)
 STATE_ENTRY = struct.Struct("<IIQQ")  # input, output, initial value's offset and size
+CONSTANTS_HEAD = struct.Struct("<QII")  # decoded size, stream count, reserved (version 2)
+# offset, decoded size, payload offset in the data area, payload size, codec, element type,
+# reserved
+STREAM_ENTRY = struct.Struct("<QQQIBBH")
 
 NO_LAYER = 0xFFFFFFFF
 MAX_SECTIONS = 16
@@ -46,8 +55,8 @@ SECTION_KINDS = {
 }
 SECTION_IDS = {name: kind for kind, name in SECTION_KINDS.items()}
 REQUIRED_SECTIONS = ("STRINGS", "REGIONS", "IO", "LAYERS", "COMMANDS", "CONSTANTS")
-#: The minor version (of major 1) that added a section; the others are in 1.0.
-SECTION_SINCE = {"STATE": 1}
+#: The version that added a section; the others are in 1.0.
+SECTION_SINCE = {"STATE": (1, 1)}
 SECTION_ALIGNMENT = {"CONSTANTS": 64}  # every other section: 8
 DEFAULT_ALIGNMENT = 8
 MAX_ALIGNMENT = 4096
@@ -79,5 +88,5 @@ def tensor_size(rank: int) -> int:
 
 
 assert TENSOR.size == 16 and INSTRUCTION.size == 16 and HEADER.size == 32 and SECTION.size == 32
-assert STATE_ENTRY.size == 24
+assert STATE_ENTRY.size == 24 and CONSTANTS_HEAD.size == 16 and STREAM_ENTRY.size == 32
 assert MAX_RANK <= 255

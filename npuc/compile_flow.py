@@ -189,13 +189,17 @@ def _compile(options: CompileOptions, stages: Stages) -> CompileResult:
     with stages.stage(
         "plan memory", f"inputs and outputs {'in the arena' if io == 'arena' else 'apart'}"
     ):
-        apply_pipeline(module, f"plan-memory{{target={spec} io={io}}}")
+        # Performance mode spends SRAM on double-buffered loads so DMA overlaps compute.
+        double = str(options.optimise == "performance").lower()
+        apply_pipeline(module, f"plan-memory{{target={spec} io={io} double_buffer={double}}}")
         planned = read_plan(module)
     host = "all" if options.host_fallback else "float"
     with stages.stage(
         "lower", "npu instructions" + ("" if options.host_fallback else ", no host fallback")
     ):
         apply_pipeline(module, f"lower-to-npu{{host={host}}}")
+        if target.weight_decoder is not None:  # the NPU decodes constants it reads
+            apply_pipeline(module, "compress-constants")
         _name_target(module, options.target)
         program = program_of(module)
     with stages.stage("emit", str(options.output)):

@@ -40,6 +40,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tile": _lazy("npuc.passes.tile", "TilePass"),
     "plan-memory": _lazy("npuc.passes.plan_memory", "PlanMemoryPass"),
     "lower-to-npu": _lazy("npuc.passes.lower_to_npu", "LowerToNpuPass"),
+    "compress-constants": _lazy("npuc.passes.compress_constants", "CompressConstantsPass"),
 }
 
 DEFAULT_PIPELINE = (

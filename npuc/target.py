@@ -109,6 +109,14 @@ class Host:
 
 
 @dataclass(frozen=True)
+class WeightDecoder:
+    """The NPU's decoder of encoded constant streams (dialects/constant_codec.py), between
+    the DMA and the memory it fills: `elements_per_cycle` decoded values per core cycle."""
+
+    elements_per_cycle: float
+
+
+@dataclass(frozen=True)
 class Target:
     """A parsed, validated target description."""
 
@@ -124,6 +132,7 @@ class Target:
     source: Source
     host: Host = Host()
     path: Path | None = None
+    weight_decoder: WeightDecoder | None = None  # None: constants are stored as they are
 
     @property
     def macs_per_cycle(self) -> int:
@@ -294,6 +303,12 @@ def parse_target(data: Mapping[str, Any], path: Path | str | None = None) -> Tar
         ),
     )
 
+    decoder = None
+    if "weight_decoder" in top:
+        decoder_data = r.table(top["weight_decoder"], "weight_decoder", _DECODER_KEYS)
+        rate = r.required(decoder_data, "weight_decoder", "elements_per_cycle")
+        decoder = WeightDecoder(r.positive_number(rate, "weight_decoder.elements_per_cycle"))
+
     alignment = r.positive_int(top.get("alignment", DEFAULT_ALIGNMENT), "alignment")
     if alignment & (alignment - 1):
         r.fail("alignment", "expected a power of two (bytes)", alignment)
@@ -311,6 +326,7 @@ def parse_target(data: Mapping[str, Any], path: Path | str | None = None) -> Tar
         source=source,
         host=host,
         path=Path(path) if path is not None else None,
+        weight_decoder=decoder,
     )
 
 
@@ -327,6 +343,7 @@ _TOP_KEYS = (
     "placement",
     "source",
     "host",
+    "weight_decoder",
 )
 _MAC_KEYS = ("output_channels", "pixels", "input_channels")
 _MEMORY_KEYS = (
@@ -342,6 +359,7 @@ _MEMORY_KEYS = (
 _PLACEMENT_KEYS = ("constants", "arena", "io")
 _SOURCE_KEYS = ("mirrors", "notes")
 _HOST_KEYS = ("name", "clock_mhz", "cycles_per_element", "macs_per_cycle")
+_DECODER_KEYS = ("elements_per_cycle",)
 
 
 class _Reader:

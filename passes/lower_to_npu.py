@@ -188,15 +188,27 @@ def _plan_ops(func: FuncOp, host: str) -> dict[Operation, str]:
 
 
 def _redirect(b: Builder, op: Operation) -> None:
-    """A compute op whose result only fills an in-place insert writes its slice directly."""
-    if op.name not in COMPUTE or op in b.copies or len(op.results) != 1:
+    """A compute op whose result only fills an in-place insert writes its slice directly;
+    so does any op whose result plan-memory placed inside the insert's destination."""
+    if len(op.results) != 1:
         return
     uses = list(op.results[0].uses)
     if len(uses) != 1 or uses[0].index != 0 or not isinstance(uses[0].operation, InsertOp):
         return
     insert = uses[0].operation
-    if insert.dest not in b.refs or not same_place(b.ref(insert.dest), b.planned(insert.result)):
+    planned = b.planned_inside(op.results[0], insert.dest)
+    if not planned and (op.name not in COMPUTE or op in b.copies):
         return
+    in_place = insert.dest in b.refs and same_place(b.ref(insert.dest), b.planned(insert.result))
+    if planned and not in_place:
+        raise InternalError(
+            "lower-to-npu: plan-memory placed a tile inside its insert's destination, "
+            "which the lowering does not assemble in place"
+        )
+    if not in_place:
+        return
+    if planned:
+        b.pinned.add(op)
     target = sliced(
         b.ref(insert.dest),
         [int(v) for v in insert.offsets.get_values()],
@@ -240,6 +252,7 @@ def _lower_once(
                     raise LoweringError("a constant outside the constants region")
                 b.bind(op.results[0], ref)
             elif how[op] == "host":
+                _redirect(b, op)
                 _lower_host(b, op)
             else:
                 _redirect(b, op)
@@ -278,8 +291,16 @@ def lower_program(module: ModuleOp, host: str = "all") -> tuple[isa.Program, dic
     copies: set[Operation] = set()
     for _ in range(MAX_ROUNDS):
         b = _lower_once(func, how, regions, layer_names, copies)
-        broken = set(b.broken_views()) - copies
+        found = set(b.broken_views()) - copies
+        # A tile the plan placed inside its destination has no other place: the views
+        # around it are copied instead.
+        broken = found - b.pinned
         if not broken:
+            if found:
+                raise InternalError(
+                    "lower-to-npu: plan-memory placed a tile inside its insert's "
+                    "destination, but the destination's bytes are in use before the insert"
+                )
             break
         copies |= broken
     else:

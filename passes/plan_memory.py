@@ -34,6 +34,8 @@ class PlanMemoryPass(ModulePass):
     `io="separate"` stacks inputs and outputs in the mutable region; `io="arena"` plans
     them in the activations region by liveness, so their bytes are reused (the peak
     memory is then the activations size alone; persistent state stays mutable).
+    `double_buffer=true` reserves each `tile.load`'s bytes from the compute op before it,
+    so the DMA runs while that op does, at the cost of the SRAM both buffers take.
     """
 
     name = "plan-memory"
@@ -43,6 +45,7 @@ class PlanMemoryPass(ModulePass):
     schedule: bool = True
     budget_seconds: float = 2.0
     io: str = "separate"
+    double_buffer: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if not self.target:
@@ -69,6 +72,7 @@ class PlanMemoryPass(ModulePass):
             reorder=self.schedule,
             budget_seconds=self.budget_seconds,
             io_in_arena=self.io == "arena",
+            double_buffer=self.double_buffer,
         )
         write_plan(op, func, plan, alignment)
 

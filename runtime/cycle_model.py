@@ -11,10 +11,12 @@ where the tokens allow. Results are aggregated per layer.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from npuc.dialects import constant_codec
 from npuc.dialects import npu_isa as isa
 from npuc.target import Memory, Target
 
@@ -165,6 +167,25 @@ def memory_for(region: isa.Region | None, kind: str, target: Target) -> Memory:
     return target.memory(name)
 
 
+@dataclass(frozen=True)
+class _Stream:
+    """An encoded run of the constants region: `ratio` stored bytes per decoded byte."""
+
+    offset: int
+    end: int
+    ratio: float
+    itemsize: int
+
+
+def _streams(program: isa.Program) -> list[_Stream]:
+    out = []
+    for s in program.streams:
+        data = program.constants[s.offset : s.end]
+        ratio = constant_codec.encoded_size(data, s.dtype) / s.size
+        out.append(_Stream(s.offset, s.end, ratio, isa.DTYPES[s.dtype][0]))
+    return out
+
+
 class CycleModel:
     """Costs and schedules the instructions of one program on one target."""
 
@@ -172,6 +193,26 @@ class CycleModel:
         self.program = program
         self.target = target
         self.memories = {r.kind: memory_for(r, r.kind, target) for r in program.regions}
+        # Without a decoder the target holds the constants decoded: no stream is cheaper.
+        self.streams = _streams(program) if target.weight_decoder is not None else []
+        self.stream_starts = [s.offset for s in self.streams]
+
+    def encoded(self, t: isa.TensorRef) -> tuple[float, int]:
+        """For a read of the constants: the fraction of its bytes the bus moves (streams
+        move their encoded bytes, a part of a stream its share of them) and the elements
+        the weight decoder expands."""
+        if not self.streams or t.region != "constants":
+            return 1.0, 0
+        saved, elements = 0.0, 0
+        first = max(bisect.bisect_right(self.stream_starts, t.offset) - 1, 0)
+        for s in self.streams[first:]:
+            if s.offset >= t.end:
+                break
+            overlap = min(s.end, t.end) - max(s.offset, t.offset)
+            if overlap > 0:
+                saved += overlap * (1 - s.ratio)
+                elements += overlap // s.itemsize
+        return 1 - saved / t.extent, elements
 
     def memory(self, t: isa.TensorRef) -> Memory:
         if t.region not in self.memories:
@@ -184,17 +225,25 @@ class CycleModel:
         writes: dict[str, int] = {}
         moved: dict[str, int] = {}  # burst-rounded bytes per memory
         latency: dict[str, int] = {}
+        decoded: dict[str, int] = {}  # elements the weight decoder expands, per memory
         for refs, counts, is_write in ((inst.read(), reads, False), (inst.written(), writes, True)):
             for t in refs:
                 m = self.memory(t)
+                fraction, elements = (1.0, 0) if is_write else self.encoded(t)
                 counts[m.name] = counts.get(m.name, 0) + distinct_bytes(t)
-                moved[m.name] = moved.get(m.name, 0) + burst_bytes(t, m.burst_length)
+                bus = math.ceil(burst_bytes(t, m.burst_length) * fraction)
+                moved[m.name] = moved.get(m.name, 0) + bus
+                decoded[m.name] = decoded.get(m.name, 0) + elements
                 wait = m.write_latency if is_write else m.read_latency
                 latency[m.name] = max(latency.get(m.name, 0), wait)
         cycles = {}
+        decoder = self.target.weight_decoder
         for name, n in moved.items():
             m = self.target.memory(name)
             cycles[name] = latency[name] + math.ceil(n / m.bytes_per_cycle)
+            if decoder is not None and decoded[name]:  # the decoder streams behind the bus
+                decode = math.ceil(decoded[name] / decoder.elements_per_cycle)
+                cycles[name] = max(cycles[name], latency[name] + decode)
         return reads, writes, cycles
 
     def cost(self, index: int, inst: isa.Instruction, start: int) -> InstructionCost:

@@ -18,9 +18,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from npuc.diagnostics import NpucError
+from npuc.dialects import constant_codec
 from npuc.dialects import npu_isa as isa
 from npuc.dialects import npu_rules as rules
+from npuc.dialects.constant_codec import CODECS, ELEMENT_TYPES
 from npuc.dialects.npubin_format import (
+    CONSTANTS_HEAD,
     COUNT,
     DEBUG_ENTRY,
     DIM,
@@ -31,6 +34,7 @@ from npuc.dialects.npubin_format import (
     MAGIC,
     MAX_ALIGNMENT,
     MAX_SECTIONS,
+    MINORS,
     NO_LAYER,
     REGION,
     REQUIRED_SECTIONS,
@@ -38,6 +42,8 @@ from npuc.dialects.npubin_format import (
     SECTION_KINDS,
     SECTION_SINCE,
     STATE_ENTRY,
+    STREAM_ENTRY,
+    STREAMS_SINCE,
     STRING,
     TENSOR,
     VERSION,
@@ -100,15 +106,15 @@ class _Decoder:
         magic, major, minor, header_size, count, total, flags, crc = HEADER.unpack_from(data, 0)
         if magic != MAGIC:
             _fail(0, f"not an npubin file (magic {magic!r}, expected {MAGIC!r})")
-        if major != VERSION[0]:
+        if major not in MINORS:
             newer = "newer than" if major > VERSION[0] else "older than"
             _fail(
                 4,
                 f"format version {major}.{minor} is {newer} this loader's "
                 f"{VERSION[0]}.{VERSION[1]}; use an npuc that reads {major}.x",
             )
-        self.minor = minor
-        self.newer_minor = minor > VERSION[1]
+        self.version = (major, minor)
+        self.newer_minor = minor > MINORS[major]
         if header_size != HEADER.size:
             _fail(8, f"header size {header_size}, expected {HEADER.size}")
         if not 1 <= count <= MAX_SECTIONS:
@@ -161,12 +167,12 @@ class _Decoder:
                 _fail(at, f"section {i}: unknown kind {kind}")
             if name in sections:
                 _fail(at, f"section {i}: a second {name} section")
-            if self.minor < SECTION_SINCE.get(name, 0):
+            since = SECTION_SINCE.get(name, (1, 0))
+            if self.version < since:
                 _fail(
                     at,
                     f"section {i}: a {name} section needs format version "
-                    f"{VERSION[0]}.{SECTION_SINCE[name]}, the file says "
-                    f"{VERSION[0]}.{self.minor}",
+                    f"{since[0]}.{since[1]}, the file says {major}.{minor}",
                 )
             sections[name] = _Section(name, offset, size)
         position = table_end
@@ -438,6 +444,72 @@ class _Decoder:
         assert spec.name == "move" and f.name in ("perm", "pads")
         return len(operands[0].shape) if f.name == "perm" else 2 * len(operands[1].shape)
 
+    def constants(
+        self, s: _Section, regions: tuple[isa.Region, ...]
+    ) -> tuple[bytes, tuple[isa.ConstantStream, ...]]:
+        """The constants region's first bytes, decoded, and its encoded streams."""
+        if self.version < STREAMS_SINCE:
+            return bytes(self.data[s.offset : s.offset + s.size]), ()
+        end = s.offset + s.size
+        size, count, reserved = self.unpack(CONSTANTS_HEAD, s.offset, end, "CONSTANTS header")
+        if reserved:
+            _fail(s.offset + 12, "CONSTANTS: reserved field must be zero")
+        region = next((r.size for r in regions if r.kind == "constants"), 0)
+        if size > region:
+            _fail(s.offset, f"CONSTANTS: {size} bytes exceed the constants region ({region})")
+        table = s.offset + CONSTANTS_HEAD.size
+        if count * STREAM_ENTRY.size > end - table:
+            _fail(s.offset + 8, f"CONSTANTS: {count} stream entries do not fit")
+        data_at = table + count * STREAM_ENTRY.size
+        out = bytearray(size)
+        position, read = 0, data_at  # in the region, in the file
+        streams = []
+        for i in range(count):
+            at = table + i * STREAM_ENTRY.size
+            offset, length, payload_at, payload_size, codec, dtype, reserved = (
+                STREAM_ENTRY.unpack_from(self.data, at)
+            )
+            if reserved:
+                _fail(at + 30, f"stream {i}: reserved field must be zero")
+            if codec not in CODECS:
+                _fail(at + 28, f"stream {i}: unknown codec {codec}")
+            name = isa.DTYPE_NAMES[dtype] if dtype < len(isa.DTYPE_NAMES) else None
+            if name not in ELEMENT_TYPES:
+                _fail(at + 29, f"stream {i}: element type {dtype} cannot be encoded")
+            if offset < position or offset + length > size:
+                _fail(
+                    at,
+                    f"stream {i}: bytes [{offset}, {offset + length}) are not after the last "
+                    f"stream and inside the {size} constants bytes",
+                )
+            gap = offset - position
+            if read + gap > end:
+                _fail(read, f"stream {i}: the bytes before it run past the CONSTANTS section")
+            out[position:offset] = self.data[read : read + gap]
+            read += gap
+            if payload_at != read - data_at:
+                _fail(at + 16, f"stream {i}: payload at {payload_at}, expected {read - data_at}")
+            if read + payload_size > end:
+                _fail(at + 24, f"stream {i}: its payload runs past the CONSTANTS section")
+            item = isa.DTYPES[name][0]
+            if not length or length % item or offset % item:
+                _fail(at, f"stream {i}: bytes [{offset}, {offset + length}) are not whole {name}s")
+            try:
+                payload = self.data[read : read + payload_size]
+                out[offset : offset + length] = constant_codec.decode(payload, name, length)
+            except constant_codec.CodecError as e:
+                _fail(read + e.offset, f"stream {i} ({name}, {CODECS[codec]}): {e.message}")
+            streams.append(isa.ConstantStream(offset, length, name, CODECS[codec]))
+            read += payload_size
+            position = offset + length
+        if end - read != size - position:
+            _fail(
+                read,
+                f"CONSTANTS: {end - read} bytes after the last stream, expected {size - position}",
+            )
+        out[position:] = self.data[read:end]
+        return bytes(out), tuple(streams)
+
     # ------------------------------------------------------------------ program
 
     def program(self) -> isa.Program:
@@ -448,7 +520,7 @@ class _Decoder:
         layers = self.layers(sections["LAYERS"])
         debug = self.debug(sections["DEBUG"]) if "DEBUG" in sections else ()
         state = self.state(sections["STATE"]) if "STATE" in sections else []
-        constants = sections["CONSTANTS"]
+        constants, streams = self.constants(sections["CONSTANTS"], regions)
         instructions = self.instructions(sections["COMMANDS"], len(layers))
         program = isa.Program(
             name,
@@ -457,9 +529,10 @@ class _Decoder:
             tuple(d for d, _ in descs[n_in:]),
             layers,
             tuple(i for i, _ in instructions),
-            bytes(self.data[constants.offset : constants.offset + constants.size]),
+            constants,
             debug,
             tuple(pair for pair, _ in state),
+            streams,
         )
         self.check(program, sections, descs, n_in, state, instructions)
         return program

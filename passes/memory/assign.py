@@ -17,6 +17,7 @@ from xdsl.ir import Operation, SSAValue
 from npuc import graph_io
 from npuc.diagnostics import NpucError
 from npuc.dialects.arrays import int_values
+from npuc.dialects.tile import InsertOp
 from npuc.target import Target
 
 from .ir import (
@@ -52,7 +53,7 @@ from .rules import (
 from .schedule import Node, schedule
 
 #: Aliasing rules whose result overwrites (part of) its root's bytes.
-WRITES = (Rule.INPLACE, Rule.INSERT)
+WRITES = (Rule.INPLACE, Rule.INSERT, Rule.TILE)
 
 #: Ops that lower-to-npu turns into a view of their operand where it can (a movement op
 #: without an instruction): through one, a strided slice's bytes would be read after its
@@ -421,7 +422,7 @@ class _Planner:
 
     # ------------------------------------------------------------------ in place
 
-    def live_ranges(self, order: list[Operation]) -> None:
+    def live_ranges(self, order: list[Operation], double_buffer: bool = False) -> None:
         step = {op: i for i, op in enumerate(order)}
         for op in order:
             for r in op.results:
@@ -434,6 +435,20 @@ class _Planner:
         for v in self.returned:  # the caller reads the outputs after the last step
             if v in self.vals and self.liveness(v):
                 self.vals[v].end = last
+        if double_buffer:
+            self._double_buffer(order, step)
+
+    def _double_buffer(self, order: list[Operation], step: dict[Operation, int]) -> None:
+        """A load's bytes are reserved from the compute op before it, so its DMA shares no
+        byte with that op and runs while it does (the tiler's cost model assumes so)."""
+        previous = None
+        for op in order:
+            if op.name == "tile.load" and previous is not None:
+                for r in op.results:
+                    if self.liveness(r):
+                        self.vals[r].start = step[previous]
+            elif not op.name.startswith("tile."):
+                previous = op
 
     def in_place(self, order: list[Operation]) -> None:
         last: dict[SSAValue, int] = {}
@@ -568,6 +583,77 @@ class _Planner:
             self.strided.add(r)
             has_children.add(src)
 
+    def tiles_in_place(self, order: list[Operation]) -> None:
+        """Tiles written by their producer straight into their in-place insert's region.
+
+        `%t = conv(...)` then `%r = tile.insert %t into %d` in place of `%d`: lower-to-npu
+        points the conv's output at `%d`'s region, so `%t` needs no bytes of its own. It
+        becomes a view of `%d` (at its region's offset when that is a contiguous, aligned
+        byte range, else recorded at `%d`'s first byte like a strided slice) when `%d`'s
+        bytes exist before the producer runs and, from the producer on until the insert,
+        nothing reads them (the producer's own
+        operands included; an in-place insert does not read its destination) and nothing
+        writes them but inserts and tiles into other regions, so the early write is
+        invisible. The producer must write `%t` itself: not a view op, a tile op or a
+        constant. Without this every tile of a group counted as a buffer of its own next
+        to the tensor it fills (MobileNetV2's b1/dw tiles: 37 KiB at the SRAM peak).
+        """
+        step = {op: i for i, op in enumerate(order)}
+        reads: dict[SSAValue, list[int]] = {}  # root -> steps that read its bytes
+        writes: dict[SSAValue, list[tuple[int, _Box | None]]] = {}  # root -> (step, region)
+        in_place = {v.producer for v in self.vals.values() if v.rule is Rule.INSERT}
+        for v, val in self.vals.items():
+            if not self.liveness(v):
+                continue
+            r = self.root(v)
+            reads.setdefault(r, []).extend(_read_steps(v, step, in_place))
+            producer = val.producer
+            if producer in step and producer.name != "tile.empty":
+                box = _box(producer, r) if val.rule is Rule.INSERT else None
+                writes.setdefault(r, []).append((step[producer], box))
+        has_children = {v.parent for v in self.vals.values() if v.parent is not None}
+        for op in order:
+            if not isinstance(op, InsertOp) or op.result not in self.vals:
+                continue
+            out, t, dest = self.vals[op.result], op.source, op.dest
+            if out.parent is not dest or out.rule is not Rule.INSERT or t not in self.vals:
+                continue
+            tv = self.vals[t]
+            producer = tv.producer
+            if (
+                producer is None
+                or producer not in step
+                or not _writes_own_result(producer)
+                or len(list(t.uses)) != 1
+                or t in has_children
+                or tv.region != out.region
+                or not self._can_view(t, dest, 0)
+            ):
+                continue
+            root, at, end = self.root(dest), step[producer], step[op]
+            box = _box(op, root)
+            if self.vals[root].start > at:  # the destination is made after the tile
+                continue
+            if any(at <= s < end for s in reads.get(root, ())):
+                continue
+            if any(at < w < end and _meet(box, b) for w, b in writes.get(root, ())):
+                continue
+            offset = self._region_bytes(op, dest)
+            if offset is not None and self._can_view(t, dest, offset):
+                self._attach(t, dest, offset, Rule.TILE)
+            else:
+                self._attach(t, dest, 0, Rule.TILE)
+                self.strided.add(t)
+            writes.setdefault(root, []).append((at, box))
+
+    def _region_bytes(self, op: InsertOp, dest: SSAValue) -> int | None:
+        """The byte offset of an insert's region in `dest` if the region is contiguous."""
+        shape, part = _shape(dest), _shape(op.source)
+        if shape is None or part is None:
+            return None
+        index = region_offset(shape, int_values(op.offsets), part)
+        return None if index is None else index * itemsize(dest.type)
+
     def _in_place_when_lowered(self, v: SSAValue) -> bool:
         """Whether lower-to-npu keeps `v` at its planned bytes: its producer (through
         reshapes that are views here) writes them, rather than being bound as a view of
@@ -611,6 +697,56 @@ class _Planner:
         return placement
 
 
+def _read_steps(
+    v: SSAValue, step: dict[Operation, int], in_place: set[Operation | None]
+) -> list[int]:
+    """The steps whose ops read `v`'s bytes, through the views lower-to-npu makes of it
+    (an insert in `in_place` does not read its destination: it writes into it)."""
+    found = []
+    for use in v.uses:
+        reader = use.operation
+        if reader in in_place and use.index == 1:
+            continue
+        if reader in step:
+            found.append(step[reader])
+            if reader.name in VIEWED_BY_LOWERING:
+                for r in reader.results:
+                    found += _read_steps(r, step, in_place)
+    return found
+
+
+#: A region of a tensor: (offsets, sizes) per dimension.
+_Box = tuple[tuple[int, ...], tuple[int, ...]]
+
+
+def _box(op: Operation, root: SSAValue) -> _Box | None:
+    """The region an in-place `tile.insert` writes, in `root`'s coordinates (None: unknown,
+    when its destination is not `root`'s whole tensor)."""
+    if not isinstance(op, InsertOp) or _shape(op.dest) != _shape(root):
+        return None
+    part = _shape(op.source)
+    return None if part is None else (tuple(int_values(op.offsets)), part)
+
+
+def _meet(a: _Box | None, b: _Box | None) -> bool:
+    """Whether two regions may share an element (unknown regions may)."""
+    if a is None or b is None:
+        return True
+    return all(o1 < o2 + n2 and o2 < o1 + n1 for o1, n1, o2, n2 in zip(*a, *b, strict=True))
+
+
+def _writes_own_result(op: Operation) -> bool:
+    """Whether lower-to-npu writes `op`'s result with an instruction of `op` (so it can write
+    it anywhere): not a constant, a tile op, a view or an assembly of other results."""
+    return (
+        len(op.results) == 1
+        and not is_constant(op)
+        and not op.name.startswith("tile.")
+        and op.name not in VIEWED_BY_LOWERING
+        and rule_for(op) in (None, Rule.INPLACE)
+    )
+
+
 def _check_dominance(order: list[Operation], constants: list[Operation]) -> None:
     defined = {r for op in constants for r in op.results}
     for op in order:
@@ -637,23 +773,26 @@ def plan_function(
     budget_seconds: float | None = None,
     seed: int = 0,
     io_in_arena: bool = False,
+    double_buffer: bool = False,
 ) -> FunctionPlan:
     """Plan every value of `func`; raises UnsoundPlanError if verification fails.
 
     With `io_in_arena`, inputs and outputs are planned in the activations region by
     liveness (inputs live from the first step, outputs to the last) instead of being
-    stacked in the mutable region.
+    stacked in the mutable region. With `double_buffer`, loads are double buffered
+    (`_Planner._double_buffer`).
     """
     p = _Planner(func, target, alignment, io_in_arena)
     p.static_views()
     order = p.choose_order(alignment) if reorder else list(p.compute)
     changed = any(a is not b for a, b in zip(order, p.compute, strict=True))
     sequence = _with_constants(order, p.constants) if changed else None
-    p.live_ranges(order)
+    p.live_ranges(order, double_buffer)
     p.strided_slices(order, alignment, extend=False)
     p.in_place(order)
     p.late_concat(order)
     p.prune_views(alignment)
+    p.tiles_in_place(order)
     p.strided_slices(order, alignment, extend=True)
 
     placements: dict[str, Placement] = {}

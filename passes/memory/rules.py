@@ -11,6 +11,8 @@
   contiguous in row-major order, else a copy.
 - INSERT: `tile.insert`/`tile.store %t into %dest`: the result reuses `%dest` in place
   when `%dest` is read by nobody after it.
+- TILE (not an op's rule: a decision of the planner): the tile `%t` of an in-place
+  `tile.insert` is written by its producer straight into its region of `%dest`.
 
 Views never cross regions, never start at a misaligned offset, and never make a graph
 output share bytes with anything (outputs need their own place in the mutable region).
@@ -32,6 +34,7 @@ class Rule(Enum):
     INPLACE = "inplace"
     INSERT = "insert"
     SLICE = "slice"
+    TILE = "tile"
 
 
 #: Rules whose result takes no bytes of its own (a view of operand 0).

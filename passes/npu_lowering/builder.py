@@ -11,7 +11,7 @@ import numpy as np
 from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from xdsl.ir import Operation, Region, SSAValue
 
-from npuc.dialects.mem import BUFFER_ATTR, buffer_list
+from npuc.dialects.mem import BUFFER_ATTR, BufferAttr, buffer_list
 from npuc.dialects.npu_isa import Instruction, TensorRef, default_params
 from npuc.dialects.npu_rules import overlaps
 from npuc.dialects.tile import LAYER_ATTR
@@ -82,6 +82,7 @@ class Builder:
         self.cache: dict[Operation, np.ndarray] = {}  # constant values (bias tables)
         self.copies = copies  # ops whose result must be a real copy (a view was unsafe)
         self.redirects: dict[SSAValue, TensorRef] = {}
+        self.pinned: set[Operation] = set()  # redirects the plan made views (never copied)
         self.pending: dict[SSAValue, list[Virtual]] = {}
         self.refs: dict[SSAValue, TensorRef] = {}
         self.instructions: list[Instruction] = []
@@ -96,12 +97,27 @@ class Builder:
 
     def planned(self, value: SSAValue) -> TensorRef:
         """The row-major view of the bytes the plan gave `value`."""
+        b = self._buffer(value)
+        return contiguous(self.kinds[b.region.data], b.offset.data, value.type)
+
+    def planned_inside(self, value: SSAValue, whole: SSAValue) -> bool:
+        """Whether the plan gave `value` bytes inside `whole`'s while both are live: a view
+        of it (plan-memory's tiles written in place), which only a redirect may write."""
+        a, b = self._buffer(value), self._buffer(whole)
+        if a.region != b.region or a.live is None or b.live is None:
+            return False
+        (a0, a1), (b0, b1) = a.live, b.live
+        inside = b.offset.data <= a.offset.data < b.offset.data + b.size.data
+        return inside and a0 <= b1 and b0 <= a1
+
+    def _buffer(self, value: SSAValue) -> BufferAttr:
         owner = value.owner
         assert isinstance(owner, Operation)
         buffers = buffer_list(owner.attributes.get(BUFFER_ATTR))
         assert buffers is not None
         b = buffers[value.index]  # type: ignore[attr-defined]
-        return contiguous(self.kinds[b.region.data], b.offset.data, value.type)
+        assert isinstance(b, BufferAttr)
+        return b
 
     def out(self, value: SSAValue) -> TensorRef:
         """Where an op writes `value`: its planned bytes, or the slice it was redirected to."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from xdsl.ir import Operation, SSAValue
 
+from npuc.diagnostics import InternalError
 from npuc.dialects import qnn, tile
 from npuc.dialects.arrays import int_values
 from npuc.dialects.npu_isa import TensorRef
@@ -116,6 +117,11 @@ def assemble(b: Builder, op: tile.InsertOp) -> None:
     for v in b.pending.pop(op.source, ()):
         v.end = len(b.instructions)
     if not same_place(b.ref(op.source), target):
+        if b.planned_inside(op.source, op.dest):
+            raise InternalError(
+                "lower-to-npu: a tile the plan placed inside its destination was written "
+                "elsewhere by its producer"
+            )
         b.copy(b.ref(op.source), target, (op.source,), dma)
 
 

@@ -109,6 +109,29 @@ def strided_views(func, where) -> dict:
     return views
 
 
+def strided_tiles(func, where) -> dict:
+    """Tiles that their producer writes straight into their `tile.insert`'s destination,
+    planned inside it but not at their region's own bytes (a region that is not one
+    contiguous run of the destination's bytes, or one at an unaligned offset: the plan
+    records those at the destination's first byte). Tile -> (destination, index)."""
+    tiles = {}
+    for op in func.body.block.ops:
+        if op.name != "tile.insert":
+            continue
+        t, dest = op.operands
+        if where[t][0] != where[dest][0] or not _overlap(where[t], where[dest]):
+            continue
+        offsets = [int(o) for o in op.properties["offsets"].get_values()]
+        full, part = shape_of(dest.type), shape_of(t.type)
+        first = next((d for d, n in enumerate(part) if n != 1), len(part))
+        if all(part[d] == full[d] for d in range(first + 1, len(full))):
+            start = int(np.ravel_multi_index(offsets, full)) * dtype_of(t.type).itemsize
+            if where[t][1] == where[dest][1] + start:
+                continue  # one contiguous run, at its own bytes
+        tiles[t] = (dest, tuple(slice(o, o + n) for o, n in zip(offsets, part, strict=True)))
+    return tiles
+
+
 def check_layout(module: ModuleOp) -> dict[str, int]:
     """Regions, alignment, sizes and overlaps checked from the IR alone; returns the steps count.
 
@@ -147,6 +170,9 @@ def check_layout(module: ModuleOp) -> dict[str, int]:
     for r, (x, _) in reversed(list(strided.items())):  # later views first: chains propagate
         if x in live and r in live:
             live[x][1] = max(live[x][1], live[r][1])
+    for t, (dest, _) in strided_tiles(func, where).items():  # written into dest's bytes
+        if dest in live and t in live:
+            live[dest][0] = min(live[dest][0], live[t][0])
     parent = {v: v for v in where}
 
     def find(v):
@@ -197,7 +223,8 @@ def run_through_arena(module: ModuleOp, inputs: dict[str, np.ndarray], seed: int
     """
     rng = np.random.default_rng(seed)
     func, where = buffers(module)
-    strided = strided_views(func, where)
+    strided = strided_views(func, where) | strided_tiles(func, where)
+    tiles = strided_tiles(func, where)
     arenas = {
         r: rng.integers(0, 256, size, dtype=np.uint8) for r, (size, _) in regions(module).items()
     }
@@ -250,6 +277,11 @@ def run_through_arena(module: ModuleOp, inputs: dict[str, np.ndarray], seed: int
                     region[index] = read(src)
                     write(r, region)
                 np.testing.assert_array_equal(read(r), np.asarray(array), err_msg=op.name)
+            elif r in tiles:  # the producer writes its tile's elements where dest has them
+                dest, index = tiles[r]
+                whole = read(dest)
+                whole[index] = np.asarray(array)
+                write(dest, whole)
             elif r in strided:
                 np.testing.assert_array_equal(read(r), np.asarray(array), err_msg=op.name)
             elif in_place and op.name in VIEW_OPS:
@@ -267,6 +299,19 @@ def run_through_arena(module: ModuleOp, inputs: dict[str, np.ndarray], seed: int
                 write(r, array)
     ret = func.body.block.last_op
     return {n: read(v).copy() for n, v in zip(output_names(func), ret.operands, strict=True)}
+
+
+def check_against_interpreter(module: ModuleOp, seed: int = 4) -> None:
+    """The layout checks, then every op run on its planned bytes gives the interpreter's
+    outputs on seeded inputs."""
+    from npuc import api
+
+    feeds = api.random_inputs(module, seed=seed)
+    expected = api.run(api.parse_mlir(str(module)), feeds)
+    check_layout(module)
+    got = run_through_arena(module, feeds)
+    for name, want in expected.items():
+        np.testing.assert_array_equal(got[name], want, err_msg=name)
 
 
 @pytest.fixture(name="arena")

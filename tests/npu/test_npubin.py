@@ -221,8 +221,8 @@ def test_loader_messages(programs):
     with pytest.raises(NpucError, match="not an npubin file"):
         load(b"PK\x03\x04" + data[4:])
     newer = bytearray(data)
-    newer[4:6] = (2).to_bytes(2, "little")
-    with pytest.raises(NpucError, match=r"format version 2\.0 is newer .* reads 2\.x"):
+    newer[4:6] = (3).to_bytes(2, "little")
+    with pytest.raises(NpucError, match=r"format version 3\.0 is newer .* reads 3\.x"):
         load(bytes(newer))
     corrupt = bytearray(data)
     offset, _ = doc_decode(data)["sections"]["COMMANDS"]

@@ -129,6 +129,8 @@ def test_ethos_u55_256_mirrors_vela_high_end_embedded_shared_sram():
     assert t.bytes_per_cycle("sram") * t.clock_hz == 4e9
     assert t.bytes_per_cycle("flash") * t.clock_hz == 0.5e9
     assert t.alignment == 16  # Vela's allocation alignment
+    assert t.weight_decoder is not None and t.weight_decoder.elements_per_cycle == 8
+    assert load_target("mcu-64").weight_decoder is None
 
 
 def test_unknown_memory_lists_the_memories():
@@ -325,6 +327,18 @@ BAD = {
     "unknown source key": (
         GOOD + '\n[source]\nmirror = "Vela"\n',
         "source.mirror: unknown key (allowed: mirrors, notes)",
+    ),
+    "weight decoder without a rate": (
+        GOOD + "\n[weight_decoder]\n",
+        "weight_decoder.elements_per_cycle: missing required key",
+    ),
+    "weight decoder at zero elements a cycle": (
+        GOOD + "\n[weight_decoder]\nelements_per_cycle = 0\n",
+        "weight_decoder.elements_per_cycle: expected a positive number, got 0",
+    ),
+    "unknown weight decoder key": (
+        GOOD + "\n[weight_decoder]\nelements_per_cycle = 4\nratio = 2\n",
+        "weight_decoder.ratio: unknown key",
     ),
 }
 

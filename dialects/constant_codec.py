@@ -1,0 +1,264 @@
+"""Lossless encoding of constant streams (docs/binary-format.md, "Rice streams").
+
+A stream is a run of the constants region holding integers of one element type (a weight
+tensor, a bias/scale table). Its elements are split into `lanes` interleaved lanes (element
+j in lane j mod lanes: the columns of a `[C, 4]` table); each lane stores its values as
+zigzag-mapped differences from a base, Golomb-Rice coded with its own parameter k, the
+unary quotients in one bit string and the k-bit remainders in another. Splitting the two
+makes decoding vectorised: the quotients are the gaps between the set bits of the first
+string, the remainders fixed-width fields of the second. A lane may also carry a mask of
+the elements that differ from its base (then only those are Rice coded): weights that are
+mostly one value (pruned or padded channels) cost a bit each.
+
+`encode` chooses lanes, bases and parameters (deterministically: a function of the bytes);
+`decode` accepts any valid choice and raises `CodecError` (with the byte offset in the
+payload) on a malformed one. Pure numpy: shared by the encoder, the loader and the cycle
+model.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Codec codes of the format; 0 is not used (raw bytes are not a stream).
+CODECS = {1: "rice"}
+CODEC_IDS = {name: code for code, name in CODECS.items()}
+#: Element types a stream may hold: numpy dtype (little-endian) per ISA type name.
+ELEMENT_TYPES = {"i8": "<i1", "u8": "<u1", "i16": "<i2", "u16": "<u2", "i32": "<i4"}
+#: Interleave factors the encoder tries (the decoder accepts 1 to 255).
+LANE_CHOICES = (1, 2, 4)
+
+HEAD = struct.Struct("<B7x")  # lanes, reserved
+LANE = struct.Struct("<iBB2xII")  # base, k, flags, reserved, unary bytes, reserved
+MASKED = 1  # lane flag: a mask of the elements that differ from the base comes first
+
+
+class CodecError(ValueError):
+    """A malformed stream: `offset` is the byte in the payload where it shows."""
+
+    def __init__(self, offset: int, message: str):
+        super().__init__(message)
+        self.offset, self.message = offset, message
+
+
+@dataclass(frozen=True)
+class _Lane:
+    base: int
+    k: int
+    values: np.ndarray  # the coded values (zigzag differences, minus 1 when masked), uint64
+    mask: np.ndarray | None = None  # with MASKED: per element, whether it is coded
+
+    @property
+    def unary_bits(self) -> int:
+        return int((self.values >> np.uint64(self.k)).sum()) + len(self.values)
+
+    @property
+    def size(self) -> int:
+        mask = 0 if self.mask is None else -(-len(self.mask) // 8)
+        return LANE.size + mask + -(-self.unary_bits // 8) + -(-len(self.values) * self.k // 8)
+
+
+def _zigzag(d: np.ndarray) -> np.ndarray:
+    """0, -1, 1, -2, ... to 0, 1, 2, 3, ... (int64 in, uint64 out)."""
+    return ((d << 1) ^ (d >> 63)).view(np.uint64)
+
+
+def _median(values: np.ndarray) -> int:
+    """The lower median (0 for no values); by counting for 8 and 16-bit values."""
+    if not len(values):
+        return 0
+    middle = (len(values) - 1) // 2
+    if values.itemsize <= 2:
+        low = int(values.min())
+        counts = np.cumsum(np.bincount(values.astype(np.int64) - low))
+        return low + int(np.searchsorted(counts, middle + 1))
+    return int(np.partition(values, middle)[middle])
+
+
+def _lane(values: np.ndarray, width: int) -> _Lane:
+    """The smaller of: every element coded from the median, or the elements that differ
+    from the most frequent value coded from it, behind a mask."""
+    plain = _rice(_median(values), _zigzag(values.astype(np.int64) - _median(values)), width)
+    if not len(values):
+        return plain
+    found, counts = np.unique(values, return_counts=True)
+    mode = int(found[np.argmax(counts)])
+    coded = values != mode
+    u = _zigzag(values[coded].astype(np.int64) - mode) - np.uint64(1)
+    masked = _rice(mode, u, width, coded)
+    return masked if masked.size < plain.size else plain
+
+
+def _rice(base: int, u: np.ndarray, width: int, mask: np.ndarray | None = None) -> _Lane:
+    """The lane coding `u` with the Rice parameter that takes the fewest bits."""
+
+    def bits(k: int) -> int:
+        return int((u >> np.uint64(k)).sum()) + len(u) * (1 + k)
+
+    mean = float(u.mean()) if len(u) else 0.0
+    k = min(max(int(np.log2(mean + 1)), 0), width)
+    while k > 0 and bits(k - 1) <= bits(k):
+        k -= 1
+    while k < width and bits(k + 1) < bits(k):
+        k += 1
+    return _Lane(base, k, u, mask)
+
+
+def _plan(data: bytes, dtype: str) -> list[_Lane]:
+    values = np.frombuffer(data, ELEMENT_TYPES[dtype])
+    width = 8 * values.itemsize + 1  # a zigzag difference needs at most one bit more
+    best: list[_Lane] = []
+    for lanes in LANE_CHOICES:
+        if len(values) % lanes:
+            continue
+        plan = [_lane(values[i::lanes], width) for i in range(lanes)]
+        if not best or sum(x.size for x in plan) < sum(x.size for x in best):
+            best = plan
+    return best
+
+
+def encoded_size(data: bytes, dtype: str) -> int:
+    """The payload size `encode` gives, without building it."""
+    return HEAD.size + sum(lane.size for lane in _plan(data, dtype))
+
+
+def encode(data: bytes, dtype: str) -> bytes:
+    """The payload of a stream of `dtype` elements (little-endian `data`)."""
+    plan = _plan(data, dtype)
+    heads, bodies = [], []
+    for lane in plan:
+        q = lane.values >> np.uint64(lane.k)
+        ones = np.cumsum(q + np.uint64(1)) - np.uint64(1)
+        bits = np.zeros(int(ones[-1]) + 1 if len(ones) else 0, np.uint8)
+        bits[ones.astype(np.int64)] = 1
+        unary = np.packbits(bits, bitorder="little").tobytes()
+        words = lane.values.astype("<u8").view(np.uint8).reshape(-1, 8)
+        fields = np.unpackbits(words, axis=1, bitorder="little")[:, : lane.k]
+        remainder = np.packbits(fields.ravel(), bitorder="little").tobytes()
+        flags = 0 if lane.mask is None else MASKED
+        heads.append(LANE.pack(lane.base, lane.k, flags, len(unary), 0))
+        if lane.mask is not None:
+            bodies.append(np.packbits(lane.mask, bitorder="little").tobytes())
+        bodies += [unary, remainder]
+    return HEAD.pack(len(plan)) + b"".join(heads) + b"".join(bodies)
+
+
+def decode(payload: bytes, dtype: str, size: int) -> bytes:
+    """The `size` bytes a payload encodes (CodecError on a malformed payload)."""
+    np_type = np.dtype(ELEMENT_TYPES[dtype])
+    info = np.iinfo(np_type)
+    if len(payload) < HEAD.size:
+        raise CodecError(0, f"a stream needs {HEAD.size} bytes, it has {len(payload)}")
+    (lanes,) = HEAD.unpack_from(payload, 0)
+    if any(payload[1 : HEAD.size]):
+        raise CodecError(1, "reserved bytes of the stream head must be zero")
+    if lanes == 0:
+        raise CodecError(0, "a stream has at least one lane")
+    count, rest = divmod(size, np_type.itemsize * lanes)
+    if rest:
+        raise CodecError(0, f"{size} bytes are not a whole number of {dtype} elements per lane")
+    if count * lanes > 8 * len(payload):  # each element takes a bit at least
+        raise CodecError(0, f"{len(payload)} bytes cannot hold {count * lanes} elements")
+    at = HEAD.size + lanes * LANE.size
+    if at > len(payload):
+        raise CodecError(
+            HEAD.size, f"{lanes} lane headers need {at} bytes, the stream has {len(payload)}"
+        )
+    out = np.empty(count * lanes, np_type)
+    umax = 2 * (int(info.max) - int(info.min)) + 1
+    for i in range(lanes):
+        where = HEAD.size + i * LANE.size
+        base, k, flags, unary_size, reserved = LANE.unpack_from(payload, where)
+        if any(payload[where + 6 : where + 8]) or reserved:
+            raise CodecError(where + 6, f"lane {i}: reserved fields must be zero")
+        if flags & ~MASKED:
+            raise CodecError(where + 5, f"lane {i}: unknown flags {flags:#x}")
+        if not info.min <= base <= info.max:
+            raise CodecError(where, f"lane {i}: base {base} is outside the {dtype} range")
+        if k > 8 * np_type.itemsize + 1:
+            raise CodecError(where + 4, f"lane {i}: Rice parameter {k} is too large for {dtype}")
+        mask, coded = None, count
+        if flags & MASKED:
+            mask = _mask(payload, at, count, i)
+            at += -(-count // 8)
+            coded = int(np.count_nonzero(mask))
+        remainder_size = -(-coded * k // 8)
+        if at + unary_size + remainder_size > len(payload):
+            raise CodecError(where + 8, f"lane {i}: its bits run past the end of the stream")
+        q = _quotients(payload, at, unary_size, coded, umax >> k, i)
+        r = _fields(payload, at + unary_size, remainder_size, coded, k, i)
+        u = (q << k) | r  # below 2^42: a quotient is at most umax >> k, umax < 2^34
+        if mask is not None:
+            u += 1
+        values = (u >> 1) ^ -(u & 1)
+        values += base
+        if coded and (values.min() < info.min or values.max() > info.max):
+            bad = np.flatnonzero((values < info.min) | (values > info.max))
+            raise CodecError(at, f"lane {i}: element {bad[0]} decodes outside the {dtype} range")
+        if mask is None:
+            out[i::lanes] = values
+        else:
+            whole = np.full(count, base, np.int64)
+            whole[mask] = values
+            out[i::lanes] = whole
+        at += unary_size + remainder_size
+    if at != len(payload):
+        raise CodecError(at, f"{len(payload) - at} bytes after the last lane")
+    return out.tobytes()
+
+
+def _mask(payload: bytes, at: int, count: int, lane: int) -> np.ndarray:
+    """The mask of a MASKED lane: a bit per element, set where it is coded, then zeros."""
+    size = -(-count // 8)
+    if at + size > len(payload):
+        raise CodecError(at, f"lane {lane}: its mask runs past the end of the stream")
+    bits = np.unpackbits(np.frombuffer(payload, np.uint8, size, at), bitorder="little")
+    if bits[count:].any():
+        raise CodecError(at + size - 1, f"lane {lane}: padding bits after the mask must be zero")
+    return bits[:count].astype(bool)
+
+
+def _quotients(payload: bytes, at: int, size: int, count: int, limit: int, lane: int) -> np.ndarray:
+    """The unary quotients: each a run of zero bits ended by a one, least significant bit
+    first; the last byte holds the last one and zeros above it."""
+    bits = np.unpackbits(np.frombuffer(payload, np.uint8, size, at), bitorder="little")
+    ones = np.flatnonzero(bits)
+    if len(ones) < count:
+        raise CodecError(at, f"lane {lane}: {len(ones)} unary codes for {count} elements")
+    if len(ones) > count:
+        extra = int(ones[count]) // 8
+        raise CodecError(at + extra, f"lane {lane}: more unary codes than its {count} elements")
+    if count and int(ones[-1]) // 8 != size - 1:
+        raise CodecError(at + int(ones[-1]) // 8 + 1, f"lane {lane}: bytes after the last code")
+    if not count and size:
+        raise CodecError(at, f"lane {lane}: unary bytes for no element")
+    q = np.diff(ones, prepend=-1) - 1
+    if count and q.max() > limit:
+        first = int(np.flatnonzero(q > limit)[0])
+        raise CodecError(
+            at + int(ones[first]) // 8, f"lane {lane}: a quotient exceeds the element range"
+        )
+    return q
+
+
+def _fields(payload: bytes, at: int, size: int, count: int, k: int, lane: int) -> np.ndarray:
+    """`count` k-bit remainders packed least significant bit first, then zero bits: field
+    i is bits [i k, i k + k), read from the word at its first bit's byte (k <= 33 and a
+    shift below 8: 4 bytes hold it up to k = 25, else 8)."""
+    if not k:
+        return np.zeros(count, np.int64)
+    raw = np.frombuffer(payload, np.uint8, size, at)
+    spare = 8 * size - count * k
+    if spare and raw[-1] >> (8 - spare):
+        raise CodecError(
+            at + size - 1, f"lane {lane}: padding bits after the remainders must be zero"
+        )
+    width = 4 if k <= 25 else 8  # bytes a field and its shift need
+    padded = np.concatenate([raw, np.zeros(width, np.uint8)])
+    first = np.arange(count, dtype=np.int64) * k
+    windows = np.lib.stride_tricks.sliding_window_view(padded, width)[first >> 3]
+    words = np.ascontiguousarray(windows).view(f"<u{width}").ravel().astype(np.int64)
+    return (words >> (first & 7)) & ((1 << k) - 1)

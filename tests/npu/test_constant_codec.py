@@ -1,0 +1,161 @@
+"""The Rice stream codec of encoded constants (docs/binary-format.md, "Rice streams").
+
+`doc_decode` (tests/rice_doc.py) is written from that section with plain Python integers,
+bit by bit: it shares no code with dialects/constant_codec.py and returns None where the
+document says a payload is malformed. The codec must agree with it on every payload,
+valid or corrupted, and never fail but with a CodecError naming a byte of the payload.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from rice_doc import doc_decode
+
+from npuc.dialects import constant_codec
+from npuc.dialects.constant_codec import CodecError, decode, encode
+
+
+def arrays(dtype: str, max_size: int = 300):
+    np_type = np.dtype(constant_codec.ELEMENT_TYPES[dtype])
+    return hnp.arrays(np_type, st.integers(1, max_size))
+
+
+ENCODABLE = st.sampled_from(["i8", "u8", "i16", "u16", "i32"])
+
+
+@st.composite
+def runs(draw) -> tuple[str, bytes]:
+    dtype = draw(ENCODABLE)
+    shape = st.sampled_from(["any", "narrow", "constant", "sparse"])
+    values = draw(arrays(dtype))
+    kind = draw(shape)
+    if kind == "narrow":  # weights of a trained layer: small values around a centre
+        info = np.iinfo(values.dtype)
+        centre = draw(st.integers(int(info.min) + 8, int(info.max) - 8))
+        values = (centre + values.astype(np.int64) % 9 - 4).astype(values.dtype)
+    elif kind == "constant":
+        values = np.full_like(values, values[0])
+    elif kind == "sparse":  # mostly one value (pruned or padded channels): masked lanes
+        keep = np.arange(len(values)) % draw(st.integers(2, 6)) == 0
+        values = np.where(keep, values, values[-1])
+    return dtype, values.tobytes()
+
+
+def test_the_documented_example():
+    payload = bytes.fromhex("0100000000000000020000000100000001000000000000001e02")
+    expected = np.array([3, 1, 2, 2], np.int8).tobytes()
+    assert doc_decode(payload, "i8", 4) == expected
+    assert decode(payload, "i8", 4) == expected
+    masked = bytes.fromhex("0100000000000000020000000001000001000000000000000306")
+    assert doc_decode(masked, "i8", 4) == expected
+    assert decode(masked, "i8", 4) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs())
+def test_decode_of_encode_is_the_identity(run):
+    dtype, data = run
+    payload = encode(data, dtype)
+    assert decode(payload, dtype, len(data)) == data
+    assert doc_decode(payload, dtype, len(data)) == data
+    assert constant_codec.encoded_size(data, dtype) == len(payload)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(["i8", "u8", "i16"]), st.data())
+def test_int8_uint8_int16_arrays_of_any_values_round_trip(dtype, data):
+    values = data.draw(arrays(dtype, 2000))
+    raw = values.tobytes()
+    assert decode(encode(raw, dtype), dtype, len(raw)) == raw
+
+
+@st.composite
+def corrupted(draw) -> tuple[str, int, bytes]:
+    dtype, data = draw(runs())
+    payload = bytearray(encode(data, dtype))
+    for _ in range(draw(st.integers(1, 3))):
+        how = draw(st.sampled_from(["flip", "byte", "truncate", "append", "field"]))
+        if how == "flip" and payload:
+            at = draw(st.integers(0, len(payload) - 1))
+            payload[at] ^= 1 << draw(st.integers(0, 7))
+        elif how == "byte" and payload:
+            payload[draw(st.integers(0, len(payload) - 1))] = draw(st.integers(0, 255))
+        elif how == "truncate":
+            del payload[draw(st.integers(0, len(payload))) :]
+        elif how == "append":
+            payload += bytes(draw(st.lists(st.integers(0, 255), min_size=1, max_size=4)))
+        elif how == "field" and len(payload) >= 24:  # a lane header's base, k or unary size
+            at = draw(st.sampled_from([8, 12, 13, 16]))
+            payload[at] = draw(st.integers(0, 255))
+    return dtype, len(data), bytes(payload)
+
+
+@settings(max_examples=500, deadline=2000)
+@given(corrupted())
+def test_corrupted_payloads_are_refused_at_a_byte_or_decoded_as_the_document_says(case):
+    dtype, size, payload = case
+    expected = doc_decode(payload, dtype, size)
+    try:
+        got = decode(payload, dtype, size)
+    except CodecError as e:
+        assert expected is None
+        assert 0 <= e.offset <= len(payload)
+        assert e.message
+    else:
+        assert got == expected
+
+
+def test_a_huge_quotient_is_refused_without_expanding_it():
+    """One unary code spanning a megabyte: the codec names where it exceeds the range."""
+    payload = bytearray(encode(np.zeros(8, np.int8).tobytes(), "i8"))
+    lanes = payload[0]
+    at = 8 + 16 * lanes
+    big = bytes(1 << 20) + b"\x01"
+    unary_size = struct.unpack_from("<I", payload, 16)[0]
+    struct.pack_into("<I", payload, 16, len(big) + unary_size)
+    payload[at:at] = big
+    with pytest.raises(CodecError) as e:
+        decode(bytes(payload), "i8", 8)
+    assert e.value.offset >= at
+
+
+def order0_bytes(values: np.ndarray) -> float:
+    """The order-0 entropy of the values, in bytes: what any per-tensor code of single
+    values (a Huffman table without its cost) needs at least."""
+    _, counts = np.unique(values, return_counts=True)
+    p = counts / counts.sum()
+    return float(-(p * np.log2(p)).sum() * values.size / 8)
+
+
+def test_per_channel_weights_compress_near_their_entropy():
+    """Per-channel symmetric int8 weights (normal values scaled so each channel's largest
+    is 127) come within 4% of the entropy bound, and a bias/scale table of four columns
+    is split into lanes."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((32, 288))
+    q = np.round(w / np.abs(w).max(axis=1, keepdims=True) * 127).astype(np.int8)
+    assert len(encode(q.tobytes(), "i8")) < 1.04 * order0_bytes(q) < q.nbytes
+    narrow = np.round(w / np.abs(w).max() * 40).astype(np.int8)  # a layer of small weights
+    assert len(encode(narrow.tobytes(), "i8")) < 1.04 * order0_bytes(narrow) < 0.8 * w.size
+    pruned = np.where(rng.random(q.shape) < 0.75, 0, q).astype(np.int8)  # 3 in 4 are zero
+    payload = encode(pruned.tobytes(), "i8")
+    assert payload[13] == 1  # a masked lane
+    assert len(payload) < 1.15 * order0_bytes(pruned) < 0.5 * pruned.nbytes
+    table = np.stack(
+        [
+            rng.integers(-500, 500, 64),
+            rng.integers(2**30, 2**30 + 2**20, 64),
+            np.full(64, 38),
+            np.zeros(64, np.int64),
+        ],
+        axis=1,
+    ).astype("<i4")
+    payload = encode(table.tobytes(), "i32")
+    assert payload[0] == 4
+    assert len(payload) < 0.5 * table.nbytes
