@@ -214,7 +214,8 @@ def _compile(options: CompileOptions, stages: Stages) -> CompileResult:
         profile.sram = layer_peaks(planned, target.sram.name)
         binary_plan = with_program_constants(planned, program)[0]
         rows = layer_rows(profile, program)
-        files.update(profile_files(name, profile, rows, plan_figures(planned, binary_plan, target)))
+        figures = plan_figures(planned, binary_plan, target, program)
+        files.update(profile_files(name, profile, rows, figures))
     summary.append(
         f"{len(program.instructions)} instructions; estimated {profile.total_cycles:,} cycles, "
         f"{profile.inference_ms:.2f} ms at {target.clock_mhz:g} MHz"
@@ -235,19 +236,22 @@ def _compile(options: CompileOptions, stages: Stages) -> CompileResult:
     )
 
 
-def plan_figures(planned, binary_plan, target) -> dict[str, object]:
-    """The memory plan's figures for NAME.summary.csv: region sizes (constants split into the
-    planned weights and what lowering appends) and each memory's use against its capacity."""
+def plan_figures(planned, binary_plan, target, program) -> dict[str, object]:
+    """The memory plan's figures for NAME.summary.csv: region sizes (the constants as the
+    flash holds them, and decoded: the planned weights and what lowering appends) and each
+    memory's use against its capacity."""
     from .passes.memory.report import memory_usage
 
     def size(plan, region: str) -> int:
         return plan.regions[region].size if region in plan.regions else 0
 
-    constants = size(binary_plan, "constants")
+    decoded = program.region("constants")
+    decoded_size = decoded.size if decoded is not None else 0
     figures: dict[str, object] = {
-        "constants_bytes": constants,
+        "constants_bytes": size(binary_plan, "constants"),
+        "constants_decoded_bytes": decoded_size,
         "weights_bytes": size(planned, "constants"),
-        "tables_bytes": constants - size(planned, "constants"),
+        "tables_bytes": decoded_size - size(planned, "constants"),
         "mutable_bytes": size(binary_plan, "mutable"),
         "activations_bytes": size(binary_plan, "activations"),
     }
