@@ -610,27 +610,38 @@ class Planner:
         most = extra = output = 0
         compute = activation_dma = streamed_dma = first_dma = once = 0.0
         values = self._values
+        # parts with one model have equal tiles: look each distinct model's tiles up once
+        grids: dict[int, tuple[list[tuple[int, float, float]], int, int, int, int]] = {}
         for p in range(c if layer.channel_units > 1 else 1):
             key_p = (index, linked, c, p)
-            tb = None
-            for oh, ih, nh in hcls:
-                for ow, iw, nw in wcls:
-                    tb = values.get((key_p, oh, ih, ow, iw, streamed))
-                    if tb is None:
-                        tb = self.tile_values(key_p, oh, ih, ow, iw, streamed)
-                    count = nh * nw
-                    most = max(most, tb[0])
-                    extra = max(extra, tb[1])
-                    output = max(output, tb[5])
-                    compute += count * tb[2]
-                    activation_dma += count * tb[3]
-            assert tb is not None
-            part_weights.append(tb[4])
+            model = self.model(*key_p)
+            grid = grids.get(id(model))
+            if grid is None:
+                row = []
+                tb = None
+                m_most = m_extra = m_output = 0
+                for oh, ih, nh in hcls:
+                    for ow, iw, nw in wcls:
+                        tb = values.get((key_p, oh, ih, ow, iw, streamed))
+                        if tb is None:
+                            tb = self.tile_values(key_p, oh, ih, ow, iw, streamed)
+                        m_most = max(m_most, tb[0])
+                        m_extra = max(m_extra, tb[1])
+                        m_output = max(m_output, tb[5])
+                        row.append((nh * nw, tb[2], tb[3]))
+                assert tb is not None
+                grid = grids[id(model)] = (row, tb[4], m_most, m_extra, m_output)
+            row, part_weight, m_most, m_extra, m_output = grid
+            for count, cycles, dma in row:  # summed tile by tile, in the same order
+                compute += count * cycles
+                activation_dma += count * dma
+            most, extra, output = max(most, m_most), max(extra, m_extra), max(output, m_output)
+            part_weights.append(part_weight)
             if weights_dma and c > 1:
-                streamed_dma += transfer_cycles(constants, tb[4])
-                first_dma += transfer_cycles(constants, tb[4]) if p == 0 else 0
+                streamed_dma += transfer_cycles(constants, part_weight)
+                first_dma += transfer_cycles(constants, part_weight) if p == 0 else 0
             elif weights_dma:
-                once += transfer_cycles(constants, tb[4])
+                once += transfer_cycles(constants, part_weight)
         weights = 0
         if weights_dma:
             weights = 2 * max(part_weights) if c > 1 else part_weights[0]
