@@ -24,4 +24,6 @@ def ints(values: Sequence[int]) -> DenseArrayBase[IntegerType]:
 
 def int_values(attr: DenseArrayBase[Any]) -> tuple[int, ...]:
     """The values of an integer array property, as Python ints."""
+    if isinstance(attr.elt_type, IntegerType):  # unpacked as ints already
+        return attr.get_values()
     return tuple(int(v) for v in attr.get_values())
