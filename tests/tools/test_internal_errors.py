@@ -102,6 +102,50 @@ def test_npu_compile_names_the_stage_pass_op_and_layer(tmp_path: Path, monkeypat
     assert not (tmp_path / "o").exists()
 
 
+def test_a_tile_op_written_wrong_is_still_verified(tmp_path: Path, monkeypatch, capsys):
+    """npu-compile verifies the tiled module once, after plan-memory: a bad tile op is caught
+    there."""
+    from npuc.dialects import qnn
+    from npuc.passes.tile import TilePass
+
+    tile = TilePass.apply
+
+    def tile_with_a_bug(self, ctx, module):
+        tile(self, ctx, module)
+        conv = next(op for op in module.walk() if isinstance(op, qnn.Conv2dOp))
+        conv.attributes["bogus"] = conv.properties["groups"]
+
+    monkeypatch.setattr(TilePass, "apply", tile_with_a_bug)
+    argv = [str(LENET), "-t", "mcu-64", "--calib-random", "2", "-q", "-o", str(tmp_path / "o")]
+    status, stderr = run_main(npu_compile.main, argv, capsys)
+    assert status != 0 and "'qnn.conv2d': unknown properties bogus" in stderr, stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_lowered_program_written_wrong_is_an_internal_error(tmp_path: Path, monkeypatch, capsys):
+    """The lowering checks its program (here: hazards, as every token is dropped) before it
+    becomes npu ops, which npu-compile does not verify again."""
+    from dataclasses import replace
+
+    from npuc.passes import lower_to_npu
+
+    with_deps = lower_to_npu.with_deps
+    monkeypatch.setattr(
+        lower_to_npu, "with_deps", lambda insts: [replace(i, deps=()) for i in with_deps(insts)]
+    )
+    argv = [str(LENET), "-t", "mcu-64", "--calib-random", "2", "-q", "-o", str(tmp_path / "o")]
+    status, stderr = run_main(npu_compile.main, argv, capsys)
+    assert_internal_error(
+        status,
+        stderr,
+        "npu-compile",
+        "lower-to-npu produced an invalid program",
+        "without waiting for its token",
+        "stage 'lower'",
+    )
+    assert not (tmp_path / "o").exists()
+
+
 def test_debug_and_npuc_debug_print_the_traceback(tmp_path: Path, monkeypatch, capsys):
     from npuc.passes.npu_lowering import rules
 
