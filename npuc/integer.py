@@ -48,8 +48,10 @@ def rounding_shift(x: np.ndarray, shift: np.ndarray | int, rounding: str) -> np.
         raise ValueError("rounding_shift needs shift >= 0")
     if rounding == "half_away_from_zero":
         half = np.where(shift > 0, np.left_shift(I64(1), np.maximum(shift - 1, 0)), 0)
-        magnitude = np.right_shift(np.abs(x) + half, shift)
-        return np.where(x < 0, -magnitude, magnitude)
+        magnitude = np.asarray(np.abs(x) + half)  # then in place: whole-tensor passes
+        np.right_shift(magnitude, shift, out=magnitude)
+        np.negative(magnitude, out=magnitude, where=x < 0)
+        return magnitude
     if rounding == "half_to_even":
         floor = np.right_shift(x, shift)  # arithmetic shift: floor division
         remainder = x - np.left_shift(floor, shift)

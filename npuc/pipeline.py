@@ -76,10 +76,15 @@ def load_model(
 
 
 def apply_pipeline(
-    module: ModuleOp, pipeline: str = DEFAULT_PIPELINE, ctx: Context | None = None
+    module: ModuleOp,
+    pipeline: str = DEFAULT_PIPELINE,
+    ctx: Context | None = None,
+    *,
+    verify: bool = True,
 ) -> ModuleOp:
     """Run a pass pipeline (`npu-opt -p` syntax, or "default") on a module in place and
-    verify the result."""
+    verify the result (`verify=False`: the caller verifies after a later pipeline that
+    keeps these ops)."""
     if pipeline == "default":
         pipeline = DEFAULT_PIPELINE
     if pipeline:
@@ -96,5 +101,6 @@ def apply_pipeline(
             with applying(p):
                 p.apply(ctx, module)
             name_locations(module)  # the ops the pass built, located by their layer
-        module.verify()
+        if verify:
+            module.verify()
     return module

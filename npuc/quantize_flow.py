@@ -12,7 +12,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
 from .diagnostics import NpucError
-from .graph_io import entry_function, output_names
+from .graph_io import entry_function, input_names, output_names
 
 Batch = Mapping[str, np.ndarray]
 
@@ -39,22 +39,28 @@ def quantize(float_module: ModuleOp, statistics: Mapping, config) -> tuple[Modul
 
 
 def dequantized_values(
-    module: ModuleOp, values: Mapping[str, np.ndarray], *, outputs: bool = False
+    module: ModuleOp,
+    values: Mapping[str, np.ndarray],
+    *,
+    outputs: bool = False,
+    types: Mapping[str, object] | None = None,
 ) -> dict[str, np.ndarray]:
     """Tensors of a run (intermediates, or outputs with `outputs=True`) as reals.
 
-    Quantized tensors are dequantized with their IR type; integer tensors that
-    are not quantized (indices, argmax) are left out of comparisons.
+    Quantized tensors are dequantized with their IR type (`types`: by tensor name, when
+    the caller has them); integer tensors that are not quantized (indices, argmax) are
+    left out of comparisons.
     """
     from npuc.dialects.quant_types import UniformQuantizedType
     from npuc.integer import dequantize
     from npuc.runtime.nn_interpreter import FunctionRunner
 
-    func = entry_function(module)
-    if outputs:
-        types = dict(zip(output_names(func), func.function_type.outputs, strict=True))
-    else:
-        types = {key: value.type for value, key in FunctionRunner(func).keys.items()}
+    if types is None:
+        func = entry_function(module)
+        if outputs:
+            types = dict(zip(output_names(func), func.function_type.outputs, strict=True))
+        else:
+            types = {key: value.type for value, key in FunctionRunner(func).keys.items()}
     real = {}
     for name, array in values.items():
         ty = types.get(name)
@@ -71,26 +77,41 @@ def compare(float_module: ModuleOp, quantized: ModuleOp, batches: Iterable[Batch
     """Tensor-by-tensor accuracy of `quantized` against `float_module` over a data set.
 
     A stateful model runs the batches as one stream, each model carrying its own state.
+    Each model is prepared once for all batches (its constants converted once).
     """
     from npuc.passes.quantization.state import StateCarrier
     from npuc.runtime.accuracy import Comparison
-    from npuc.runtime.qnn_interpreter import run_module
+    from npuc.runtime.qnn_interpreter import QuantizedFunctionRunner
 
-    outputs = output_names(entry_function(float_module))
+    float_run = QuantizedFunctionRunner(entry_function(float_module))
+    q_run = QuantizedFunctionRunner(entry_function(quantized))
+    outputs = output_names(float_run.func)
+    q_types = {key: value.type for value, key in q_run.keys.items()}
+    q_output_types = dict(
+        zip(output_names(q_run.func), q_run.func.function_type.outputs, strict=True)
+    )
     comparison = Comparison(outputs=outputs)
     ref_state, q_state = StateCarrier(float_module), StateCarrier(quantized)
     for batch in batches:
-        ref_out, ref_inter = run_module(float_module, ref_state.named(batch), keep="all")
-        q_out, q_inter = run_module(quantized, q_state.named(batch), keep="all")
+        ref_out, ref_inter = _run_all(float_run, ref_state.named(batch))
+        q_out, q_inter = _run_all(q_run, q_state.named(batch))
         ref_state.update(ref_out)
         q_state.update(q_out)
         reference = {**ref_inter, **ref_out}
         candidate = {
-            **dequantized_values(quantized, q_inter),
-            **dequantized_values(quantized, q_out, outputs=True),
+            **dequantized_values(quantized, q_inter, types=q_types),
+            **dequantized_values(quantized, q_out, outputs=True, types=q_output_types),
         }
         comparison.update(reference, candidate)
     return comparison.reports()
+
+
+def _run_all(runner, feeds: Batch) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Outputs by name and every intermediate of one run, as run_module with keep="all"
+    (the batches come from a data set made for the model's inputs)."""
+    func = runner.func
+    results, intermediates = runner.run([feeds[n] for n in input_names(func)], "all")
+    return dict(zip(output_names(func), results, strict=True)), intermediates
 
 
 @dataclass(frozen=True)
@@ -115,10 +136,10 @@ def target_cost(quantized: ModuleOp, target: str) -> TargetCost:
     spec, loaded = json.dumps(target), load_target(target)
     io = "arena" if loaded.placement.io == loaded.placement.arena else "separate"
     module = quantized.clone()
-    apply_pipeline(module, f"tile{{target={spec} optimise=performance}}")
+    apply_pipeline(module, f"tile{{target={spec} optimise=performance}}", verify=False)
     apply_pipeline(module, f"plan-memory{{target={spec} io={io}}}")
     arena = read_plan(module).regions[ACTIVATIONS].size
-    apply_pipeline(module, "lower-to-npu{host=all}")
+    apply_pipeline(module, "lower-to-npu{host=all}", verify=False)  # checked as it lowers
     return TargetCost(estimate(program_of(module), loaded).total_cycles, arena)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -9,6 +10,7 @@ import numpy as np
 KL_BINS = 2048
 EPS = 1e-4  # the mass smoothing moves into each empty bin
 SERIES = 24  # terms of the smoothing series: (d / c)^k / (k (k - 1)) < 1e-18 for d / c <= 0.21
+BLOCK = 64  # candidates whose groups kl_divergences handles at once
 TIE = 1e-12  # kl values this close (absolute, plus 1e-9 relative) are equal: the first wins
 
 
@@ -97,16 +99,38 @@ def kl_divergences(c: np.ndarray, candidates: np.ndarray, levels: int) -> np.nda
     plogp += np.where(has_last, xlogx(last + beyond - dp) - xlogx(last - dp), 0.0)
     plogp += np.where(spike, xlogx(beyond - dp), 0.0)
 
-    g = np.arange(levels + 1)
-    bounds = (g[None, :] * i[:, None] + levels - 1) // levels  # group g: [bounds_g, bounds_g+1)
-    group_total = np.diff(kept_prefix[bounds], axis=1)
-    group_filled = np.diff(filled_prefix[bounds], axis=1)
-    used = group_filled > 0
-    q = np.where(used, group_total / np.where(used, group_filled, 1.0), 1.0) - dq[:, None]
-    logq = np.log(np.where(used, q, 1.0))
-    plogq = (logq * (group_total - dp[:, None] * group_filled)).sum(axis=1)
-    plogq += np.where(has_last, beyond * logq[:, -1], 0.0)
+    plogq = np.empty(i.size)
+    last_logq = np.empty(i.size)
+    bounds = _group_bounds(levels, i)
+    for start in range(0, i.size, BLOCK):  # rows of groups a cache can hold
+        rows = slice(start, start + BLOCK)
+        kept_at, filled_at = kept_prefix[bounds[rows]], filled_prefix[bounds[rows]]
+        group_total = kept_at[:, 1:] - kept_at[:, :-1]
+        group_filled = filled_at[:, 1:] - filled_at[:, :-1]
+        used = group_filled > 0
+        q = np.divide(group_total, group_filled, out=np.ones_like(group_total), where=used)
+        q -= dq[rows, None]
+        logq = np.log(q, out=np.zeros_like(q), where=used)
+        group_total -= dp[rows, None] * group_filled
+        plogq[rows] = (logq * group_total).sum(axis=1)
+        last_logq[rows] = logq[:, -1]
+    plogq += np.where(has_last, beyond * last_logq, 0.0)
     plogq += np.where(spike, (beyond - dp) * math.log(EPS), 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         kl = (plogp - plogq) / total + np.log(kept / total)
     return np.where(filled > 0, kl, np.inf)
+
+
+def _group_bounds(levels: int, candidates: np.ndarray) -> np.ndarray:
+    """Row r: the first bin of each of the `levels` groups of candidate r, and its end.
+    Tensors of one grid share their candidates, so the bounds are cached."""
+    return _bounds(levels, np.ascontiguousarray(candidates, np.int64).tobytes())
+
+
+@functools.lru_cache(maxsize=4)
+def _bounds(levels: int, candidates: bytes) -> np.ndarray:
+    i = np.frombuffer(candidates, np.int64)
+    g = np.arange(levels + 1)
+    bounds = (g[None, :] * i[:, None] + levels - 1) // levels  # group g: [bounds_g, bounds_g+1)
+    bounds.flags.writeable = False
+    return bounds

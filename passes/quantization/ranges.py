@@ -264,6 +264,9 @@ def _tails(
     return count, error
 
 
+MSE_BLOCK = 1 << 14  # grid elements _mse_range evaluates at once
+
+
 def _mse_range(
     counts: np.ndarray, edges: np.ndarray, vmin: float, vmax: float, bits: int, symmetric: bool
 ) -> tuple[float, float]:
@@ -286,11 +289,20 @@ def _mse_range(
     los = np.unique(np.concatenate((edges[(edges < 0) & (edges > vmin)], [min(vmin, 0.0)])))
     above_n, above_e = _tails(c, lower, width, his, above=True)
     below_n, below_e = _tails(c, lower, width, los, above=False)
-    step = (his[None, :] - los[:, None]) / (2**bits - 1)
-    inside = total - below_n[:, None] - above_n[None, :]
-    loss = below_e[:, None] + above_e[None, :] + inside * step**2 / 12.0
-    loss = np.where(step > 0, loss, np.inf)
-    a, b = np.unravel_index(int(np.argmin(loss)), loss.shape)
+    # the (lo, hi) grid a block of lo rows at a time (cache-sized); the first least wins
+    best, a, b = np.inf, 0, 0
+    rows = max(1, MSE_BLOCK // his.size)
+    for start in range(0, los.size, rows):
+        block = slice(start, start + rows)
+        step = (his[None, :] - los[block, None]) / (2**bits - 1)
+        inside = total - below_n[block, None] - above_n[None, :]
+        loss = below_e[block, None] + above_e[None, :] + inside * step**2 / 12.0
+        loss = np.where(step > 0, loss, np.inf)
+        k = int(np.argmin(loss))
+        if loss.flat[k] < best or np.isnan(loss.flat[k]):
+            best, (a, b) = loss.flat[k], divmod(start * his.size + k, his.size)
+            if np.isnan(best):
+                break  # argmin's answer over the whole grid: its first nan
     return float(los[a]), float(his[b])
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedInput, v_args
-from lark.tree import Meta
+from typing import TYPE_CHECKING
 
 from npuc.diagnostics import NpucError
 
 from .layers import Layer, run_problem
+
+if TYPE_CHECKING:  # lark loads on the first manual string, not with the tile pass
+    from lark import Lark, UnexpectedInput
 
 GRAMMAR = r"""
 start: entry (";" entry)* ";"?
@@ -48,6 +49,8 @@ class Entry:
 
 @functools.cache
 def _lark() -> Lark:
+    from lark import Lark
+
     return Lark(GRAMMAR, parser="lalr", propagate_positions=True)
 
 
@@ -55,6 +58,9 @@ def parse_manual(text: str) -> list[Entry]:
     """The entries of a `manual` string (empty: none); NpucError on a syntax error."""
     if not text.strip():
         return []
+    from lark import Token, Transformer, UnexpectedInput, v_args
+    from lark.tree import Meta
+
     try:
         tree = _lark().parse(text)
     except UnexpectedInput as e:
@@ -74,6 +80,8 @@ def parse_manual(text: str) -> list[Entry]:
 
 
 def _syntax_error(text: str, e: UnexpectedInput) -> str:
+    from lark import UnexpectedCharacters
+
     lines = text.split("\n")
     if isinstance(e, UnexpectedCharacters):
         expected, got = e.allowed, repr(e.char)

@@ -20,6 +20,8 @@ to H before W before channels. Deterministic.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -158,12 +160,27 @@ class Residency:
             and op.name.endswith("transpose")
             and op not in folded
         ]
+        # resident() from prefix sums: a tensor overlaps [lo, hi] when it starts at or
+        # before hi, unless it also ends before lo (then it starts before lo too)
+        by_start = sorted((a, size) for _, a, _, size in self.tensors)
+        by_end = sorted((b, size) for _, _, b, size in self.tensors)
+        self._starts = [a for a, _ in by_start]
+        self._ends = [b for b, _ in by_end]
+        self._started = list(itertools.accumulate((size for _, size in by_start), initial=0))
+        self._ended = list(itertools.accumulate((size for _, size in by_end), initial=0))
+        self._span = {v: (a, b, size) for v, a, b, size in self.tensors}
 
     def resident(self, first: Operation, last: Operation, links: set[SSAValue]) -> int:
         lo, hi = self.pos[first], self.pos[last]
-        return self.static + sum(
-            size for v, a, b, size in self.tensors if a <= hi and b >= lo and v not in links
+        total = (
+            self._started[bisect.bisect_right(self._starts, hi)]
+            - self._ended[bisect.bisect_left(self._ends, lo)]
         )
+        for v in links:
+            a, b, size = self._span.get(v, (0, -1, 0))
+            if a <= hi and b >= lo:
+                total -= size
+        return self.static + total
 
     def live(
         self, first: Operation, last: Operation, links: set[SSAValue]
@@ -183,6 +200,11 @@ class Residency:
             ),
             default=0,
         )
+
+
+def _width(r: tuple[int, int]) -> int | tuple[int, int]:
+    """A channel range by its size (the empty range at 0 by itself, see `tile_terms`)."""
+    return r if r == (0, 0) else r[1] - r[0]
 
 
 def fastest(options: Sequence[Estimate]) -> Estimate:
@@ -284,7 +306,7 @@ class Planner:
         self._spans: dict[tuple[int, int, int], list[list[Span]]] = {}
         self._rolls: dict[tuple[int, int], list[list[Roll]]] = {}
         self._classes: dict[tuple[int, int, int, bool], list[list[tuple[Any, ...]]]] = {}
-        self._models: dict[tuple[int, tuple[int, ...], int, int], TileModel] = {}
+        self._models: dict[tuple[Any, ...], TileModel] = {}
         self._distinct: dict[TileModel, TileModel] = {}
         self._shared: dict[tuple[Any, ...], tuple[int, int, float, float, int, int]] = {}
         self._channels: dict[tuple[int, int], list[Channels]] = {}
@@ -354,16 +376,23 @@ class Planner:
         """A tile's buffers and its MAC cost (`mac_factor`) for layer k in channel part `part`,
         its operands `linked` fed by other layers of the run."""
         key = (k, linked, c, part)
-        if key not in self._models:
+        found = self._models.get(key)
+        if found is None:
             layer = self.layers[k]
             channels = self.channels(k, c)[part]
-            terms = tile_terms(layer, channels, linked, self.memories)
-            if layer.op in self.residency.merged:  # its operands are its own bytes
-                terms = [t for t in terms if t.role != ROLES["views"]]
-            model = (tuple(terms), *mac_factor(self.target, layer, channels))
-            # one object per distinct model: tile_values shares results between equal ones
-            self._models[key] = self._distinct.setdefault(model, model)
-        return self._models[key]
+            # a part's buffers and MACs depend on its channel counts, not where they start
+            # (a range at 0 of no channels stands for the tile's own axes: kept apart)
+            sizes = (k, linked, _width(channels.out), _width(channels.inp), channels.groups)
+            found = self._models.get(sizes)
+            if found is None:
+                terms = tile_terms(layer, channels, linked, self.memories)
+                if layer.op in self.residency.merged:  # its operands are its own bytes
+                    terms = [t for t in terms if t.role != ROLES["views"]]
+                model = (tuple(terms), *mac_factor(self.target, layer, channels))
+                # one object per distinct model: tile_values shares results between equal ones
+                found = self._models[sizes] = self._distinct.setdefault(model, model)
+            self._models[key] = found
+        return found
 
     def rolling_bytes(self, first: int, last: int, h: int, w: int) -> RollingBytes:
         key = (first, last, h, w)
@@ -582,27 +611,38 @@ class Planner:
         most = extra = output = 0
         compute = activation_dma = streamed_dma = first_dma = once = 0.0
         values = self._values
+        # parts with one model have equal tiles: look each distinct model's tiles up once
+        grids: dict[int, tuple[list[tuple[int, float, float]], int, int, int, int]] = {}
         for p in range(c if layer.channel_units > 1 else 1):
             key_p = (index, linked, c, p)
-            tb = None
-            for oh, ih, nh in hcls:
-                for ow, iw, nw in wcls:
-                    tb = values.get((key_p, oh, ih, ow, iw, streamed))
-                    if tb is None:
-                        tb = self.tile_values(key_p, oh, ih, ow, iw, streamed)
-                    count = nh * nw
-                    most = max(most, tb[0])
-                    extra = max(extra, tb[1])
-                    output = max(output, tb[5])
-                    compute += count * tb[2]
-                    activation_dma += count * tb[3]
-            assert tb is not None
-            part_weights.append(tb[4])
+            model = self.model(*key_p)
+            grid = grids.get(id(model))
+            if grid is None:
+                row = []
+                tb = None
+                m_most = m_extra = m_output = 0
+                for oh, ih, nh in hcls:
+                    for ow, iw, nw in wcls:
+                        tb = values.get((key_p, oh, ih, ow, iw, streamed))
+                        if tb is None:
+                            tb = self.tile_values(key_p, oh, ih, ow, iw, streamed)
+                        m_most = max(m_most, tb[0])
+                        m_extra = max(m_extra, tb[1])
+                        m_output = max(m_output, tb[5])
+                        row.append((nh * nw, tb[2], tb[3]))
+                assert tb is not None
+                grid = grids[id(model)] = (row, tb[4], m_most, m_extra, m_output)
+            row, part_weight, m_most, m_extra, m_output = grid
+            for count, cycles, dma in row:  # summed tile by tile, in the same order
+                compute += count * cycles
+                activation_dma += count * dma
+            most, extra, output = max(most, m_most), max(extra, m_extra), max(output, m_output)
+            part_weights.append(part_weight)
             if weights_dma and c > 1:
-                streamed_dma += transfer_cycles(constants, tb[4])
-                first_dma += transfer_cycles(constants, tb[4]) if p == 0 else 0
+                streamed_dma += transfer_cycles(constants, part_weight)
+                first_dma += transfer_cycles(constants, part_weight) if p == 0 else 0
             elif weights_dma:
-                once += transfer_cycles(constants, tb[4])
+                once += transfer_cycles(constants, part_weight)
         weights = 0
         if weights_dma:
             weights = 2 * max(part_weights) if c > 1 else part_weights[0]

@@ -106,16 +106,17 @@ def wide_requantize(
     a magnitude of 2^60 or more may come back as 2^61 (either saturates any storage).
     Both rounding rules are odd-symmetric, so the magnitude is rounded.
     """
-    acc, m, s = np.broadcast_arrays(
-        np.asarray(acc, I64), np.asarray(multiplier, I64), np.asarray(shift, I64)
-    )
+    # per-channel multipliers and shifts are broadcast only where the product may not fit
+    narrow_m, narrow_s = np.asarray(multiplier, I64), np.asarray(shift, I64)
+    acc, m, s = np.broadcast_arrays(np.asarray(acc, I64), narrow_m, narrow_s)
     if rounding == "tflite":
         return requantize(acc, m, s, rounding)  # TFLite saturates acc << left to int32 first
     peak = _max_abs(acc)
     if peak >= INT64_SAFE:
         raise KernelError(f"accumulator magnitude {peak} exceeds 2^62")
-    if peak * (int(m.max(initial=0)) << max(0, -int(s.min(initial=0)))) < INT64_SAFE:
-        return requantize(acc, m, s, rounding)  # the common case: every product fits
+    largest = int(narrow_m.max(initial=0)) << max(0, -int(narrow_s.min(initial=0)))
+    if peak * largest < INT64_SAFE:
+        return requantize(acc, narrow_m, narrow_s, rounding)  # the common case: products fit
     x = np.abs(acc)
     fits = x <= (INT64_SAFE - 1) // np.maximum(np.left_shift(m, np.maximum(-s, 0)), 1)
     if fits.all():

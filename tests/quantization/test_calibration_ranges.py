@@ -452,3 +452,33 @@ def test_weight_range_invariants_and_errors():
         weight_range(np.array([1.0, np.nan]), "extrema")
     with pytest.raises(NpucError, match="axis 4"):
         weight_range(W, "extrema", axis=4)
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_mse_asymmetric_block_search_picks_the_whole_grids_first_least(case, monkeypatch):
+    """_mse_range evaluates its (lo, hi) grid a block of rows at a time: with blocks of a
+    few elements it must pick what np.argmin over the whole grid picks (the first least in
+    row-major order), on a spread and on a two-valued histogram."""
+    from npuc.passes.quantization import ranges
+
+    rng = np.random.default_rng(300 + case)
+    if case % 2:
+        x = np.concatenate([rng.normal(0, 1, 5000), rng.uniform(-9, 12, 30)])
+    else:
+        x = np.repeat([-1.0, 2.0], 50)
+    counts, edges = np.histogram(x, int(rng.integers(20, 90)))
+    vmin, vmax, bits = float(x.min()), float(x.max()), int(rng.choice([4, 8]))
+    c = counts[counts > 0].astype(np.float64)
+    lower = edges[:-1][counts > 0]
+    width = float(edges[1] - edges[0])
+    his = np.unique(np.concatenate((edges[(edges > 0) & (edges < vmax)], [max(vmax, 0.0)])))
+    los = np.unique(np.concatenate((edges[(edges < 0) & (edges > vmin)], [min(vmin, 0.0)])))
+    above_n, above_e = ranges._tails(c, lower, width, his, above=True)
+    below_n, below_e = ranges._tails(c, lower, width, los, above=False)
+    step = (his[None, :] - los[:, None]) / (2**bits - 1)
+    inside = c.sum() - below_n[:, None] - above_n[None, :]
+    loss = below_e[:, None] + above_e[None, :] + inside * step**2 / 12.0
+    loss = np.where(step > 0, loss, np.inf)
+    a, b = np.unravel_index(int(np.argmin(loss)), loss.shape)
+    monkeypatch.setattr(ranges, "MSE_BLOCK", 3)
+    assert ranges._mse_range(counts, edges, vmin, vmax, bits, False) == (los[a], his[b])

@@ -24,6 +24,12 @@ def run_main(main, argv: list[str], capsys) -> tuple[int, str]:
     return exit_info.value.code, capsys.readouterr().err
 
 
+def compile_lenet(tmp_path: Path, capsys) -> tuple[int, str]:
+    """npu-compile of LeNet for mcu-64 in-process, into tmp_path/o."""
+    argv = [str(LENET), "-t", "mcu-64", "--calib-random", "2", "-q", "-o", str(tmp_path / "o")]
+    return run_main(npu_compile.main, argv, capsys)
+
+
 def assert_internal_error(status: int, stderr: str, tool: str, *context: str) -> None:
     assert status == 70, stderr
     assert f"{tool}: internal error: " in stderr, stderr
@@ -87,8 +93,7 @@ def test_npu_compile_names_the_stage_pass_op_and_layer(tmp_path: Path, monkeypat
     from npuc.passes.npu_lowering import rules
 
     monkeypatch.setitem(rules.RULES, "qnn.conv2d", fail)
-    argv = [str(LENET), "-t", "mcu-64", "--calib-random", "2", "-q", "-o", str(tmp_path / "o")]
-    status, stderr = run_main(npu_compile.main, argv, capsys)
+    status, stderr = compile_lenet(tmp_path, capsys)
     assert_internal_error(
         status,
         stderr,
@@ -99,6 +104,48 @@ def test_npu_compile_names_the_stage_pass_op_and_layer(tmp_path: Path, monkeypat
         "rerun with --debug",
     )
     assert "Traceback" not in stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_tile_op_written_wrong_is_still_verified(tmp_path: Path, monkeypatch, capsys):
+    """npu-compile verifies the tiled module once, after plan-memory: a bad tile op is caught
+    there."""
+    from npuc.dialects import qnn
+    from npuc.passes.tile import TilePass
+
+    tile = TilePass.apply
+
+    def tile_with_a_bug(self, ctx, module):
+        tile(self, ctx, module)
+        conv = next(op for op in module.walk() if isinstance(op, qnn.Conv2dOp))
+        conv.attributes["bogus"] = conv.properties["groups"]
+
+    monkeypatch.setattr(TilePass, "apply", tile_with_a_bug)
+    status, stderr = compile_lenet(tmp_path, capsys)
+    assert status != 0 and "'qnn.conv2d': unknown properties bogus" in stderr, stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_lowered_program_written_wrong_is_an_internal_error(tmp_path: Path, monkeypatch, capsys):
+    """The lowering checks its program (here: hazards, as every token is dropped) before it
+    becomes npu ops, which npu-compile does not verify again."""
+    from dataclasses import replace
+
+    from npuc.passes import lower_to_npu
+
+    with_deps = lower_to_npu.with_deps
+    monkeypatch.setattr(
+        lower_to_npu, "with_deps", lambda insts: [replace(i, deps=()) for i in with_deps(insts)]
+    )
+    status, stderr = compile_lenet(tmp_path, capsys)
+    assert_internal_error(
+        status,
+        stderr,
+        "npu-compile",
+        "lower-to-npu produced an invalid program",
+        "without waiting for its token",
+        "stage 'lower'",
+    )
     assert not (tmp_path / "o").exists()
 
 
