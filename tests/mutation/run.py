@@ -131,9 +131,9 @@ def git(*args: str, cwd: Path = ROOT) -> str:
     ).stdout.strip()
 
 
-def stage() -> str:
-    """The worktree of HEAD and the package map onto it; returns HEAD's commit."""
-    head = git("rev-parse", "HEAD")
+def stage(commit: str = "HEAD") -> str:
+    """The worktree of `commit` and the package map onto it; returns the commit's hash."""
+    head = git("rev-parse", commit)
     WORK.mkdir(parents=True, exist_ok=True)
     if TREE.exists() and git("rev-parse", "HEAD", cwd=TREE) != head:
         git("worktree", "remove", "--force", str(TREE))
@@ -361,6 +361,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant")
     parser.add_argument("--list", action="store_true", help="count mutants per area and stop")
     parser.add_argument(
+        "--commit", default="HEAD", help="the commit to mutate (its coverage is cached)"
+    )
+    parser.add_argument(
         "--only",
         metavar="MODULE:LINE:OPERATOR:OCCURRENCE",
         action="append",
@@ -371,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [a for a in areas if a not in AREAS]
     if unknown:
         parser.error(f"unknown area(s) {', '.join(unknown)} (have {', '.join(AREAS)})")
-    head = stage()
+    head = stage(args.commit)
     rng = random.Random(args.seed)
     mutants: list[Mutant] = []
     for area in areas:
