@@ -91,12 +91,7 @@ def apply_pipeline(
     if pipeline == "default":
         pipeline = DEFAULT_PIPELINE
     if pipeline:
-        from xdsl.utils.exceptions import ArgSpecParseError
-
-        try:
-            passes = PassPipeline.parse_spec(pass_factories(pipeline), pipeline)
-        except (ValueError, ArgSpecParseError) as e:
-            raise NpucError(f"bad pass pipeline '{pipeline}': {e}") from None
+        passes = parse_pipeline(pipeline)
         from .locations import name_locations
 
         ctx = ctx or make_context()
@@ -106,6 +101,16 @@ def apply_pipeline(
             name_locations(module)  # the ops the pass built, located by their layer
         module.verify()
     return module
+
+
+def parse_pipeline(pipeline: str) -> PassPipeline:
+    """The passes of a pipeline (`npu-opt -p` syntax); an NpucError if it does not parse."""
+    from xdsl.utils.exceptions import ArgSpecParseError
+
+    try:
+        return PassPipeline.parse_spec(pass_factories(pipeline), pipeline)
+    except (ValueError, ArgSpecParseError) as e:
+        raise NpucError(f"bad pass pipeline '{pipeline}': {e}") from None
 
 
 def run(
