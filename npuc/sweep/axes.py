@@ -110,9 +110,9 @@ class OptionAxes:
 
     def check_combination(self, keys: list[str]) -> None:
         """Options npu-compile refuses together (its mutually exclusive groups)."""
-        dests = {self.action(k).dest: k for k in keys if k != PIPELINE}
         for group in self.parser._mutually_exclusive_groups:
-            both = [dests[a.dest] for a in group._group_actions if a.dest in dests]
+            dests = {a.dest for a in group._group_actions}
+            both = [k for k in keys if k != PIPELINE and self.action(k).dest in dests]
             if len(both) > 1:
                 raise AxisError(both[-1], f"npu-compile takes one of {' and '.join(both)}")
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import json
 import math
 import shutil
 import tempfile
 import weakref
 from collections import OrderedDict
+from contextlib import redirect_stderr
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +21,11 @@ from ..progress import quiet
 from ..target import load_target
 from ..tools.reporting import user_error_text
 from .axes import OptionAxes, target_data, toml_text, with_fields
-from .metrics import measure
+from .metrics import measure, overflows
 from .points import Point
 
 STATUS_OK = "ok"
+STATUS_TOO_BIG = "does-not-fit"  # compiled, but a memory's plan exceeds its capacity
 STATUS_ERROR = "error"  # the user's: a diagnostic (a layer that does not fit, a bad option)
 STATUS_INTERNAL = "internal-error"  # a bug in npuc
 
@@ -46,24 +49,27 @@ class PointRunner:
         """The point's results row: its values, status, metrics and error (if any)."""
         head = {"key": point.key, **point.values()}
         try:
-            metrics = self._measure(point)
+            metrics, overflow = self._measure(point)
         except Exception as e:
             text = user_error_text(e)
             status = STATUS_ERROR if text is not None else STATUS_INTERNAL
             text = text or f"internal error: {type(e).__name__}: {e}"
             return {**head, "status": status, "error": "; ".join(text.splitlines())}
-        return {**head, "status": STATUS_OK, **metrics, "error": ""}
+        status = STATUS_TOO_BIG if overflow else STATUS_OK
+        return {**head, "status": status, **metrics, "error": "; ".join(overflow)}
 
-    def _measure(self, point: Point) -> dict[str, Any]:
+    def _measure(self, point: Point) -> tuple[dict[str, Any], list[str]]:
+        """The point's metrics and the memories it overflows."""
         target = self._target(point.target, point.fields)
         options = self.option_axes.options(Path(point.model), target, point.options)
         front, fidelity = self._front(options, point.data)
         own = dataclasses.replace(front, module=front.module.clone())
         name = "sweep"
-        with quiet():
+        # The tiler's warnings repeat what the status and error columns say.
+        with quiet(), redirect_stderr(io.StringIO()):
             result = lower_model(own, options, load_target(target), name, Stages(7, enabled=False))
         seconds = sum(t for _, t in result.timings)
-        return measure(result, seconds, fidelity)
+        return measure(result, seconds, fidelity), overflows(result)
 
     def _target(self, name: str, fields: dict[str, Any]) -> str:
         """The target's name, or a file of the target with its fields overridden."""

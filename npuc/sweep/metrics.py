@@ -57,3 +57,15 @@ def measure(result: Any, seconds: float, fidelity: tuple[float, float] | None) -
         "cosine": cosine,
         "top1": top1,
     }
+
+
+def overflows(result: Any) -> list[str]:
+    """The memories whose planned regions exceed their capacity (npu-compile warns and
+    writes the program all the same; a sweep marks the point as not fitting)."""
+    from ..passes.memory.report import memory_usage
+
+    return [
+        f"{memory}: {used} bytes planned, capacity {capacity}"
+        for memory, used, capacity in memory_usage(result.plan, result.target)
+        if used > capacity
+    ]

@@ -80,8 +80,10 @@ def load(folder: Path) -> tuple[Any, dict[str, Any]]:
         if not (folder / name).is_file():
             raise NpucError(f"no {name} here: not a sweep's results folder", str(folder))
     meta = json.loads((folder / META).read_text(encoding="utf-8"))
-    frame = pd.read_csv(folder / CSV, keep_default_na=False, na_values=["", "nan"])
-    frame["error"] = frame["error"].fillna("").astype(str)
+    # Missing figures (a failed point's, a fidelity metric without a float model) are NaN;
+    # an axis value such as "none" or "NA" stays the text it is.
+    missing = {m: ["", "nan"] for m in METRICS}
+    frame = pd.read_csv(folder / CSV, keep_default_na=False, na_values=missing)
     frame["pareto"] = pareto_mask(frame, meta["objectives"])
     return frame, meta
 

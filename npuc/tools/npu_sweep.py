@@ -77,7 +77,7 @@ def run(argv: list[str]) -> int:
     axes = [c for c in frame.columns if c not in ("key", "error", "pareto")]
     print(frame[frame["pareto"]][axes].to_string(index=False))
     for _, row in frame[~ok].iterrows():
-        print(f"failed: {row['target']} {row['key']}: {row['error']}")
+        print(f"{row['status']}: {row['model']} on {row['target']} ({row['key']}): {row['error']}")
     return 0
 
 
