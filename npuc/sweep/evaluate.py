@@ -64,10 +64,10 @@ class PointRunner:
         options = self.option_axes.options(Path(point.model), target, point.options)
         front, fidelity = self._front(options, point.data)
         own = dataclasses.replace(front, module=front.module.clone())
-        name = "sweep"
         # The tiler's warnings repeat what the status and error columns say.
         with quiet(), redirect_stderr(io.StringIO()):
-            result = lower_model(own, options, load_target(target), name, Stages(7, enabled=False))
+            stages = Stages(7, enabled=False)
+            result = lower_model(own, options, load_target(target), "sweep", stages, files=False)
         seconds = sum(t for _, t in result.timings)
         return measure(result, seconds, fidelity), overflows(result)
 

@@ -9,9 +9,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from tool_runner import REPO, run_tool
 
+import npuc
 import npuc.sweep
+from npuc.diagnostics import NpucError
 
 SIX_POINTS = """\
 [sweep]
@@ -69,20 +72,7 @@ def test_failed_point_is_recorded_with_its_diagnostic(tmp_path: Path, monkeypatc
     frame = npuc.sweep.run(sweep, tmp_path / "out", progress=False).set_index("tiling")
     assert frame.loc["none", "status"] == "ok"
     assert frame.loc["(0,99,1,1)", "status"] == "error"
-    # The diagnostic npu-compile prints for the same flags.
-    compiled = run_tool(
-        "npu-compile",
-        "examples/tiny_cnn.onnx",
-        "-t",
-        "mcu-64",
-        "--calib-random",
-        "2",
-        "--tiling",
-        "(0,99,1,1)",
-        "-q",
-        "-o",
-        tmp_path / "c",
-        cwd=REPO,
-    )
-    assert compiled.returncode == 1
-    assert compiled.stderr.strip() == f"npu-compile: {frame.loc['(0,99,1,1)', 'error']}"
+    # The diagnostic npu-compile gives for the same flags.
+    with pytest.raises(NpucError) as raised:
+        npuc.compile("examples/tiny_cnn.onnx", "mcu-64", calib_random=2, tiling="(0,99,1,1)")
+    assert frame.loc["(0,99,1,1)", "error"] == raised.value.diagnostic()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tool_runner import REPO, run_tool
+from tool_runner import REPO
 
 import npuc.sweep
 
@@ -64,8 +64,9 @@ def test_minimal_file_gives_eight_rows(local) -> None:
 
 def test_ray_gives_the_same_figures(minimal: Path, local, tmp_path: Path) -> None:
     out = tmp_path / "ray"
-    done = run_tool("npu-sweep", minimal, "--ray", "-j", "2", "-q", "-o", out, cwd=REPO)
-    assert done.returncode == 0, done.stderr
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(REPO)
+        npuc.sweep.run(minimal, out, jobs=2, ray=True, progress=False)  # a local Ray instance
     remote = pd.read_parquet(out / "results.parquet").set_index("key").sort_index()
     here = local[0].set_index("key").sort_index()
     assert list(remote.index) == list(here.index)
