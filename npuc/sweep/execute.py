@@ -64,6 +64,9 @@ class Executor:
         tb: TracebackType | None,
     ) -> None:
         if self._pool is not None:
+            if error is not None:  # Ctrl-C or a failure: do not wait for the running points
+                for process in list((self._pool._processes or {}).values()):
+                    process.terminate()
             self._pool.shutdown(wait=error is None, cancel_futures=True)
         if self._ray_started:
             import ray
