@@ -9,11 +9,11 @@ and the dotted key.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..config import read_toml
 from ..diagnostics import NpucError
 from .axes import AxisError, OptionAxes, check_target_fields
 from .metrics import DEFAULT_METRICS, FIDELITY_METRICS, METRICS
@@ -94,14 +94,7 @@ class _Located:
 def read_spec(path: str | Path) -> SweepSpec:
     """Read and check a sweep file (model paths are relative to the current directory)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise NpucError(f"cannot read sweep file: {e.strerror or e}", str(path)) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise NpucError(f"invalid TOML: {e}", str(path)) from None
+    text, data = read_toml(path, "sweep file")
     return parse_spec(data, _Located(path, text))
 
 
