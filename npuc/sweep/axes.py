@@ -19,8 +19,9 @@ from ..diagnostics import NpucError
 from ..target import Host, MacArray, Memory, load_target, parse_target
 
 PIPELINE = "pipeline"
-# npu-compile's options that say where and how to write, not what to compile.
+# npu-compile's options that say where and how to write or what to refuse, not what to compile.
 NOT_AXES = {
+    "max_tensor_bytes",
     "help",
     "model",
     "target",
