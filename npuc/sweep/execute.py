@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from multiprocessing import get_context
+from multiprocessing import get_all_start_methods, get_context
+from multiprocessing.context import BaseContext
 from types import TracebackType
 from typing import Any
 
@@ -14,11 +15,36 @@ from .evaluate import PointRunner, evaluate
 from .points import Point
 
 
+# What compiling a point imports (lazily), imported once by the pool's fork server.
+PRELOAD = (
+    "npuc.frontends.onnx",
+    "npuc.frontends.tflite",
+    "npuc.passes.quantize",
+    "npuc.passes.tile",
+    "npuc.passes.plan_memory",
+    "npuc.passes.lower_to_npu",
+    "npuc.runtime.nn_interpreter",
+    "npuc.runtime.qnn_interpreter",
+    "npuc.runtime.cycle_model",
+)
+
+
 def _single_threaded() -> None:
     """Pool workers share the cores: one BLAS/OpenMP thread each."""
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)
+
+
+def _worker_context() -> BaseContext:
+    """Workers forked from a server that has imported the compiler once (a fresh interpreter
+    per worker spends seconds importing it; forking this process would copy its threads'
+    locks). Where there is no forkserver, fresh interpreters."""
+    if "forkserver" not in get_all_start_methods():
+        return get_context("spawn")
+    context = get_context("forkserver")
+    context.set_forkserver_preload([__name__, *PRELOAD])
+    return context
 
 
 def _evaluate_in(folder: str, point: Point) -> dict[str, Any]:
@@ -51,7 +77,7 @@ class Executor:
             self._remote = ray.remote(num_cpus=1)(_evaluate_in)
         elif self.jobs > 1:
             self._pool = ProcessPoolExecutor(
-                self.jobs, mp_context=get_context("spawn"), initializer=_single_threaded
+                self.jobs, mp_context=_worker_context(), initializer=_single_threaded
             )
         else:
             self._runner = PointRunner()
