@@ -14,7 +14,6 @@ from typing import Any
 from .evaluate import PointRunner, evaluate
 from .points import Point
 
-
 # What compiling a point imports (lazily), imported once by the pool's fork server.
 PRELOAD = (
     "npuc.frontends.onnx",
