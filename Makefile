@@ -89,6 +89,7 @@ bench: check-env
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_vela.py
 	PYTHONPATH=tests:tests/models $(BIN)/python tests/bench/bench_flash.py
 	PYTHONPATH=tests $(BIN)/python tests/bench/bench_compile.py
+	PYTHONPATH=tests $(BIN)/python tests/bench/bench_sweep.py
 
 # Open-ended fuzzing of every input kind (the seeded smoke pass runs in `make test`):
 # make fuzz CASES=5000 SEED=7 ARGS="--kind onnx --save"

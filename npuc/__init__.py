@@ -23,6 +23,10 @@ def __getattr__(name: str) -> Any:
         from . import api
 
         return getattr(api, name)
+    if name == "sweep":  # npu-sweep's API (npuc.sweep.run), which needs the `sweep` extra
+        from importlib import import_module
+
+        return import_module(".sweep", __name__)
     raise AttributeError(f"module 'npuc' has no attribute '{name}'")
 
 

@@ -41,6 +41,7 @@ class CompileOptions:
     tiling: str = ""
     host_fallback: bool = True  # ops without an NPU instruction run on the target's host CPU
     import_options: dict = field(default_factory=dict)
+    pipeline: str | None = None  # the optimise stage's float pipeline; None: the default
 
 
 @dataclass
@@ -138,23 +139,31 @@ def compile_model(
 
 def _compile(options: CompileOptions, stages: Stages) -> CompileResult:
     from .backend.bundle import check_name, identifier_from
-    from .backend.npubin import encode_program
-    from .backend.outputs import memory_files, memory_summary, with_program_constants
-    from .passes.lower_to_npu import program_of
-    from .passes.memory.ir import read_plan
-    from .passes.memory.usage import layer_peaks
-    from .pipeline import apply_pipeline, load_model
-    from .printing import print_module
-    from .registry import DEFAULT_PIPELINE
-    from .runtime.cycle_model import estimate
-    from .runtime.layer_table import layer_rows
     from .target import load_target
 
     check_options(options)
     target = load_target(options.target)
     name = check_name(options.name) if options.name else identifier_from(options.model.stem)
-    spec = json.dumps(options.target)
-    files: dict[str, bytes] = {}
+    return lower_model(quantized_model(options, stages), options, target, name, stages)
+
+
+@dataclass
+class QuantizedModel:
+    """The model after the stages that depend on no target: import, optimise, quantize
+    (what points of a sweep that differ only in target or tiling share)."""
+
+    module: ModuleOp  # qnn
+    float_module: ModuleOp | None  # the optimised float model; None if it came quantized
+    accuracy: tuple[bytes, bytes] | None  # a float model's accuracy report (text, JSON)
+    summary: list[str]
+    timings: list[tuple[str, float]]
+
+
+def quantized_model(options: CompileOptions, stages: Stages) -> QuantizedModel:
+    """Import, optimise (`options.pipeline`, or the default float pipeline) and quantize."""
+    from .pipeline import apply_pipeline, load_model
+    from .registry import DEFAULT_PIPELINE
+
     summary: list[str] = []
     import_options = dict(options.import_options)
     if options.calib is not None and options.model.suffix.lower() != ".mlir":
@@ -168,15 +177,47 @@ def _compile(options: CompileOptions, stages: Stages) -> CompileResult:
             "the first calibration sample",
         )
         summary += notes
+    start = len(stages.timings)
     with stages.stage("import", str(options.model)), located(options.model):
         module = load_model(options.model, **import_options)
-    with stages.stage("optimise", "default pipeline"), located(options.model):
-        apply_pipeline(module, DEFAULT_PIPELINE)
+    pipeline = DEFAULT_PIPELINE if options.pipeline is None else options.pipeline
+    with stages.stage("optimise", options.pipeline or "default pipeline"), located(options.model):
+        apply_pipeline(module, pipeline)
     with stages.stage("quantize", _quantize_detail(module, options)):
-        module, accuracy, warnings = _quantize(module, options)
+        quantized, accuracy, warnings = _quantize(module, options)
     summary += [f"warning: {w}" for w in warnings]
-    if accuracy is not None:
-        files[f"{name}.accuracy.txt"], files[f"{name}.accuracy.json"] = accuracy
+    float_module = None if quantized is module else module
+    return QuantizedModel(quantized, float_module, accuracy, summary, stages.timings[start:])
+
+
+def lower_model(
+    front: QuantizedModel,
+    options: CompileOptions,
+    target,
+    name: str,
+    stages: Stages,
+    files: bool = True,
+) -> CompileResult:
+    """Tile, plan memory, lower and emit `front.module` (changed in place) for `target`
+    (an npuc.target.Target; `options.target` names it in the binary). `files=False`: only
+    the binary and the figures, not the reports (what a sweep needs)."""
+    from .backend.npubin import encode_program
+    from .backend.outputs import memory_files, memory_summary, with_program_constants
+    from .passes.lower_to_npu import program_of
+    from .passes.memory.ir import read_plan
+    from .passes.memory.usage import layer_peaks
+    from .pipeline import apply_pipeline
+    from .printing import print_module
+    from .runtime.cycle_model import estimate
+    from .runtime.layer_table import layer_rows
+
+    module = front.module
+    spec = json.dumps(options.target)
+    outputs: dict[str, bytes] = {}
+    if front.accuracy is not None:
+        outputs[f"{name}.accuracy.txt"], outputs[f"{name}.accuracy.json"] = front.accuracy
+    summary = list(front.summary)
+    start = len(stages.timings)
     if options.tiling == "none":  # one instruction a layer: the plan must fit as it is
         with stages.stage("tile", "none (--tiling none)"):
             pass
@@ -206,19 +247,28 @@ def _compile(options: CompileOptions, stages: Stages) -> CompileResult:
         _name_target(module, options.target)
         program = program_of(module)
     with stages.stage("emit", str(options.output)):
-        files.update(
-            memory_files(
-                name, module, planned, target, options.model.name, with_ir=False, program=program
+        if files:
+            outputs.update(
+                memory_files(
+                    name,
+                    module,
+                    planned,
+                    target,
+                    options.model.name,
+                    with_ir=False,
+                    program=program,
+                )
             )
-        )
-        files[f"{name}.npubin"] = encode_program(program)
-        files[f"{name}.npu.mlir"] = print_module(module).encode()  # reassembles to the binary
+        outputs[f"{name}.npubin"] = encode_program(program)
+        if files:  # reassembles to the binary
+            outputs[f"{name}.npu.mlir"] = print_module(module).encode()
         profile = estimate(program, target)
         profile.sram = layer_peaks(planned, target.sram.name)
         binary_plan = with_program_constants(planned, program)[0]
         rows = layer_rows(profile, program)
-        figures = plan_figures(planned, binary_plan, target, program)
-        files.update(profile_files(name, profile, rows, figures))
+        if files:
+            figures = plan_figures(planned, binary_plan, target, program)
+            outputs.update(profile_files(name, profile, rows, figures))
     summary.append(
         f"{len(program.instructions)} instructions; estimated {profile.total_cycles:,} cycles, "
         f"{profile.inference_ms:.2f} ms at {target.clock_mhz:g} MHz"
@@ -227,9 +277,9 @@ def _compile(options: CompileOptions, stages: Stages) -> CompileResult:
     summary += memory_summary(binary_plan, target)
     return CompileResult(
         name,
-        files,
+        outputs,
         summary,
-        stages.timings,
+        [*front.timings, *stages.timings[start:]],
         profile.share.host_table(),
         program,
         binary_plan,

@@ -39,6 +39,21 @@ RUN_KEYS: dict[str, tuple[type | tuple[type, ...], bool]] = {
 SECTIONS = {"build": BUILD_KEYS, "run": RUN_KEYS}
 
 
+def read_toml(path: Path, what: str) -> tuple[str, dict[str, Any]]:
+    """The text and the parsed TOML of `what` (e.g. "target file") at `path`; an NpucError
+    naming the file if it cannot be read or parsed."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise NpucError(f"cannot read {what}: {e.strerror or e}", str(path)) from None
+    except UnicodeDecodeError as e:
+        raise NpucError(f"{what} is not UTF-8 text: {e.reason}", str(path)) from None
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise NpucError(f"invalid TOML: {e}", str(path)) from None
+
+
 def read_config(path: str | Path) -> dict[str, dict[str, Any]]:
     """The checked sections of a config file, paths resolved against its folder."""
     path = Path(path)

@@ -88,12 +88,7 @@ def apply_pipeline(
     if pipeline == "default":
         pipeline = DEFAULT_PIPELINE
     if pipeline:
-        from xdsl.utils.exceptions import ArgSpecParseError
-
-        try:
-            passes = PassPipeline.parse_spec(pass_factories(pipeline), pipeline)
-        except (ValueError, ArgSpecParseError) as e:
-            raise NpucError(f"bad pass pipeline '{pipeline}': {e}") from None
+        passes = parse_pipeline(pipeline)
         from .locations import name_locations
 
         ctx = ctx or make_context()
@@ -104,3 +99,13 @@ def apply_pipeline(
         if verify:
             module.verify()
     return module
+
+
+def parse_pipeline(pipeline: str) -> PassPipeline:
+    """The passes of a pipeline (`npu-opt -p` syntax); an NpucError if it does not parse."""
+    from xdsl.utils.exceptions import ArgSpecParseError
+
+    try:
+        return PassPipeline.parse_spec(pass_factories(pipeline), pipeline)
+    except (ValueError, ArgSpecParseError) as e:
+        raise NpucError(f"bad pass pipeline '{pipeline}': {e}") from None

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 from . import plugin_registry
+from .config import read_toml
 from .diagnostics import NpucError
 
 DEFAULT_ALIGNMENT = 64
@@ -224,15 +224,7 @@ def available_targets() -> list[str]:
 def load_target(name_or_path: str | Path) -> Target:
     """Load a shipped target by name (`"mcu-64"`) or any target file by path."""
     path = _resolve(name_or_path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise NpucError(f"cannot read target file: {e.strerror or e}", str(path)) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise NpucError(f"invalid TOML: {e}", str(path)) from None
-    return parse_target(data, path)
+    return parse_target(read_toml(path, "target file")[1], path)
 
 
 def _resolve(name_or_path: str | Path) -> Path:

@@ -45,11 +45,16 @@ LAYERS = [
 ]
 
 
+# Packages that belong to a layer's folder: npu-sweep drives npu-compile's own options.
+WITH_LAYER = {"npuc.sweep": "npuc.tools"}
+
+
 def layer(module: str) -> str:
     if module in DRIVERS:
         return "driver"
     parts = module.split(".")
     package = ".".join(parts[:2])
+    package = WITH_LAYER.get(package, package)
     if package in LAYERS:
         return package
     assert len(parts) == 2 and parts[0] == "npuc", module

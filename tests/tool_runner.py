@@ -28,6 +28,7 @@ def run_tool(
         "npu-run": "npuc.tools.npu_run",
         "npu-compile": "npuc.tools.npu_compile",
         "npu-bundle": "npuc.tools.npu_bundle",
+        "npu-sweep": "npuc.tools.npu_sweep",
     }[tool]
     return subprocess.run(
         [sys.executable, "-m", module, *map(str, args)],
