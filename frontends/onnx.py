@@ -24,7 +24,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Region
 from xdsl.utils.exceptions import VerifyException
 
-from npuc.diagnostics import NpucError
+from npuc.diagnostics import NpucError, continuation
 from npuc.graph_io import ENTRY, name_attrs
 from npuc.limits import check_tensor
 from npuc.tensors import numpy_dtype, xdsl_type
@@ -419,16 +419,16 @@ class _Import:
                 raise self.error(f"{kind} names are repeated: {names}")
 
     def _unknown_names(self, kind: str, unknown: list[str], known: list[str]) -> str:
-        lines = [
-            f"unknown {kind} tensor name{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}"
-        ]
+        first = f"unknown {kind} tensor name{'s' if len(unknown) > 1 else ''}: "
+        first += ", ".join(unknown)
+        notes = []
         close = sorted({m for n in unknown for m in difflib.get_close_matches(n, known, 3, 0.6)})
         if close:
-            lines.append(f"did you mean: {', '.join(close)}?")
+            notes.append(f"did you mean: {', '.join(close)}?")
         shown = known[:40]
         more = f" ... ({len(known) - 40} more)" if len(known) > 40 else ""
-        lines.append(f"valid tensor names: {', '.join(shown)}{more}")
-        return "\n".join(lines)
+        notes.append(f"valid tensor names: {', '.join(shown)}{more}")
+        return first + continuation(*notes)
 
     def _overrides(
         self, input_shapes: Mapping[str, Sequence[int]], in_names: list[str]

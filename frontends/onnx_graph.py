@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from npuc.diagnostics import NpucError
+from npuc.diagnostics import NpucError, issues_report
 from npuc.dialects.nn import ConstantOp, NNOperation, ReshapeOp, TransposeOp, build, ints
 from npuc.dialects.nn_shapes import Shape
 from npuc.limits import check_tensor
@@ -532,22 +532,11 @@ def _exception_text(e: Exception) -> str:
 
 def issues_error(issues: Sequence[Issue], location: str | None) -> NpucError:
     """One diagnostic listing every unsupported or invalid node, grouped by op type and reason."""
-    lines: list[str] = []
+    groups = []
     for invalid, title in ((False, "unsupported ONNX constructs"), (True, "invalid ONNX nodes")):
-        group = [i for i in issues if i.invalid == invalid]
-        if not group:
-            continue
-        plural = "s" if len(group) != 1 else ""
-        lines.append(f"{title} ({len(group)} node{plural}):")
-        buckets: dict[tuple[str, str], list[str]] = {}
-        for issue in group:
-            buckets.setdefault((issue.op_type, issue.reason), []).append(issue.node)
-        for (op_type, reason), names in buckets.items():
-            shown = ", ".join(names[:10]) + (
-                f", ... ({len(names) - 10} more)" if len(names) > 10 else ""
-            )
-            lines.append(f"  {op_type} x{len(names)}: {shown} ({reason})")
-    return NpucError("\n".join(lines), location)
+        group = [(i.op_type, i.node, i.reason) for i in issues if i.invalid == invalid]
+        groups.append((f"{title} ({len(group)} node{'s' * (len(group) != 1)})", group))
+    return NpucError(issues_report(groups), location)
 
 
 def schedule(

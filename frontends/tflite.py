@@ -33,7 +33,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from npuc.diagnostics import NpucError
+from npuc.diagnostics import NpucError, issues_report
 from npuc.dialects import nn, qnn
 from npuc.dialects.nn_base import NNOperation
 from npuc.dialects.quant_types import UniformQuantizedType
@@ -284,6 +284,8 @@ class _Import:
                 self.state.convert(ctx)
                 return
             convert = self._converter(ctx)
+            if (wrong := converters.rank_error(ctx)) is not None:
+                raise ValueError(wrong)
             results = convert(ctx)
             results = [results] if isinstance(results, SSAValue) else list(results)
             if len(results) != len(op.outputs):
@@ -297,10 +299,12 @@ class _Import:
             text = e.message if isinstance(e, NpucError) else str(e)
             self.issues.append((op.op_type, ctx.name, f"invalid operator: {text}"))
             self.poisoned.update(op.outputs)
-        except (IndexError, KeyError, TypeError, ArithmeticError, AssertionError) as e:
-            # A malformed operator (a wrong rank, a missing option) is the model's fault.
-            text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-            self.issues.append((op.op_type, ctx.name, f"invalid operator: {text}"))
+        except (IndexError, KeyError, TypeError, ArithmeticError, AssertionError):
+            # A malformed operator the checks above missed (an option of a wrong kind, a
+            # count that does not fit) is the model's fault; say what the converter saw.
+            shapes = [list(self.graph.tensors[t].shape) for t in op.inputs if t >= 0]
+            reason = f"its inputs (shapes {shapes}) or options do not fit {op.op_type}"
+            self.issues.append((op.op_type, ctx.name, f"invalid operator: {reason}"))
             self.poisoned.update(op.outputs)
 
     def _converter(self, ctx: OpContext) -> Converter:
@@ -353,13 +357,5 @@ class _Import:
         return op.results[0]
 
     def _issues_error(self) -> NpucError:
-        lines = [f"unsupported TFLite operators ({len(self.issues)}):"]
-        buckets: dict[tuple[str, str], list[str]] = {}
-        for op_type, name, reason in self.issues:
-            buckets.setdefault((op_type, reason), []).append(name)
-        for (op_type, reason), names in buckets.items():
-            shown = ", ".join(names[:10]) + (
-                f", ... ({len(names) - 10} more)" if len(names) > 10 else ""
-            )
-            lines.append(f"  {op_type} x{len(names)}: {shown} ({reason})")
-        return NpucError("\n".join(lines), self.location)
+        title = f"unsupported TFLite operators ({len(self.issues)})"
+        return NpucError(issues_report([(title, self.issues)]), self.location)

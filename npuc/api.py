@@ -11,7 +11,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
-from .diagnostics import NpucError, working_on
+from .diagnostics import NpucError, pipeline_error, working_on
 from .dialects.context import make_context
 from .registry import DEFAULT_PIPELINE, PASSES
 
@@ -89,7 +89,7 @@ def apply_pipeline(
         try:
             passes = PassPipeline.parse_spec(PASSES, pipeline)
         except (ValueError, ArgSpecParseError) as e:
-            raise NpucError(f"bad pass pipeline '{pipeline}': {e}") from None
+            raise NpucError(f"bad pass pipeline '{pipeline}': {pipeline_error(e)}") from None
         ctx = ctx or make_context()
         for p in passes.passes:
             with working_on("pass", p):

@@ -14,8 +14,21 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
 
-from ..diagnostics import OUT_OF_MEMORY, NpucError, error_context, failing_op
+if TYPE_CHECKING:
+    from xdsl.utils.exceptions import ParseError
+    from xdsl.utils.lexer import Span
+
+from ..diagnostics import (
+    OUT_OF_MEMORY,
+    NpucError,
+    caret,
+    continuation,
+    error_context,
+    failing_op,
+    pipeline_error,
+)
 from ..limits import tensor_limit
 
 EXIT_USER_ERROR = 1
@@ -59,8 +72,10 @@ def reported_errors(tool: str) -> Iterator[None]:
         _fail(tool, e.diagnostic())
     except DiagnosticException as e:
         _fail(tool, f"error: {e}" + failing_op(e))
-    except (ParseError, ArgSpecParseError) as e:
-        _fail(tool, str(e))
+    except ParseError as e:
+        _fail(tool, parse_error_diagnostic(e))
+    except ArgSpecParseError as e:
+        _fail(tool, f"error: {pipeline_error(e)}")
     except OSError as e:
         if e.filename is None:
             _internal_error(tool, e)
@@ -78,6 +93,29 @@ def reported_errors(tool: str) -> Iterator[None]:
         _internal_error(tool, e)
     finally:
         _DEBUG.reset(token)
+
+
+def parse_error_diagnostic(error: ParseError) -> str:
+    """`FILE:LINE:COL: error: MESSAGE`, then the line and a caret under the span (xDSL prints
+    the location alone on the first line); a MultipleSpansParseError's other spans follow
+    as notes."""
+    from xdsl.utils.exceptions import MultipleSpansParseError
+
+    text = _span_diagnostic(error.span, f"error: {error.msg}")
+    if isinstance(error, MultipleSpansParseError):
+        for span, message in error.refs:
+            text += continuation(_span_diagnostic(span, f"note: {message or ''}".rstrip()))
+    return text
+
+
+def _span_diagnostic(span: Span, message: str) -> str:
+    source = span.input.content
+    start = span.input.get_start_of_line(span.start)
+    end = span.input.get_end_of_line(span.start)
+    line = source[start:end]
+    if isinstance(line, bytes):
+        line = line.decode(errors="replace")
+    return f"{span.get_location()}: {message}" + caret(line, span.start - start + 1)
 
 
 def _internal_error(tool: str, error: Exception) -> None:

@@ -17,6 +17,10 @@ half-written output":
     clean      exit 1 (or argparse's usage error, exit 2), no traceback, and the error line
                names the file (or the option) at fault
     ok         exit 0 on an input that may be valid
+    raw        exit 1, but the diagnostic is not one: it holds a Python exception's text
+               (`ValueError:`, `Exception:`, a repr like `('EOF in ...', (2, 0))`), or its
+               first line is not the whole diagnostic (`TOOL: LOCATION: error: WHAT`, any
+               further lines indented)
     unnamed    exit 1, but the error line names neither the file nor the option
     internal   exit 70: npuc's internal-error report (a bug to fix when the input is bad)
     traceback  an exception escaped `main`, or stderr holds a Python traceback
@@ -69,6 +73,7 @@ from fuzz import mutators as mut  # noqa: E402
 
 KINDS = ("onnx", "tflite", "mlir", "npubin", "npy", "calib", "json", "cli")
 FAILURES = (
+    "raw",
     "unnamed",
     "internal",
     "traceback",
@@ -727,10 +732,32 @@ def classify(case: Case, status: int | None, stderr: str, leftovers: str = "") -
     if status == 2 and "usage: " in stderr and "error: argument" in stderr:
         return "clean"  # argparse's usage error names the option
     if status == 1:
+        if raw_diagnostic(stderr):
+            return "raw"
         line = error_line(stderr)
         names = [*case.names, *(n.encode("unicode_escape").decode() for n in case.names)]
         return "clean" if any(name in line for name in names) else "unnamed"
     return "other"
+
+
+#: Python's own text in a message: an exception's name and message, or a tuple's repr
+#: (tokenize's `('EOF in multi-line statement', (2, 0))`).
+RAW_TEXT = re.compile(r"\b\w*(?:Error|Exception|Warning):|\('[^']*', \(\d+, \d+\)\)")
+
+
+def raw_diagnostic(stderr: str) -> str:
+    """What makes stderr's diagnostic not one (docs/robustness.md), or ''."""
+    lines = stderr.splitlines()
+    at = next((i for i, line in enumerate(lines) if "error" in line), None)
+    if at is None:
+        return "no error line"
+    if not re.search(r"(?:^|: )error: \S", lines[at]):
+        return f"the error line does not say `error: WHAT`: {lines[at][:120]}"
+    for line in lines[at + 1 :]:
+        if line.strip() and not line[0].isspace():
+            return f"a continuation line is not indented: {line[:120]}"
+    found = RAW_TEXT.search("\n".join(lines[at:]))
+    return f"Python's text in the message: {found.group()}" if found else ""
 
 
 def _gist(result: Result, case: Case) -> str:

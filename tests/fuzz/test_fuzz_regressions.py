@@ -192,6 +192,20 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
         "m.mlir:1:",
     )
     model("mlir:not UTF-8", "npu-opt", "m.mlir", b"func.func @\xff() {\n}\n", "not a UTF-8")
+    for tool in ("npu-opt", "npu-run"):
+        for element, fragment in (
+            ("!qnn.uniform<i8:f32:7, {0.5, 0.5}>", "axis 7 is out of range for a tensor of rank 1"),
+            ("!qnn.uniform<i8:f32:0, {0.5, 0.5}>", "2 scales do not match dimension 0 of size 4"),
+        ):
+            arg = f"tensor<4x{element}>"
+            text = f"func.func @main(%x: {arg}) -> {arg} {{\n  func.return %x : {arg}\n}}\n"
+            model(
+                f"mlir:per-axis argument {fragment[:6]} ({tool})",
+                tool,
+                "m.mlir",
+                text.encode(),
+                f"m.mlir:1:1: error: 'func.func' @main argument 0: {fragment}",
+            )
     model(
         "mlir:huge input",
         "npu-run",
