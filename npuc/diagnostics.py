@@ -24,17 +24,36 @@ class NpucError(Exception):
         self.location = location
 
     def diagnostic(self) -> str:
-        """`LOCATION: error: MESSAGE`, as the tools print it (control characters in the
-        location escaped, so the diagnostic's first line names it whole)."""
+        """`LOCATION: error: MESSAGE`, as the tools print it. Control characters in the
+        location, and in the message except its indented continuation lines' breaks, are
+        escaped: a line break inside a name the message quotes from a model must not cut
+        the first line short (docs/robustness.md)."""
+        message = _escape_data_breaks(self.message)
         if not self.location:
-            return f"error: {self.message}"
-        location = self.location
-        if any(ord(c) < 32 or c == "\x7f" for c in location):
-            location = location.encode("unicode_escape").decode("ascii")
-        return f"{location}: error: {self.message}"
+            return f"error: {message}"
+        return f"{_escape(self.location)}: error: {message}"
 
     def __str__(self) -> str:
         return self.diagnostic()
+
+
+def _escape(text: str) -> str:
+    if any(ord(c) < 32 or c == "\x7f" for c in text):
+        return text.encode("unicode_escape").decode("ascii")
+    return text
+
+
+def _escape_data_breaks(message: str) -> str:
+    """npuc's own continuation lines are indented; any other line break (or control
+    character) came from the input's data and is escaped."""
+    lines = message.split("\n")
+    merged = [lines[0]]
+    for line in lines[1:]:
+        if line.startswith("  "):
+            merged.append(line)
+        else:
+            merged[-1] += "\n" + line
+    return "\n".join(_escape(line) for line in merged)
 
 
 class KernelError(NpucError):

@@ -101,7 +101,14 @@ def parse_error_diagnostic(error: ParseError) -> str:
     as notes."""
     from xdsl.utils.exceptions import MultipleSpansParseError
 
-    text = _span_diagnostic(error.span, f"error: {error.msg}")
+    message = error.msg.strip()
+    if not message or error.msg.startswith(" "):  # xDSL's " in block definition" says no more
+        token = error.span.text
+        if isinstance(token, bytes):
+            token = token.decode(errors="replace")
+        found = f"'{token}'" if token.strip() else "the end of a line or of the input"
+        message = f"unexpected {found}" + (f" {message}" if message else "")
+    text = _span_diagnostic(error.span, f"error: {message}")
     if isinstance(error, MultipleSpansParseError):
         for span, message in error.refs:
             text += continuation(_span_diagnostic(span, f"note: {message or ''}".rstrip()))
