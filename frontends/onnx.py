@@ -450,6 +450,15 @@ class _Import:
                     f"input shape {dims} for '{name}' has rank {len(dims)}, but the model "
                     f"declares rank {len(declared[0])} ({_dims_text(declared[0])})"
                 )
+            if declared is not None and any(
+                d is not None and d != want for d, want in zip(declared[0], dims, strict=True)
+            ):
+                # As onnxruntime refuses such an input: only dynamic dimensions are free.
+                raise self.error(
+                    f"--input-shape {name}:{','.join(map(str, dims))} contradicts the model's "
+                    f"shape {_dims_text(declared[0])} for input '{name}' (only its dynamic "
+                    "dimensions, shown as ?, may be given a size)"
+                )
             result[name] = dims
         return result
 

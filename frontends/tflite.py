@@ -233,6 +233,17 @@ class _Import:
                     f"input shape {given} for '{t.name}' must have rank "
                     f"{len(shape)} and positive dimensions"
                 )
+            dynamic = [s < 0 for s in t.signature] if t.signature else [False] * len(shape)
+            if any(d != g and not free for d, g, free in zip(shape, given, dynamic, strict=True)):
+                # LiteRT's ResizeInputTensorStrict: only the signature's -1 dimensions resize.
+                declared = "x".join(
+                    "?" if free else str(d) for d, free in zip(shape, dynamic, strict=True)
+                )
+                raise self.error(
+                    f"--input-shape {t.name}:{','.join(map(str, given))} contradicts the "
+                    f"model's shape {declared} for input '{t.name}' (only its dynamic "
+                    "dimensions, shown as ?, may be given a size)"
+                )
             shape = given
         if t.dtype != np.float32 and not is_quantized(t):
             raise self.error(

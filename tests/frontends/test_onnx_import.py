@@ -215,9 +215,21 @@ def test_dynamic_inner_dimension_needs_input_shape(ox):
     assert ox.shape(ox.nn_ops(module)[0].results[0]) == (2, 3, 10, 12)
 
 
-def test_input_shapes_override_static_shapes_and_propagate(ox):
-    module = import_onnx(conv_relu(ox, batch=1), input_shapes={"data": (3, 3, 16, 10)})
-    assert [ox.shape(op.results[0]) for op in ox.nn_ops(module)] == [(3, 4, 8, 5)] * 2
+def test_input_shapes_fix_dynamic_dimensions_and_propagate(ox):
+    module = import_onnx(conv_relu(ox), input_shapes={"data": (3, 3, 8, 8)})
+    assert [ox.shape(op.results[0]) for op in ox.nn_ops(module)] == [(3, 4, 4, 4)] * 2
+
+
+def test_input_shapes_may_not_contradict_a_static_dimension(ox):
+    """As onnxruntime refuses an input of another shape than a static one the model declares."""
+    with pytest.raises(
+        NpucError,
+        match=r"--input-shape data:3,3,16,10 contradicts the model's shape 1x3x8x8 for input "
+        r"'data' \(only its dynamic dimensions",
+    ):
+        import_onnx(conv_relu(ox, batch=1), input_shapes={"data": (3, 3, 16, 10)})
+    with pytest.raises(NpucError, match=r"contradicts the model's shape \?x3x8x8"):
+        import_onnx(conv_relu(ox), input_shapes={"data": (2, 3, 8, 9)})
 
 
 def test_input_shapes_errors(ox):

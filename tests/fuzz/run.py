@@ -161,6 +161,17 @@ class Generator:
         args: list[str] = []
         if name == "dynamic" and rng.random() < 0.7:
             args += ["--input-shape", "x:2,3,4,4"]
+        elif rng.random() < 0.08:  # the seed as it is, a static dimension overridden
+            shape = _static_override(
+                [
+                    (i.name, [d.dim_value for d in i.type.tensor_type.shape.dim])
+                    for i in proto.graph.input
+                ],
+                rng,
+            )
+            if shape is not None:
+                args += ["--input-shape", shape]
+                m = mut.Mutant(f"--input-shape {shape}", proto.SerializeToString(), bad=True)
         roll = rng.random()
         if roll < 0.55:
             tool, args, out = (
@@ -190,7 +201,13 @@ class Generator:
 
     def _tflite(self, rng: random.Random) -> Case | None:
         name = rng.choice(list(self.corpus.tflite))
-        if rng.random() < 0.75:
+        model = self.corpus.tflite[name]
+        inputs = [(t.name, list(t.shape)) for t in model.tensors if t.name in model.fuzz_inputs]
+        override = _static_override(inputs, rng) if rng.random() < 0.08 else None
+        if override is not None:  # the seed as it is, a static dimension overridden
+            data = model.build(model.fuzz_inputs, model.fuzz_outputs)
+            m = mut.Mutant(f"--input-shape {override}", data, bad=True)
+        elif rng.random() < 0.75:
             m = mut.mutate_tflite(self.corpus.tflite_copy(name), rng)
             if m.data is None:
                 return None
@@ -201,6 +218,8 @@ class Generator:
             tool, args, out = "npu-run", ["{dir}/case.tflite", "-o", "{dir}/out.npz"], "out.npz"
         else:
             tool, args, out = "npu-opt", ["{dir}/case.tflite", "-o", "{dir}/out.mlir"], "out.mlir"
+        if override is not None:
+            args[1:1] = ["--input-shape", override]
         return _model_case("tflite", tool, args, out, name, m)
 
     def _mlir(self, rng: random.Random) -> Case | None:
@@ -464,6 +483,18 @@ class Generator:
             bad=bad,
             description=f"{tool} {desc}",
         )
+
+
+def _static_override(inputs: list[tuple[str, list[int]]], rng: random.Random) -> str | None:
+    """An --input-shape NAME:DIMS that changes one static (positive) dimension of an input."""
+    static = [(name, dims) for name, dims in inputs if dims and any(d > 0 for d in dims)]
+    if not static:
+        return None
+    name, dims = rng.choice(static)
+    dims = list(dims)
+    axis = rng.choice([i for i, d in enumerate(dims) if d > 0])
+    dims[axis] += rng.choice((1, 2, 7))
+    return f"{name}:{','.join(str(max(d, 1)) for d in dims)}"
 
 
 def _parse_onnx(data: bytes):

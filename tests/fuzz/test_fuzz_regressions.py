@@ -139,6 +139,25 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
         ),
         "is given more than once",
     )
+    for tool in ("npu-opt", "npu-run"):
+        model(
+            f"onnx:--input-shape against a static dimension ({tool})",
+            tool,
+            "m.onnx",
+            corpus.onnx["conv"].SerializeToString(),
+            "--input-shape x:1,3,9,8 contradicts the model's shape 1x3x8x8 for input 'x'",
+            "--input-shape",
+            "x:1,3,9,8",
+        )
+        model(
+            f"tflite:--input-shape against a static dimension ({tool})",
+            tool,
+            "m.tflite",
+            _tflite(corpus, "float_conv", lambda m: None),
+            "--input-shape x:2,8,8,3 contradicts the model's shape 1x8x8x3 for input 'x'",
+            "--input-shape",
+            "x:2,8,8,3",
+        )
     raw = bytearray(corpus.onnx["tiny_cnn"].SerializeToString())
     raw[raw.find(b"conv1")] = 0xFF
     model("onnx:name not UTF-8", "npu-opt", "m.onnx", bytes(raw), "is not UTF-8 text")
@@ -194,7 +213,7 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
     model("mlir:not UTF-8", "npu-opt", "m.mlir", b"func.func @\xff() {\n}\n", "not a UTF-8")
     for tool in ("npu-opt", "npu-run"):
         for element, fragment in (
-            ("!qnn.uniform<i8:f32:7, {0.5, 0.5}>", "axis 7 is out of range for a tensor of rank 1"),
+            ("!qnn.uniform<i8:f32:7, {0.5, 0.5}>", "quantization axis 7 is out of range"),
             ("!qnn.uniform<i8:f32:0, {0.5, 0.5}>", "2 scales do not match dimension 0 of size 4"),
         ):
             arg = f"tensor<4x{element}>"
