@@ -161,7 +161,12 @@ def compile_model(
         tile = f"tile{{target={spec} optimise={options.optimise}"
         tile += f" manual={json.dumps(options.tiling)}}}" if options.tiling else "}"
         with stages.stage("tile", f"{target.name}, optimise for {options.optimise}"):
-            apply_pipeline(module, tile)
+            try:
+                apply_pipeline(module, tile)
+            except NpucError as e:  # an entry that does not fit the model's layers
+                if not e.message.startswith("manual: "):
+                    raise
+                raise NpucError(f"--tiling: {e.message.removeprefix('manual: ')}") from None
     io = "arena" if target.placement.io == target.placement.arena else "separate"
     with stages.stage(
         "plan memory", f"inputs and outputs {'in the arena' if io == 'arena' else 'apart'}"

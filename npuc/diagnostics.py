@@ -8,6 +8,7 @@ pass, step, op and layer that `working_on`/`note_context` recorded.
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
@@ -38,7 +39,9 @@ class NpucError(Exception):
 
 
 def _escape(text: str) -> str:
-    if any(ord(c) < 32 or c == "\x7f" for c in text):
+    """`text` with its control characters and Unicode line breaks (NEL, U+2028, U+2029,
+    which str.splitlines splits at) escaped, when it has any."""
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in text):
         return text.encode("unicode_escape").decode("ascii")
     return text
 

@@ -38,7 +38,7 @@ class TensorTooLarge(KernelError):
 
 def parse_size(text: str) -> int:
     """'4G' -> 4 GiB; a plain number is bytes. ValueError if it is not a positive size."""
-    match = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)(?:i?B)?\s*", text, re.IGNORECASE)
+    match = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)(?:i?B)?\s*", text, re.IGNORECASE | re.ASCII)
     if match is None or int(match.group(1)) <= 0:
         raise ValueError(f"not a positive size: '{text}' (bytes, or a number with K, M, G, T)")
     return int(match.group(1)) * _UNITS[match.group(2).upper()]

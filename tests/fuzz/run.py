@@ -652,8 +652,9 @@ def _definitely_bad(option: str, kind: str, value: str) -> bool:
         return number != number or (option == "--outlier-percentile" and not 0 < number <= 100)
     if kind == "shape":
         return value not in ("image:" + ",".join(["1"] * 40),)
-    if kind == "size":  # a positive byte count, K/M/G/T allowed
-        return re.fullmatch(r"[1-9]\d*[KMGT]?", value) is None
+    if kind == "size":  # a positive count of bytes in ASCII digits, K/M/G/T(iB) allowed
+        size = re.fullmatch(r"\s*0*[1-9]\d*\s*[KMGT]?(?:i?B)?\s*", value, re.I | re.A)
+        return size is None
     return option == "--target"
 
 

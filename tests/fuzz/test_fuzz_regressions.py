@@ -73,6 +73,13 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
         "tensor 'db' is quantized along dimension 7",
     )
     model(
+        "tflite:line separator in a quoted name",
+        "npu-run",
+        "m.tflite",
+        _tflite(corpus, "int8_conv", lambda m: _set(_tensor(m, "db"), axis=7, name="d\u2028b")),
+        "tensor 'd\\u2028b' is quantized along dimension 7",
+    )
+    model(
         "tflite:type byte 0xFF",
         "npu-run",
         "m.tflite",
@@ -261,6 +268,15 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
         "--tiling",
     )
     cli(
+        "cli:--tiling layer out of range",
+        "npu-compile",
+        [
+            *("{root}/tiny_cnn.onnx", "-t", "mcu-64", "-o", "{dir}/out", "--calib-random", "2"),
+            *("--tiling", "(0,99,1,1)"),
+        ],
+        "--tiling: entry 1 '(0,99,1,1)': layer 99 is out of range",
+    )
+    cli(
         "cli:--export-qdq float model",
         "npu-run",
         ["{root}/tiny_cnn.onnx", "--export-qdq", "{dir}/q.onnx"],
@@ -358,7 +374,7 @@ def test_size_limit_parsing_and_override(monkeypatch):
     assert parse_size("2K") == 2048
     assert parse_size("3g") == 3 << 30
     assert parse_size("1GiB") == 1 << 30
-    for bad in ("0", "-1", "abc", "1.5G", ""):
+    for bad in ("0", "-1", "abc", "1.5G", "", "\u0661K"):  # digits in ASCII only
         with pytest.raises(ValueError):
             parse_size(bad)
     check_tensor([1024, 1024], 4, "t")  # 4 MiB: fine
