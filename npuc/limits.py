@@ -93,6 +93,11 @@ def check_tensor(
         )
 
 
+def sequence_of(name: str, steps: int) -> str:
+    """How check_tensor names the data of input `name` over `steps` calls (--sequence)."""
+    return f"input '{name}' over {steps} steps (--sequence)"
+
+
 def _shape_text(dims: Sequence[int]) -> str:
     return "x".join(map(str, dims)) or "scalar"
 

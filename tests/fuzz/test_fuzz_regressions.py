@@ -255,6 +255,13 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
         ["{root}/tiny_cnn.npubin", "--sequence", "99999999999999999999"],
         "--sequence",
     )
+    for model_file in ("tiny_cnn.onnx", "tiny_cnn.npubin"):  # the steps' data is all kept
+        cli(
+            f"cli:--sequence too long ({model_file})",
+            "npu-run",
+            [f"{{root}}/{model_file}", "--sequence", "2147483647"],
+            "over 2147483647 steps (--sequence) of shape 2147483647x1x3x16x16 would take",
+        )
     cli(
         "cli:--max-tensor-bytes",
         "npu-run",
