@@ -218,6 +218,12 @@ def _default_opset(proto: onnx.ModelProto, location: str) -> int:
             )
         raise NpucError("invalid ONNX model: it imports no default-domain opset", location)
     version = versions[0]
+    if version < 1:  # onnx's versions start at 1; its converter would fail an assertion
+        raise NpucError(
+            f"invalid ONNX model: it imports opset {version} of the default domain (opset "
+            f"versions start at 1; npuc supports opsets {MIN_OPSET}-{MAX_OPSET})",
+            location,
+        )
     if version > newest_opset():
         raise NpucError(
             f"opset {version} is newer than the installed onnx package knows "

@@ -295,7 +295,7 @@ class _Import:
                 self.state.convert(ctx)
                 return
             convert = self._converter(ctx)
-            if (wrong := converters.rank_error(ctx)) is not None:
+            if (wrong := converters.operand_error(ctx)) is not None:
                 raise ValueError(wrong)
             results = convert(ctx)
             results = [results] if isinstance(results, SSAValue) else list(results)

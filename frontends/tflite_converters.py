@@ -13,7 +13,7 @@ from typing import Literal
 import numpy as np
 
 from . import tflite_float, tflite_int8, tflite_int16, tflite_int16_luts
-from .tflite_context import Converter, OpContext
+from .tflite_context import Converter, OpContext, scale_error
 from .tflite_quant import is_16x8
 
 Kind = Literal["float", "int8", "int16x8"]
@@ -45,8 +45,13 @@ INPUT_RANKS: dict[str, dict[int, int]] = {
 }
 
 
-def rank_error(ctx: OpContext) -> str | None:
-    """Why the operator's inputs do not have the ranks its kernel requires (None if they do)."""
+def operand_error(ctx: OpContext) -> str | None:
+    """Why the operator's inputs do not have the ranks its kernel requires, or one of its
+    quantized operands has scales no kernel can use (None if neither)."""
+    operands = [*ctx.op.inputs, *ctx.op.outputs]
+    for t in (ctx.graph.tensors[i] for i in operands if i >= 0):
+        if (wrong := scale_error(t)) is not None:
+            return wrong
     for i, rank in INPUT_RANKS.get(ctx.op.op_type, {}).items():
         if ctx.has(i) and len(shape := ctx.shape(i)) != rank:
             return (

@@ -79,6 +79,21 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
         _tflite(corpus, "int8_conv", lambda m: _set(_tensor(m, "db"), axis=7, name="d\u2028b")),
         "tensor 'd\\u2028b' is quantized along dimension 7",
     )
+    whole = _tflite(corpus, "float_conv", lambda m: None)
+    model(
+        "tflite:truncated",
+        "npu-run",
+        "m.tflite",
+        whole[: len(whole) // 2],
+        "has a field of 4 bytes at byte",
+    )
+    model(
+        "tflite:scale 0 on an intermediate tensor",
+        "npu-run",
+        "m.tflite",
+        _tflite(corpus, "int8_conv", lambda m: _set(_tensor(m, "c"), scales=[0.0])),
+        "tensor 'c' has scale 0.0; a quantized tensor's scales must be positive",
+    )
     model(
         "tflite:type byte 0xFF",
         "npu-run",
@@ -333,6 +348,30 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
             bad=True,
         ),
         "input 'image' has shape (7,)",
+    )
+    header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (1,\n"
+    unclosed = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header
+    c["npy:header dict not closed"] = (
+        run.Case(
+            "npy",
+            "npu-run",
+            ["{root}/tiny_cnn.onnx", "--input", "image={dir}/x.npy"],
+            {"x.npy": unclosed},
+            names=["x.npy"],
+            bad=True,
+        ),
+        "x.npy",
+    )
+    c["calib:config not UTF-8"] = (
+        run.Case(
+            "calib",
+            "npu-run",
+            ["{root}/tiny_cnn.onnx", "--config", "{dir}/config.toml"],
+            {"config.toml": b"[run]\nseed = 1 # \xff\n"},
+            names=["config.toml"],
+            bad=True,
+        ),
+        "UTF-8",
     )
     stats = copy.deepcopy(corpus.json["stats"])
     next(iter(stats["tensors"].values()))["histogram"]["counts"][0] = 10**30
