@@ -116,17 +116,22 @@ def tflite_edits(draw: st.DrawFn, corpus: Any) -> run.Case:
         data = None
     assume(data is not None)
     tool = draw(st.sampled_from(["npu-opt", "npu-run"]))
-    out = "out.mlir" if tool == "npu-opt" else "out.npz"
-    argv = ["{dir}/case.tflite", "-o", f"{{dir}}/{out}"]
+    return file_case("tflite", tool, data, f"{name}: {'; '.join(edits)}")
+
+
+def file_case(kind: str, tool: str, data: bytes, description: str, bad: bool = False) -> run.Case:
+    """`tool` reading `data` as case.KIND and writing its output (IR, or .npz)."""
+    file, out = f"case.{kind}", "out.mlir" if tool == "npu-opt" else "out.npz"
     return run.Case(
-        "tflite",
+        kind,
         tool,
-        argv,
-        {"case.tflite": data},
-        names=["case.tflite"],
+        [f"{{dir}}/{file}", "-o", f"{{dir}}/{out}"],
+        {file: data},
+        names=[file],
         outputs=[out],
-        description=f"{name}: {'; '.join(edits)}",
-        main_file="case.tflite",
+        bad=bad,
+        description=description,
+        main_file=file,
     )
 
 
@@ -179,17 +184,7 @@ def npubin_edits(draw: st.DrawFn, corpus: Any) -> run.Case:
         fix_crcs(data)
         edits.append("CRCs fixed")
     tool = draw(st.sampled_from(["npu-opt", "npu-run"]))
-    out = "out.mlir" if tool == "npu-opt" else "out.npz"
-    return run.Case(
-        "npubin",
-        tool,
-        ["{dir}/case.npubin", "-o", f"{{dir}}/{out}"],
-        {"case.npubin": bytes(data)},
-        names=["case.npubin"],
-        outputs=[out],
-        description=f"{name}: {'; '.join(edits)}",
-        main_file="case.npubin",
-    )
+    return file_case("npubin", tool, bytes(data), f"{name}: {'; '.join(edits)}")
 
 
 # --------------------------------------------------------------------------- quantized types
@@ -259,17 +254,7 @@ def quantized_type_case(
         f"  func.return %0 : {f}\n}}\n"
     )
     bad = not valid_quantized_type(storage, shape, scales, zps, axis)
-    return run.Case(
-        "mlir",
-        "npu-run",
-        ["{dir}/case.mlir", "-o", "{dir}/out.npz"],
-        {"case.mlir": text.encode()},
-        names=["case.mlir"],
-        outputs=["out.npz"],
-        bad=bad,
-        description=f"{q}{' (invalid)' * bad}",
-        main_file="case.mlir",
-    )
+    return file_case("mlir", "npu-run", text.encode(), f"{q}{' (invalid)' * bad}", bad)
 
 
 # --------------------------------------------------------------------------- CLI options

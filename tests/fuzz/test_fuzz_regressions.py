@@ -62,6 +62,11 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
         )
         c[name] = (case, fragment)
 
+    def with_file(name, tool, argv, file, data, fragment):
+        """A bad `file` (an array, JSON, a config) that `argv` gives beside a good model."""
+        case = run.Case(name.split(":")[0], tool, argv, {file: data}, names=[file], bad=True)
+        c[name] = (case, fragment)
+
     def cli(name, tool, argv, fragment):
         c[name] = (run.Case("cli", tool, argv, names=[""], bad=True, description=name), fragment)
 
@@ -327,74 +332,56 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
         z.writestr("x.npy", bytes(corrupt))
     zipped = bytearray(archive.getvalue())
     zipped[60] ^= 0xFF  # inside the member's data: a CRC error on reading
-    c["npy:corrupt npz"] = (
-        run.Case(
-            "npy",
-            "npu-run",
-            ["{root}/tiny_cnn.onnx", "--input", "image={dir}/x.npz"],
-            {"x.npz": bytes(zipped)},
-            names=["x.npz"],
-            bad=True,
-        ),
+    with_file(
+        "npy:corrupt npz",
+        "npu-run",
+        ["{root}/tiny_cnn.onnx", "--input", "image={dir}/x.npz"],
+        "x.npz",
+        bytes(zipped),
         "x.npz",
     )
-    c["npy:wrong shape"] = (
-        run.Case(
-            "npy",
-            "npu-run",
-            ["{root}/tiny_cnn.onnx", "--input", "image={dir}/x.npy"],
-            {"x.npy": mutators.npy_bytes(np.zeros(7, np.float32))},
-            names=["x.npy"],
-            bad=True,
-        ),
+    with_file(
+        "npy:wrong shape",
+        "npu-run",
+        ["{root}/tiny_cnn.onnx", "--input", "image={dir}/x.npy"],
+        "x.npy",
+        mutators.npy_bytes(np.zeros(7, np.float32)),
         "input 'image' has shape (7,)",
     )
     header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (1,\n"
     unclosed = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header
-    c["npy:header dict not closed"] = (
-        run.Case(
-            "npy",
-            "npu-run",
-            ["{root}/tiny_cnn.onnx", "--input", "image={dir}/x.npy"],
-            {"x.npy": unclosed},
-            names=["x.npy"],
-            bad=True,
-        ),
+    with_file(
+        "npy:header dict not closed",
+        "npu-run",
+        ["{root}/tiny_cnn.onnx", "--input", "image={dir}/x.npy"],
+        "x.npy",
+        unclosed,
         "x.npy",
     )
-    c["calib:config not UTF-8"] = (
-        run.Case(
-            "calib",
-            "npu-run",
-            ["{root}/tiny_cnn.onnx", "--config", "{dir}/config.toml"],
-            {"config.toml": b"[run]\nseed = 1 # \xff\n"},
-            names=["config.toml"],
-            bad=True,
-        ),
+    with_file(
+        "calib:config not UTF-8",
+        "npu-run",
+        ["{root}/tiny_cnn.onnx", "--config", "{dir}/config.toml"],
+        "config.toml",
+        b"[run]\nseed = 1 # \xff\n",
         "UTF-8",
     )
     stats = copy.deepcopy(corpus.json["stats"])
     next(iter(stats["tensors"].values()))["histogram"]["counts"][0] = 10**30
-    c["json:huge histogram count"] = (
-        run.Case(
-            "json",
-            "npu-run",
-            ["{root}/tiny_cnn.onnx", "--quantize", "int8", "--stats", "{dir}/s.json"],
-            {"s.json": json.dumps(stats).encode()},
-            names=["s.json"],
-            bad=True,
-        ),
+    with_file(
+        "json:huge histogram count",
+        "npu-run",
+        ["{root}/tiny_cnn.onnx", "--quantize", "int8", "--stats", "{dir}/s.json"],
+        "s.json",
+        json.dumps(stats).encode(),
         "below 2**63",
     )
-    c["json:huge range"] = (
-        run.Case(
-            "json",
-            "npu-opt",
-            ["{root}/tiny_cnn.onnx", "-p", 'quantize{scheme=int8 ranges="{dir}/r.json"}'],
-            {"r.json": b'{"image": [0, 1e400000], "conv1": [0, 10' + b"0" * 40 + b"]}"},
-            names=["r.json"],
-            bad=True,
-        ),
+    with_file(
+        "json:huge range",
+        "npu-opt",
+        ["{root}/tiny_cnn.onnx", "-p", 'quantize{scheme=int8 ranges="{dir}/r.json"}'],
+        "r.json",
+        b'{"image": [0, 1e400000], "conv1": [0, 10' + b"0" * 40 + b"]}",
         "must be finite",
     )
     return c
