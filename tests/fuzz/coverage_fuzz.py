@@ -91,7 +91,14 @@ def main(argv: list[str] | None = None) -> int:
         atheris.instrument_all()
         print(f"coverage_fuzz: {targets[0]}, {args.runs} runs, seed {args.seed}", flush=True)
         test = target_function(targets[0], corpus)
-        options = [sys.argv[0], f"-runs={args.runs}", f"-seed={args.seed}", *libfuzzer]
+        # hypothesis draws from the byte string: libFuzzer's default of growing inputs from
+        # a few bytes would keep the draws near their minimal (all-zero) example.
+        sizes = (
+            []
+            if any(o.startswith("-max_len=") for o in libfuzzer)
+            else ["-max_len=4096", "-len_control=0"]
+        )
+        options = [sys.argv[0], f"-runs={args.runs}", f"-seed={args.seed}", *sizes, *libfuzzer]
         atheris.Setup(options, test.hypothesis.fuzz_one_input)
         atheris.Fuzz()  # exits when the runs are done or a draw fails
     return 0
