@@ -93,8 +93,12 @@ bench: check-env
 
 # Open-ended fuzzing of every input kind (the seeded smoke pass runs in `make test`):
 # make fuzz CASES=5000 SEED=7 ARGS="--kind onnx --save"
+# Mutation fuzzing of every input kind, then the structured (hypothesis) targets with more
+# examples and a seed, then the same targets coverage-guided under atheris where installed.
 fuzz: check-env
 	PYTHONPATH=tests $(BIN)/python tests/fuzz/run.py --cases $(or $(CASES),1000) --seed $(or $(SEED),0) $(ARGS)
+	NPUC_FUZZ_EXAMPLES=$(or $(EXAMPLES),500) $(BIN)/pytest -q -p no:cacheprovider tests/fuzz/test_fuzz_structured.py --hypothesis-seed=$(or $(SEED),0)
+	PYTHONPATH=tests $(BIN)/python tests/fuzz/coverage_fuzz.py --runs $(or $(RUNS),2000) --seed $(or $(SEED),0)
 
 # Mutation testing of the core modules (not in CI: hours on 2 cores; run it before resolving
 # an issue that touches them): make mutate ARGS="--areas loader --per-area 80"

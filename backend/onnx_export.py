@@ -37,11 +37,12 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
 from npuc import graph_io
-from npuc.diagnostics import InternalError, NpucError, user_file
+from npuc.diagnostics import InternalError, NpucError
 from npuc.dialects import nn, qnn
 from npuc.dialects.arrays import int_values
 from npuc.dialects.nn_base import ActivationFusable, shape_of
 from npuc.dialects.quant_types import UniformQuantizedType, storage_range
+from npuc.output_files import write_file
 from npuc.runtime.nn_interpreter import FunctionRunner
 from npuc.tensors import from_dense
 
@@ -71,9 +72,8 @@ def export_qdq(module: ModuleOp, *, name: str = "npuc") -> onnx.ModelProto:
 
 
 def save_qdq(module: ModuleOp, path: str) -> None:
-    model = export_qdq(module)
-    with user_file(path, "write"):
-        onnx.save(model, path)
+    """Write the QDQ model to `path` (atomically, npuc/output_files.py)."""
+    write_file(path, export_qdq(module).SerializeToString())
 
 
 def _qtype(value: SSAValue) -> UniformQuantizedType | None:

@@ -7,16 +7,10 @@ the weights (binary and C text), the planned IR and the memory reports.
 from __future__ import annotations
 
 import dataclasses
-import os
-import shutil
-import tempfile
-from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
-from npuc.diagnostics import NpucError, user_file
 from npuc.dialects.npu_isa import Program
-from npuc.output_files import check_replaceable
 from npuc.passes.memory.ir import ACTIVATIONS, CONSTANTS, MUTABLE, PlannedModule
 from npuc.passes.memory.report import format_memory_report, memory_json_text, memory_usage
 from npuc.passes.memory.usage import region_contents
@@ -94,33 +88,3 @@ def memory_summary(planned: PlannedModule, target: Target) -> list[str]:
         if used > capacity:
             lines.append(f"warning: memory '{memory}' needs {used} bytes but holds {capacity}")
     return lines
-
-
-def check_output_dir(outdir: Path) -> None:
-    with user_file(outdir, "use as the output directory"):
-        if outdir.exists() and not outdir.is_dir():
-            raise NpucError("the output directory is a file", str(outdir))
-        if not outdir.resolve().parent.is_dir():
-            raise NpucError("the output directory's parent does not exist", str(outdir))
-
-
-def write_all(outdir: Path, files: dict[str, bytes]) -> list[Path]:
-    """Write every file into a temporary folder beside `outdir`, then move them in.
-
-    A failure while writing leaves `outdir` as it was.
-    """
-    with user_file(outdir, "write"):
-        tmp = Path(tempfile.mkdtemp(prefix=".npuc-out-", dir=outdir.resolve().parent))
-        try:
-            for file in files:  # never rename over a link, device or FIFO in the folder
-                check_replaceable(outdir / file)
-            for file, data in files.items():
-                (tmp / file).write_bytes(data)
-            outdir.mkdir(exist_ok=True)
-            paths = []
-            for file in files:
-                os.replace(tmp / file, outdir / file)
-                paths.append(outdir / file)
-            return paths
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)

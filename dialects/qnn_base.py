@@ -10,6 +10,7 @@ from xdsl.ir import SSAValue
 from xdsl.irdl import opt_prop_def, prop_def
 from xdsl.utils.exceptions import VerifyException
 
+from npuc.element_types import type_shape_mismatch
 from npuc.integer import ROUNDING_MODES
 
 from .arrays import I64Array
@@ -42,20 +43,9 @@ class QNNOperation(NNOperation):
     def verify_(self) -> None:
         super().verify_()
         for value in (*self.operands, *self.results):
-            ty = value.type
-            if isinstance(ty, TensorType) and isinstance(ty.element_type, UniformQuantizedType):
-                q = ty.element_type
-                shape = ty.get_shape()
-                if q.per_axis and q.axis.data >= len(shape):
-                    raise VerifyException(
-                        f"'{self.name}': quantization axis {q.axis.data} is out of range "
-                        f"for a tensor of rank {len(shape)}"
-                    )
-                if q.per_axis and len(q.scales) != shape[q.axis.data]:
-                    raise VerifyException(
-                        f"'{self.name}': {len(q.scales)} scales do not match dimension "
-                        f"{q.axis.data} of size {shape[q.axis.data]}"
-                    )
+            reason = type_shape_mismatch(value.type)
+            if reason is not None:
+                raise VerifyException(f"'{self.name}': {reason}")
 
     def verify_per_tensor(self) -> None:
         """Ops with one scalar multiplier need per-tensor activations."""

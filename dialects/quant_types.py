@@ -20,6 +20,8 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from npuc.element_types import ShapedElementType
+
 STORAGE_TYPES = {"i4": (4, True), "i8": (8, True), "u8": (8, False), "i16": (16, True)}
 STORAGE_TYPES |= {"u16": (16, False), "i32": (32, True)}
 
@@ -36,7 +38,7 @@ def storage_range(bits: int, signed: bool) -> tuple[int, int]:
 
 
 @irdl_attr_definition
-class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
+class UniformQuantizedType(ParametrizedAttribute, TypeAttribute, ShapedElementType):
     """An integer storage type with an affine map to f32: real = scale * (q - zero_point)."""
 
     name = "qnn.uniform"
@@ -135,6 +137,19 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
         return scales.reshape(()), zps.reshape(())
 
     # ------------------------------------------------------------------ verification
+
+    def shape_mismatch(self, shape: Sequence[int] | None) -> str | None:
+        if not self.per_axis:
+            return None
+        axis = self.axis.data
+        if shape is None:
+            return f"a per-axis type (axis {axis}) must be the element type of a tensor"
+        if axis >= len(shape):
+            return f"quantization axis {axis} is out of range for a tensor of rank {len(shape)}"
+        size = shape[axis]
+        if size >= 0 and len(self.scales) != size:
+            return f"{len(self.scales)} scales do not match dimension {axis} of size {size}"
+        return None
 
     def verify(self) -> None:
         bits, signed = self.storage_bits.data, bool(self.storage_signed.data)

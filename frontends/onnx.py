@@ -24,7 +24,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Region
 from xdsl.utils.exceptions import VerifyException
 
-from npuc.diagnostics import NpucError
+from npuc.diagnostics import NpucError, continuation
 from npuc.graph_io import ENTRY, name_attrs
 from npuc.limits import check_tensor
 from npuc.locations import name_locations
@@ -219,6 +219,12 @@ def _default_opset(proto: onnx.ModelProto, location: str) -> int:
             )
         raise NpucError("invalid ONNX model: it imports no default-domain opset", location)
     version = versions[0]
+    if version < 1:  # onnx's versions start at 1; its converter would fail an assertion
+        raise NpucError(
+            f"invalid ONNX model: it imports opset {version} of the default domain (opset "
+            f"versions start at 1; npuc supports opsets {MIN_OPSET}-{MAX_OPSET})",
+            location,
+        )
     if version > newest_opset():
         raise NpucError(
             f"opset {version} is newer than the installed onnx package knows "
@@ -421,16 +427,16 @@ class _Import:
                 raise self.error(f"{kind} names are repeated: {names}")
 
     def _unknown_names(self, kind: str, unknown: list[str], known: list[str]) -> str:
-        lines = [
-            f"unknown {kind} tensor name{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}"
-        ]
+        first = f"unknown {kind} tensor name{'s' if len(unknown) > 1 else ''}: "
+        first += ", ".join(unknown)
+        notes = []
         close = sorted({m for n in unknown for m in difflib.get_close_matches(n, known, 3, 0.6)})
         if close:
-            lines.append(f"did you mean: {', '.join(close)}?")
+            notes.append(f"did you mean: {', '.join(close)}?")
         shown = known[:40]
         more = f" ... ({len(known) - 40} more)" if len(known) > 40 else ""
-        lines.append(f"valid tensor names: {', '.join(shown)}{more}")
-        return "\n".join(lines)
+        notes.append(f"valid tensor names: {', '.join(shown)}{more}")
+        return first + continuation(*notes)
 
     def _overrides(
         self, input_shapes: Mapping[str, Sequence[int]], in_names: list[str]
@@ -451,6 +457,15 @@ class _Import:
                 raise self.error(
                     f"input shape {dims} for '{name}' has rank {len(dims)}, but the model "
                     f"declares rank {len(declared[0])} ({_dims_text(declared[0])})"
+                )
+            if declared is not None and any(
+                d is not None and d != want for d, want in zip(declared[0], dims, strict=True)
+            ):
+                # As onnxruntime refuses such an input: only dynamic dimensions are free.
+                raise self.error(
+                    f"--input-shape {name}:{','.join(map(str, dims))} contradicts the model's "
+                    f"shape {_dims_text(declared[0])} for input '{name}' (only its dynamic "
+                    "dimensions, shown as ?, may be given a size)"
                 )
             result[name] = dims
         return result

@@ -28,11 +28,11 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from npuc import plugin_registry
-from npuc.diagnostics import NpucError
+from npuc.diagnostics import NpucError, issues_report
 from npuc.dialects.nn import ConstantOp, NNOperation, ReshapeOp, TransposeOp, build, ints
 from npuc.dialects.nn_shapes import Shape
 from npuc.limits import check_tensor
-from npuc.plugins import missing_plugin
+from npuc.plugins import missing_plugins_report
 from npuc.tensors import numpy_dtype, to_dense, xdsl_type
 
 from .onnx_opsets import arity_issue, version_issue
@@ -549,25 +549,14 @@ def _exception_text(e: Exception) -> str:
 def issues_error(issues: Sequence[Issue], location: str | None) -> NpucError:
     """One diagnostic: the ops that need a plugin, then every unsupported or invalid node,
     grouped by op type and reason."""
-    needed = dict.fromkeys(i.op_type for i in issues if i.needs_plugin)
+    needed = list(dict.fromkeys(i.op_type for i in issues if i.needs_plugin))
     installed = plugin_registry.plugin_names() if needed else []
-    lines = [missing_plugin(op, installed) for op in needed]
     issues = [i for i in issues if not i.needs_plugin]
+    groups = []
     for invalid, title in ((False, "unsupported ONNX constructs"), (True, "invalid ONNX nodes")):
-        group = [i for i in issues if i.invalid == invalid]
-        if not group:
-            continue
-        plural = "s" if len(group) != 1 else ""
-        lines.append(f"{title} ({len(group)} node{plural}):")
-        buckets: dict[tuple[str, str], list[str]] = {}
-        for issue in group:
-            buckets.setdefault((issue.op_type, issue.reason), []).append(issue.node)
-        for (op_type, reason), names in buckets.items():
-            shown = ", ".join(names[:10]) + (
-                f", ... ({len(names) - 10} more)" if len(names) > 10 else ""
-            )
-            lines.append(f"  {op_type} x{len(names)}: {shown} ({reason})")
-    return NpucError("\n".join(lines), location)
+        group = [(i.op_type, i.node, i.reason) for i in issues if i.invalid == invalid]
+        groups.append((f"{title} ({len(group)} node{'s' * (len(group) != 1)})", group))
+    return NpucError(missing_plugins_report(needed, installed, issues_report(groups)), location)
 
 
 def schedule(

@@ -34,7 +34,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from npuc.diagnostics import NpucError
+from npuc.diagnostics import NpucError, issues_report
 from npuc.dialects import nn, qnn
 from npuc.dialects.nn_base import NNOperation
 from npuc.dialects.quant_types import UniformQuantizedType
@@ -42,7 +42,7 @@ from npuc.graph_io import ENTRY, io_attrs
 from npuc.limits import check_tensor
 from npuc.locations import name_locations
 from npuc.plugin_registry import plugin_names
-from npuc.plugins import PluginError, missing_plugin
+from npuc.plugins import PluginError, missing_plugins_report
 from npuc.tensors import to_dense
 
 from . import tflite_converters as converters
@@ -239,6 +239,17 @@ class _Import:
                     f"input shape {given} for '{t.name}' must have rank "
                     f"{len(shape)} and positive dimensions"
                 )
+            dynamic = [s < 0 for s in t.signature] if t.signature else [False] * len(shape)
+            if any(d != g and not free for d, g, free in zip(shape, given, dynamic, strict=True)):
+                # LiteRT's ResizeInputTensorStrict: only the signature's -1 dimensions resize.
+                declared = "x".join(
+                    "?" if free else str(d) for d, free in zip(shape, dynamic, strict=True)
+                )
+                raise self.error(
+                    f"--input-shape {t.name}:{','.join(map(str, given))} contradicts the "
+                    f"model's shape {declared} for input '{t.name}' (only its dynamic "
+                    "dimensions, shown as ?, may be given a size)"
+                )
             shape = given
         if t.dtype != np.float32 and not is_quantized(t):
             raise self.error(
@@ -292,6 +303,8 @@ class _Import:
                 self.needs_plugin[op.op_type.replace("custom:", "custom::", 1)] = None
                 self.poisoned.update(op.outputs)
                 return
+            if (wrong := converters.operand_error(ctx)) is not None:
+                raise ValueError(wrong)
             results = convert(ctx)
             results = [results] if isinstance(results, SSAValue) else list(results)
             if len(results) != len(op.outputs):
@@ -307,10 +320,12 @@ class _Import:
             text = e.message if isinstance(e, NpucError) else str(e)
             self.issues.append((op.op_type, ctx.name, f"invalid operator: {text}"))
             self.poisoned.update(op.outputs)
-        except (IndexError, KeyError, TypeError, ArithmeticError, AssertionError) as e:
-            # A malformed operator (a wrong rank, a missing option) is the model's fault.
-            text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-            self.issues.append((op.op_type, ctx.name, f"invalid operator: {text}"))
+        except (IndexError, KeyError, TypeError, ArithmeticError, AssertionError):
+            # A malformed operator the checks above missed (an option of a wrong kind, a
+            # count that does not fit) is the model's fault; say what the converter saw.
+            shapes = [list(self.graph.tensors[t].shape) for t in op.inputs if t >= 0]
+            reason = f"its inputs (shapes {shapes}) or options do not fit {op.op_type}"
+            self.issues.append((op.op_type, ctx.name, f"invalid operator: {reason}"))
             self.poisoned.update(op.outputs)
 
     def _converter(self, ctx: OpContext) -> Converter | None:
@@ -367,15 +382,8 @@ class _Import:
 
     def _issues_error(self) -> NpucError:
         installed = plugin_names() if self.needs_plugin else []
-        lines = [missing_plugin(op, installed) for op in self.needs_plugin]
-        if self.issues:
-            lines.append(f"unsupported TFLite operators ({len(self.issues)}):")
-        buckets: dict[tuple[str, str], list[str]] = {}
-        for op_type, name, reason in self.issues:
-            buckets.setdefault((op_type, reason), []).append(name)
-        for (op_type, reason), names in buckets.items():
-            shown = ", ".join(names[:10]) + (
-                f", ... ({len(names) - 10} more)" if len(names) > 10 else ""
-            )
-            lines.append(f"  {op_type} x{len(names)}: {shown} ({reason})")
-        return NpucError("\n".join(lines), self.location)
+        title = f"unsupported TFLite operators ({len(self.issues)})"
+        report = issues_report([(title, self.issues)])
+        return NpucError(
+            missing_plugins_report(list(self.needs_plugin), installed, report), self.location
+        )

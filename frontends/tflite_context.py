@@ -103,8 +103,8 @@ def quantized_type(t: Tensor, axis: int | None = None) -> UniformQuantizedType:
             "int8, uint8 or int16 tensor"
         )
     scales = [float(s) for s in q.scales]
-    if not all(s > 0 and np.isfinite(s) for s in scales):
-        raise Unsupported(f"tensor '{t.name}' has a scale that is not positive and finite")
+    if (wrong := scale_error(t)) is not None:
+        raise Unsupported(wrong)
     if q.axis is None or len(scales) == 1:
         return UniformQuantizedType(STORAGE[t.dtype], scales[0], int(q.zero_points[0]))
     return UniformQuantizedType(
@@ -112,6 +112,19 @@ def quantized_type(t: Tensor, axis: int | None = None) -> UniformQuantizedType:
         scales,
         [int(z) for z in q.zero_points],
         axis=q.axis if axis is None else axis,
+    )
+
+
+def scale_error(t: Tensor) -> str | None:
+    """Why a quantized tensor's scales cannot be used (None if they can: positive, finite)."""
+    if t.quant is None or t.dtype not in STORAGE:
+        return None
+    bad = next((float(s) for s in t.quant.scales if not (s > 0 and np.isfinite(s))), None)
+    if bad is None:
+        return None
+    return (
+        f"tensor '{t.name}' has scale {bad}; a quantized tensor's scales must be positive "
+        "and finite"
     )
 
 

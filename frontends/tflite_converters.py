@@ -16,7 +16,7 @@ import numpy as np
 from npuc import plugin_registry
 
 from . import tflite_float, tflite_int8, tflite_int16, tflite_int16_luts
-from .tflite_context import Converter, OpContext, Unsupported
+from .tflite_context import Converter, OpContext, Unsupported, scale_error
 from .tflite_quant import is_16x8
 
 Kind = Literal["float", "int8", "int16x8"]
@@ -29,6 +29,40 @@ CONVERTERS: dict[tuple[str, Kind], Converter] = {
     **{(name, "int16x8"): convert for name, convert in tflite_int16.INT16X8.items()},
     **{(name, "int16x8"): convert for name, convert in tflite_int16_luts.INT16X8.items()},
 }
+
+#: The ranks LiteRT's kernels require of an operator's inputs (their Prepare checks), by
+#: input index; a converter may assume them.
+INPUT_RANKS: dict[str, dict[int, int]] = {
+    "CONV_2D": {0: 4, 1: 4, 2: 1},
+    "DEPTHWISE_CONV_2D": {0: 4, 1: 4, 2: 1},
+    "TRANSPOSE_CONV": {0: 1, 1: 4, 2: 4, 3: 1},
+    "CONV_3D": {0: 5, 1: 5, 2: 1},
+    "AVERAGE_POOL_2D": {0: 4},
+    "MAX_POOL_2D": {0: 4},
+    "L2_POOL_2D": {0: 4},
+    "FULLY_CONNECTED": {1: 2, 2: 1},
+    "RESIZE_BILINEAR": {0: 4, 1: 1},
+    "RESIZE_NEAREST_NEIGHBOR": {0: 4, 1: 1},
+    "SPACE_TO_DEPTH": {0: 4},
+    "DEPTH_TO_SPACE": {0: 4},
+}
+
+
+def operand_error(ctx: OpContext) -> str | None:
+    """Why the operator's inputs do not have the ranks its kernel requires, or one of its
+    quantized operands has scales no kernel can use (None if neither)."""
+    operands = [*ctx.op.inputs, *ctx.op.outputs]
+    for t in (ctx.graph.tensors[i] for i in operands if i >= 0):
+        if (wrong := scale_error(t)) is not None:
+            return wrong
+    for i, rank in INPUT_RANKS.get(ctx.op.op_type, {}).items():
+        if ctx.has(i) and len(shape := ctx.shape(i)) != rank:
+            return (
+                f"input {i} '{ctx.tensor(i).name}' has rank {len(shape)} (shape "
+                f"{list(shape)}); {ctx.op.op_type} needs rank {rank}"
+            )
+    return None
+
 
 # Operators whose 16-bit form the input alone decides (an int16 index result is not).
 INPUT_DECIDES = frozenset({"ARG_MAX", "ARG_MIN"})

@@ -2,12 +2,17 @@
 
 Flatbuffer accessors read lazily, so a corrupt or truncated file fails wherever a
 field is first touched. Everything the importer needs is therefore read here, up
-front, inside one guard that turns any decoding failure into an NpucError.
+front, each table inside a guard (`_reading`) that turns a decoding failure into an
+NpucError naming the table (a subgraph's tensor or operator, a buffer, an operator
+code), the byte offset it starts at, and what went wrong there.
 """
 
 from __future__ import annotations
 
+import re
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,43 +89,113 @@ def decode_all(data: bytes, location: str) -> list[Graph]:
         return _decode(data)
     except NpucError as e:
         raise NpucError(e.message, location) from None
-    except (IndexError, struct.error, ValueError, TypeError, AttributeError, OverflowError) as e:
-        raise NpucError(
-            f"corrupt or truncated TFLite model ({type(e).__name__}: {e})", location
-        ) from None
+    except _Corrupt as e:
+        raise NpucError(f"corrupt or truncated TFLite model: {e}", location) from None
+
+
+#: What flatbuffers' accessors raise on offsets and lengths that point outside the file.
+_DECODE_ERRORS = (IndexError, struct.error, ValueError, TypeError, AttributeError, OverflowError)
+
+
+class _Corrupt(Exception):
+    """A table of the flatbuffer that cannot be read."""
+
+
+@contextmanager
+def _reading(what: str, table: Any = None) -> Iterator[None]:
+    """A decoding failure inside the block is a _Corrupt naming `what` and where its
+    `table` starts, if it was found (the innermost guard names it)."""
+    try:
+        yield
+    except _DECODE_ERRORS as e:
+        position = getattr(getattr(table, "_tab", None), "Pos", None)
+        at = f" (its table at byte {position})" if isinstance(position, int) else ""
+        raise _Corrupt(f"{what}{at} {_decode_failure(e)}") from None
+
+
+def _decode_failure(e: Exception) -> str:
+    """What a flatbuffers accessor's exception means, in the file's terms."""
+    text = str(e)
+    if isinstance(e, struct.error) and (
+        m := re.search(
+            r"unpacking (\d+) bytes at offset (-?\d+) \(actual buffer size is (\d+)", text
+        )
+    ):
+        return (
+            f"has a field of {m[1]} bytes at byte {m[2]}, past the end of the file ({m[3]} bytes)"
+        )
+    if isinstance(e, TypeError) and (m := re.search(r"bad number (-?\d+)", text)):
+        return f"has an offset or length out of range ({m[1]})"
+    if isinstance(e, ValueError) and "buffer is smaller" in text:
+        return "has a vector that runs past the end of the file"
+    if isinstance(e, IndexError | struct.error):
+        return "has an offset that points outside the file"
+    return "has a field that cannot be decoded"
 
 
 def _decode(data: bytes) -> list[Graph]:
     model = tflite.Model.GetRootAsModel(data, 0)
-    if model.SubgraphsLength() < 1:
+    with _reading("the model table", model):
+        n_subgraphs, n_buffers = model.SubgraphsLength(), model.BuffersLength()
+        n_codes = model.OperatorCodesLength()
+    if n_subgraphs < 1:
         raise NpucError("invalid TFLite model: it has no subgraphs")
-    buffers = [_buffer(model.Buffers(i), data) for i in range(model.BuffersLength())]
-    codes = [_op_code(model.OperatorCodes(i)) for i in range(model.OperatorCodesLength())]
-    return [_subgraph(model.Subgraphs(i), buffers, codes) for i in range(model.SubgraphsLength())]
+    buffers = []
+    for i in range(n_buffers):
+        with _reading(f"buffer {i}"):
+            buffer = model.Buffers(i)
+        with _reading(f"buffer {i}", buffer):
+            buffers.append(_buffer(buffer, data))
+    codes = []
+    for i in range(n_codes):
+        with _reading(f"operator code {i}"):
+            code = model.OperatorCodes(i)
+        with _reading(f"operator code {i}", code):
+            codes.append(_op_code(code))
+    graphs = []
+    for i in range(n_subgraphs):
+        with _reading(f"subgraph {i}"):
+            sub = model.Subgraphs(i)
+        graphs.append(_subgraph(i, sub, buffers, codes))
+    return graphs
 
 
-def _subgraph(sub, buffers: list, codes: list[tuple[str, bool]]) -> Graph:
-    tensors = [_tensor(i, sub.Tensors(i), buffers) for i in range(sub.TensorsLength())]
+def _subgraph(index: int, sub: Any, buffers: list, codes: list[tuple[str, bool]]) -> Graph:
+    where = f"subgraph {index}"
+    with _reading(where, sub):
+        n_tensors, n_operators = sub.TensorsLength(), sub.OperatorsLength()
+        inputs = [int(t) for t in _ints(sub.InputsAsNumpy())]
+        outputs = [int(t) for t in _ints(sub.OutputsAsNumpy())]
+    tensors = []
+    for i in range(n_tensors):
+        with _reading(f"tensor {i} of {where}"):
+            tensor = sub.Tensors(i)
+        with _reading(f"tensor {i} of {where}", tensor):
+            tensors.append(_tensor(i, tensor, buffers))
     operators = []
-    for i in range(sub.OperatorsLength()):
-        op = sub.Operators(i)
-        code = op.OpcodeIndex()
-        if not 0 <= code < len(codes):
-            raise NpucError(f"invalid TFLite model: operator {i} has opcode index {code}")
-        op_type, custom = codes[code]
-        inputs = [int(t) for t in _ints(op.InputsAsNumpy())]
-        outputs = [int(t) for t in _ints(op.OutputsAsNumpy())]
-        for t in (*inputs, *outputs):
-            if not -1 <= t < len(tensors):
-                raise NpucError(f"invalid TFLite model: operator {i} names tensor {t}")
-        options = _options(op) if not custom else {"custom_options": _custom_options(op)}
-        operators.append(Operator(i, op_type, inputs, outputs, options, custom))
-    inputs = [int(t) for t in _ints(sub.InputsAsNumpy())]
-    outputs = [int(t) for t in _ints(sub.OutputsAsNumpy())]
+    for i in range(n_operators):
+        with _reading(f"operator {i} of {where}"):
+            op = sub.Operators(i)
+        with _reading(f"operator {i} of {where}", op):
+            operators.append(_operator(i, op, codes, len(tensors)))
     for t in (*inputs, *outputs):
         if not 0 <= t < len(tensors):
             raise NpucError(f"invalid TFLite model: subgraph input/output tensor {t} is unknown")
     return Graph(tensors, operators, inputs, outputs)
+
+
+def _operator(i: int, op: Any, codes: list[tuple[str, bool]], n_tensors: int) -> Operator:
+    code = op.OpcodeIndex()
+    if not 0 <= code < len(codes):
+        raise NpucError(f"invalid TFLite model: operator {i} has opcode index {code}")
+    op_type, custom = codes[code]
+    inputs = [int(t) for t in _ints(op.InputsAsNumpy())]
+    outputs = [int(t) for t in _ints(op.OutputsAsNumpy())]
+    for t in (*inputs, *outputs):
+        if not -1 <= t < n_tensors:
+            raise NpucError(f"invalid TFLite model: operator {i} names tensor {t}")
+    options = _options(op) if not custom else {"custom_options": _custom_options(op)}
+    return Operator(i, op_type, inputs, outputs, options, custom)
 
 
 def _ints(array: Any) -> np.ndarray:

@@ -34,6 +34,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from npuc.diagnostics import NpucError
 from npuc.graph_io import STATE_INIT_ATTR
+from npuc.limits import check_tensor, sequence_of
 from npuc.tensors import to_dense
 
 from .tflite_context import CONTROL_FLOW, Importer, OpContext, Unsupported, tensor_type
@@ -254,6 +255,9 @@ def sequence_feeds(
     generated: list[str] = []
     for k in range(steps):
         random = random_inputs(module, skip={*given, *state}, seed=seed + k)
+        if k == 0:  # the steps' inputs are all kept: refuse a sequence too large up front
+            for name, array in random.items():
+                check_tensor((steps, *array.shape), array.itemsize, sequence_of(name, steps))
         generated = list(random)
         feeds.append({**{n: a[k] for n, a in given.items()}, **random})
     return feeds, generated

@@ -61,10 +61,10 @@ class CompileResult:
 
     def write(self, folder: str | Path) -> list[Path]:
         """Write every file into `folder` (created if missing), all or none."""
-        from .backend.outputs import check_output_dir, write_all
+        from .output_files import check_output_dir, write_folder
 
         check_output_dir(Path(folder))
-        return write_all(Path(folder), self.files)
+        return write_folder(Path(folder), self.files)
 
 
 class Stages:
@@ -226,7 +226,12 @@ def lower_model(
         tile += f" manual={json.dumps(options.tiling)}}}" if options.tiling else "}"
         with stages.stage("tile", f"{target.name}, optimise for {options.optimise}"):
             # verified with the placements: plan-memory keeps every tile op
-            apply_pipeline(module, tile, verify=False)
+            try:
+                apply_pipeline(module, tile, verify=False)
+            except NpucError as e:  # an entry that does not fit the model's layers
+                if not e.message.startswith("manual: "):
+                    raise
+                raise NpucError(f"--tiling: {e.message.removeprefix('manual: ')}") from None
     io = "arena" if target.placement.io == target.placement.arena else "separate"
     with stages.stage(
         "plan memory", f"inputs and outputs {'in the arena' if io == 'arena' else 'apart'}"

@@ -60,14 +60,18 @@ def read_config(path: str | Path) -> dict[str, dict[str, Any]]:
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
-        raise NpucError(f"{path}: no such config file") from None
+        raise NpucError("no such config file", str(path)) from None
     except OSError as e:
-        raise NpucError(f"{path}: cannot read the config file: {e.strerror or e}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise NpucError(f"{path}: not a valid TOML file: {e}") from None
+        raise NpucError(f"cannot read the config file: {e.strerror or e}", str(path)) from None
+    except UnicodeDecodeError as e:
+        raise NpucError(
+            f"not a valid TOML file: not UTF-8 text ({e.reason} at byte {e.start})", str(path)
+        ) from None
+    except tomllib.TOMLDecodeError as e:
+        raise NpucError(f"not a valid TOML file: {e}", str(path)) from None
     unknown = sorted(set(data) - set(SECTIONS))
     if unknown:
-        raise NpucError(f"{path}: unknown section [{unknown[0]}] (known: build, run)")
+        raise NpucError(f"unknown section [{unknown[0]}] (known: build, run)", str(path))
     return {name: _section(path, name, data.get(name, {}), keys) for name, keys in SECTIONS.items()}
 
 
@@ -75,27 +79,26 @@ def _section(
     path: Path, name: str, values: object, keys: Mapping[str, tuple[Any, bool]]
 ) -> dict[str, Any]:
     if not isinstance(values, dict):
-        raise NpucError(f"{path}: [{name}] must be a table")
+        raise NpucError(f"[{name}] must be a table", str(path))
     out: dict[str, Any] = {}
     for key, value in values.items():
         if key not in keys:
-            raise NpucError(
-                f"{path}: unknown key '{name}.{key}' (known: {', '.join(sorted(keys))})"
-            )
+            known = ", ".join(sorted(keys))
+            raise NpucError(f"unknown key '{name}.{key}' (known: {known})", str(path))
         kind, is_path = keys[key]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise NpucError(f"{path}: '{name}.{key}' must be {_kind(kind)}, got {value!r}")
+            raise NpucError(f"'{name}.{key}' must be {_kind(kind)}, got {value!r}", str(path))
         if key == "input":
             value = {k: str(_resolve(path, v, f"{name}.input.{k}")) for k, v in value.items()}
         elif key == "input_shape" and not all(isinstance(v, str) for v in value):
-            raise NpucError(f"{path}: '{name}.input_shape' must list 'NAME:D0,D1,...' strings")
+            raise NpucError(f"'{name}.input_shape' must list 'NAME:D0,D1,...' strings", str(path))
         out[key] = str(_resolve(path, value, f"{name}.{key}")) if is_path else value
     return out
 
 
 def _resolve(path: Path, value: object, key: str) -> Path:
     if not isinstance(value, str):
-        raise NpucError(f"{path}: '{key}' must be a string path, got {value!r}")
+        raise NpucError(f"'{key}' must be a string path, got {value!r}", str(path))
     p = Path(value)
     return p if p.is_absolute() else path.parent / p
 

@@ -8,7 +8,8 @@ pass, step, op and layer that `working_on`/`note_context` recorded.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import unicodedata
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -24,17 +25,38 @@ class NpucError(Exception):
         self.location = location
 
     def diagnostic(self) -> str:
-        """`LOCATION: error: MESSAGE`, as the tools print it (control characters in the
-        location escaped, so the diagnostic's first line names it whole)."""
+        """`LOCATION: error: MESSAGE`, as the tools print it. Control characters in the
+        location, and in the message except its indented continuation lines' breaks, are
+        escaped: a line break inside a name the message quotes from a model must not cut
+        the first line short (docs/robustness.md)."""
+        message = _escape_data_breaks(self.message)
         if not self.location:
-            return f"error: {self.message}"
-        location = self.location
-        if any(ord(c) < 32 or c == "\x7f" for c in location):
-            location = location.encode("unicode_escape").decode("ascii")
-        return f"{location}: error: {self.message}"
+            return f"error: {message}"
+        return f"{_escape(self.location)}: error: {message}"
 
     def __str__(self) -> str:
         return self.diagnostic()
+
+
+def _escape(text: str) -> str:
+    """`text` with its control characters and Unicode line breaks (NEL, U+2028, U+2029,
+    which str.splitlines splits at) escaped, when it has any."""
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in text):
+        return text.encode("unicode_escape").decode("ascii")
+    return text
+
+
+def _escape_data_breaks(message: str) -> str:
+    """npuc's own continuation lines are indented; any other line break (or control
+    character) came from the input's data and is escaped."""
+    lines = message.split("\n")
+    merged = [lines[0]]
+    for line in lines[1:]:
+        if line.startswith("  "):
+            merged.append(line)
+        else:
+            merged[-1] += "\n" + line
+    return "\n".join(_escape(line) for line in merged)
 
 
 class KernelError(NpucError):
@@ -56,6 +78,62 @@ class InputError(NpucError):
     def __init__(self, name: str, message: str, location: str | None = None):
         super().__init__(message, location)
         self.input = name
+
+
+def continuation(*lines: str) -> str:
+    """Lines that follow a diagnostic's first line (which is whole on its own): indented,
+    so a reader or a script can tell them from the next diagnostic (docs/robustness.md)."""
+    return "".join(f"\n  {line}" for line in lines)
+
+
+def caret(source: str, column: int) -> str:
+    """The line of source text and a caret under `column` (1-based), as continuation lines."""
+    return continuation(source, " " * max(column - 1, 0) + "^")
+
+
+def pipeline_error(error: BaseException) -> str:
+    """xDSL's error about a pass pipeline (`Error parsing pass pipeline specification:`,
+    `pass-pipeline:1:20`, the spec, a caret, the message, on five lines) as one line
+    `column C: MESSAGE` and the caret display below it."""
+    lines = str(error).rstrip("\n").splitlines()
+    if len(lines) >= 5 and lines[1].startswith("pass-pipeline:"):
+        column = int(lines[1].rsplit(":", 1)[1]) if lines[1].rsplit(":", 1)[1].isdigit() else 1
+        message = " ".join(line.strip() for line in lines[4:] if line.strip())
+        return f"column {column}: {message}" + caret(lines[2], column)
+    return "; ".join(line.strip() for line in lines if line.strip())
+
+
+Issue = tuple[str, str, str]  # (op type, op or node name, why it cannot be imported)
+
+
+def issues_report(groups: Sequence[tuple[str, Sequence[Issue]]]) -> str:
+    """Every construct a model import refused, in one message (reported all at once): each
+    group (a title such as "unsupported ONNX constructs (3 nodes)" and its issues) bucketed
+    by op type and reason. The first line is a whole diagnostic (the first group's title
+    and first bucket: the op type, its names, why); further buckets follow on indented
+    lines (docs/robustness.md)."""
+    lines: list[str] = []
+    for title, issues in groups:
+        if not issues:
+            continue
+        buckets: dict[tuple[str, str], list[str]] = {}
+        for op_type, name, reason in issues:
+            buckets.setdefault((op_type, reason), []).append(name)
+        texts = [
+            f"{op_type} x{len(names)}: {', '.join(names[:10])}"
+            + (f", ... ({len(names) - 10} more)" if len(names) > 10 else "")
+            + f" ({reason})"
+            for (op_type, reason), names in buckets.items()
+        ]
+        if not lines:
+            lines.append(f"{title}: {texts[0]}")
+            lines += [f"  {text}" for text in texts[1:]]
+        else:
+            lines.append(f"  {title}:")
+            lines += [f"    {text}" for text in texts]
+    if len(lines) > 1:
+        lines[0] += f"; and {len(lines) - 1} more line{'s' * (len(lines) > 2)}:"
+    return "\n".join(lines)
 
 
 @contextmanager

@@ -28,6 +28,27 @@ ARRAY_FILE_ERRORS = (
 )
 
 
+def array_file_error(error: BaseException) -> str:
+    """What numpy's failure to read an .npy/.npz file says about the file, in words (the
+    header parser's TokenError reads `('EOF in multi-line statement', (2, 0))`)."""
+    if isinstance(error, tokenize.TokenError | SyntaxError):
+        return "its header is not a valid .npy header (a Python dict literal)"
+    if isinstance(error, EOFError):
+        return "the file ends before its data (truncated)"
+    if isinstance(error, MemoryError):
+        return "its data would not fit in memory"
+    if isinstance(error, RecursionError):
+        return "its header is nested too deeply"
+    if isinstance(error, zipfile.BadZipFile):
+        return f"a corrupt .npz (zip) archive ({_first_line(error) or 'unreadable'})"
+    return _first_line(error) or "the file cannot be decoded"
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else ""
+
+
 def read_json(path: str | os.PathLike[str], what: str, **options: Any) -> Any:
     """The JSON document in `path` (`options` go to json.loads); `what` names the kind of
     file in messages ("a ranges file")."""

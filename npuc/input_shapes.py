@@ -92,7 +92,7 @@ def calibration_shapes(folder: str | os.PathLike[str], names: Sequence[str]) -> 
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".npy", ".npz"))
     if not files or not names:
         return {}
-    from .input_files import ARRAY_FILE_ERRORS
+    from .input_files import ARRAY_FILE_ERRORS, array_file_error
 
     try:
         data = np.load(files[0], mmap_mode="r")
@@ -101,5 +101,5 @@ def calibration_shapes(folder: str | os.PathLike[str], names: Sequence[str]) -> 
         with data:
             return {k: data[k].shape for k in data.files if k in names}
     except ARRAY_FILE_ERRORS as e:
-        text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise NpucError(f"cannot read calibration sample: {text}", str(files[0])) from None
+        message = f"cannot read calibration sample: {array_file_error(e)}"
+        raise NpucError(message, str(files[0])) from None

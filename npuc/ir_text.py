@@ -8,23 +8,31 @@ verifier refuses (VerifyException, without a location). `parse_module` turns eac
 an error at the token the parser had reached, and refuses a dense literal larger than
 the tensor size limit (npuc/limits.py) before building it.
 
-`verify_module` runs the verifiers and a dominance check that xDSL does not do: every
-operand is defined before its use (by an earlier op of its block, an argument of the
-block or of an enclosing one, or an op before the enclosing op).
+`verify_module` runs the verifiers and two checks that xDSL does not do: every operand is
+defined before its use (by an earlier op of its block, an argument of the block or of an
+enclosing one, or an op before the enclosing op), and every element type fits the shape
+of its tensor (npuc/element_types.py: a per-axis quantized function argument). The parser
+records each op's `file:line:col` as its location (as MLIR does), so a verifier error is
+reported where the op is written.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     AnyFloat,
     ComplexType,
+    FileLineColLoc,
     IndexType,
+    IntAttr,
     IntegerType,
     ModuleOp,
     RankedStructure,
+    StringAttr,
+    UnknownLoc,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.parser import Parser
@@ -33,12 +41,25 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 
 from . import xdsl_patches  # noqa: F401  (the lexer's string pattern, made linear)
 from .diagnostics import NpucError, failing_op
+from .element_types import OpVerifyException, verify_element_shapes
 from .limits import TensorTooLarge, check_tensor
+from .locations import describe
 from .tensors import element_bytes
 
 
 class IRParser(Parser):
-    """xDSL's parser; a failure that is not a parse error becomes one at the current token."""
+    """xDSL's parser; a failure that is not a parse error becomes one at the current token.
+    An op without a `loc(...)` of its own is located where it is written."""
+
+    line_offset = 0  # the lines before this chunk of a --split-input-file input
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.get_location()
+        op = super().parse_operation()
+        if isinstance(op.location, UnknownLoc):
+            line = IntAttr(start.line + self.line_offset)
+            op.location = FileLineColLoc(StringAttr(start.file), line, IntAttr(start.col))
+        return op
 
     def _parse_dense_literal_type(
         self,
@@ -58,12 +79,23 @@ class IRParser(Parser):
         except (ParseError, DiagnosticException, NpucError):
             raise
         except Exception as e:  # the parser met a value it cannot represent
-            text = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            self.raise_error(f"invalid IR: {type(e).__name__}" + (f": {text}" * bool(text)))
+            self.raise_error(f"invalid IR: {unrepresentable(e)}")
 
     def location(self) -> str:
         """`file:line:col` of the current token."""
         return str(self._current_token.span.get_location())
+
+
+def unrepresentable(error: Exception) -> str:
+    """What a value the parser could not build was, in the IR's terms."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    if isinstance(error, NotImplementedError) and (m := re.search(r"for (\S+)", text)):
+        return f"element type {m[1]} has no numeric storage here (i1 to i64, f16 to f64)"
+    if isinstance(error, MemoryError):
+        return "a value too large to build (out of memory)"
+    if isinstance(error, RecursionError):
+        return "nested too deeply"
+    return text or "a value the parser cannot represent"
 
 
 def decode(data: bytes | str, location: str) -> str:
@@ -88,6 +120,7 @@ def parse_module(
     parsing (a type's or attribute's parameters) becomes an NpucError at `file:line:col`;
     without it, it stays a VerifyException (for --verify-diagnostics)."""
     parser = IRParser(ctx, decode(data, location), location)
+    parser.line_offset = line_offset
     try:
         return parser.parse_module(implicit_module)
     except ParseError as e:
@@ -105,28 +138,39 @@ def parse_module(
 
 
 def verify_module(module: ModuleOp, location: str | None = None) -> None:
-    """The verifiers and the dominance check; with a `location`, a failure is an NpucError
-    there naming the op, else the VerifyException itself."""
+    """The verifiers and the checks above; with a `location` (the file), a failure is an
+    NpucError at the failing op's `file:line:col` (or at the file) naming the op, else the
+    VerifyException itself."""
     try:
         module.verify()
         check_dominance(module)
+        verify_element_shapes(module)
     except VerifyException as e:
         if location is None:
             raise
-        where = _failing_location(module)
-        location = f"{location}: {where}" if where else location
-        raise NpucError(f"{e}{failing_op(e)}", location) from None
+        op = e.op if isinstance(e, OpVerifyException) else _first_failing_op(module)
+        where = op_location(op) if op is not None else None
+        if where is None and op is not None:  # an op a pass made: its layer, if it has one
+            layer = describe(op.location)
+            where = f"{location}: {layer}" if layer and location else layer
+        raise NpucError(f"{e}{failing_op(e)}", where or location) from None
 
 
-def _failing_location(module: ModuleOp) -> str | None:
-    """The location (e.g. `layer "conv1"`) of the first op whose own verifier fails."""
-    from .locations import describe
+def op_location(op: Operation) -> str | None:
+    """`file:line:col` of an op parsed from text (None for an op a pass made)."""
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+    return None
 
-    for op in module.walk():
+
+def _first_failing_op(module: ModuleOp) -> Operation | None:
+    """The op whose own verifier fails first, in the order xDSL verifies (regions first)."""
+    for op in module.walk(region_first=True):
         try:
             op.verify(verify_nested_ops=False)
         except (VerifyException, ValueError):
-            return describe(op.location)
+            return op
     return None
 
 
@@ -156,7 +200,7 @@ def _check_block(block: Block, outer: set[SSAValue]) -> None:
     for op in block.ops:
         for i, operand in enumerate(op.operands):
             if operand not in visible:
-                raise VerifyException(_use_before_def(op, i, operand))
+                raise OpVerifyException(op, _use_before_def(op, i, operand))
         inner = set() if op.has_trait(IsolatedFromAbove) else visible
         for region in op.regions:
             _check_region(region, inner)

@@ -39,7 +39,7 @@ class TensorTooLarge(KernelError):
 
 def parse_size(text: str) -> int:
     """'4G' -> 4 GiB; a plain number is bytes. ValueError if it is not a positive size."""
-    match = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)(?:i?B)?\s*", text, re.IGNORECASE)
+    match = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)(?:i?B)?\s*", text, re.IGNORECASE | re.ASCII)
     if match is None or int(match.group(1)) <= 0:
         raise ValueError(f"not a positive size: '{text}' (bytes, or a number with K, M, G, T)")
     return int(match.group(1)) * _UNITS[match.group(2).upper()]
@@ -92,6 +92,11 @@ def check_tensor(
             f"limit of {_size_text(limit)} (--max-tensor-bytes or {ENV} raise it)",
             location,
         )
+
+
+def sequence_of(name: str, steps: int) -> str:
+    """How check_tensor names the data of input `name` over `steps` calls (--sequence)."""
+    return f"input '{name}' over {steps} steps (--sequence)"
 
 
 class _LimitAction(argparse.Action):

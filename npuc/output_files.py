@@ -1,4 +1,6 @@
-"""Writing a file the user named, without harming anything else.
+"""Writing a file the user named, without harming anything else (docs/robustness.md,
+"Output files"): every file npuc writes goes through `write_file` or, for a folder of
+outputs, `write_folder`.
 
 - A regular file (or a new one) is written atomically: into a temporary file beside
   it, then renamed over it, so a failure leaves the old contents. A new file's mode
@@ -7,15 +9,22 @@
 - A device or a FIFO (`/dev/null`, `/dev/stdout`, a named pipe) is written through,
   in place; nothing is renamed over it.
 - A directory, or anything else, is refused.
+- Following a link or writing through a device or FIFO is said in one line on stderr
+  (`note: ...`), since neither is the plain atomic replacement.
+- Nothing the user did not name is deleted or replaced: a folder of outputs replaces only
+  the files it writes, and refuses one of them that is not a regular file.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import shutil
 import stat
+import sys
 import tempfile
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import BinaryIO
 
@@ -38,11 +47,55 @@ def write_file(path: str | os.PathLike[str], data: bytes | str | Writer) -> None
             writer(buffer)
             with open(target, "wb") as f:
                 f.write(buffer.getvalue())
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a character device"
+            _note(f"{os.fspath(path)}: wrote through {kind}, in place (not atomically)")
             return
         if mode is not None and not stat.S_ISREG(mode):
             kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
             raise NpucError(f"cannot write: it is {kind}", os.fspath(path))
         _replace_atomically(target, writer, None if mode is None else stat.S_IMODE(mode))
+        if os.path.islink(path):
+            _note(f"{os.fspath(path)}: a symbolic link; wrote its target {target}")
+
+
+def check_output_dir(outdir: Path) -> None:
+    with user_file(outdir, "use as the output directory"):
+        if outdir.exists() and not outdir.is_dir():
+            raise NpucError("the output directory is a file", str(outdir))
+        if not outdir.resolve().parent.is_dir():
+            raise NpucError("the output directory's parent does not exist", str(outdir))
+
+
+def write_folder(outdir: Path, files: dict[str, bytes]) -> list[Path]:
+    """Write `files` (name -> contents) into the folder `outdir` (made if missing), all or
+    nothing: each into a temporary folder beside `outdir` first, then renamed into place,
+    so a failure leaves `outdir` as it was. A replaced file keeps its mode; an entry that
+    is not a regular file (a link, a device) is refused; other files are left alone."""
+    with user_file(outdir, "write"):
+        if outdir.is_symlink():
+            _note(f"{outdir}: a symbolic link; wrote into its target {outdir.resolve()}")
+        tmp = Path(tempfile.mkdtemp(prefix=".npuc-out-", dir=outdir.resolve().parent))
+        try:
+            modes = {}
+            for file in files:  # never rename over a link, device or FIFO in the folder
+                check_replaceable(outdir / file)
+                with suppress(FileNotFoundError):
+                    modes[file] = stat.S_IMODE((outdir / file).stat().st_mode)
+            for file, data in files.items():
+                (tmp / file).write_bytes(data)
+                os.chmod(tmp / file, modes.get(file, _new_file_mode()))
+            outdir.mkdir(exist_ok=True)
+            paths = []
+            for file in files:
+                os.replace(tmp / file, outdir / file)
+                paths.append(outdir / file)
+            return paths
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _note(text: str) -> None:
+    print(f"note: {text}", file=sys.stderr)
 
 
 def _writer(data: bytes | str | Writer) -> Writer:

@@ -10,7 +10,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
-from .diagnostics import NpucError
+from .diagnostics import NpucError, pipeline_error
 from .dialects.context import make_context
 from .registry import DEFAULT_PIPELINE, applying, pass_factories
 
@@ -108,4 +108,4 @@ def parse_pipeline(pipeline: str) -> PassPipeline:
     try:
         return PassPipeline.parse_spec(pass_factories(pipeline), pipeline)
     except (ValueError, ArgSpecParseError) as e:
-        raise NpucError(f"bad pass pipeline '{pipeline}': {e}") from None
+        raise NpucError(f"bad pass pipeline '{pipeline}': {pipeline_error(e)}") from None

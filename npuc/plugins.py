@@ -82,6 +82,19 @@ def missing_plugin(op: str, installed: Sequence[str]) -> str:
     return f"op '{op}' needs a plugin that provides it; installed plugins: {names}"
 
 
+def missing_plugins_report(ops: Sequence[str], installed: Sequence[str], report: str) -> str:
+    """One diagnostic for a model import: the ops no plugin provides (`missing_plugin`), then
+    `report` (diagnostics.issues_report of what else was refused). The first line is a whole
+    diagnostic; the rest follows on indented lines."""
+    lines = [missing_plugin(op, installed) for op in ops]
+    lines += [f"  {line}" for line in report.splitlines()] if lines else report.splitlines()
+    if ops and len(lines) > 1:
+        lines = [f"{lines[0]}; and {len(lines) - 1} more line{'s' * (len(lines) > 2)}:"] + [
+            line if line.startswith("  ") else f"  {line}" for line in lines[1:]
+        ]
+    return "\n".join(lines)
+
+
 @contextmanager
 def plugin_code(
     plugin: str,

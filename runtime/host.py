@@ -19,18 +19,25 @@ from npuc.plugins import PluginError
 
 
 def parse_body(text: str, ctx: Context | None = None) -> Region:
-    from npuc.ir_text import IRParser, string_literals_closed
+    from npuc.ir_text import IRParser, string_literals_closed, unrepresentable
 
     if not string_literals_closed(text):
         raise NpucError("the host body has an unterminated string")
     try:
         return IRParser(ctx or make_context(), text, "<host body>").parse_region()
-    except (ParseError, DiagnosticException, RecursionError) as e:
-        raise NpucError(f"the host body does not parse: {e}") from None
     except PluginError:  # the plugin of an op in the body could not be loaded
         raise
+    except ParseError as e:
+        where = e.span.get_location()
+        raise NpucError(
+            f"the host body does not parse: line {where.line} column {where.col}: {e.msg}"
+        ) from None
+    except DiagnosticException as e:
+        raise NpucError(f"the host body does not parse: {str(e).splitlines()[0]}") from None
+    except RecursionError:
+        raise NpucError("the host body does not parse: it nests too deeply") from None
     except Exception as e:  # a value the parser cannot represent (out of range, too wide)
-        raise NpucError(f"the host body does not parse: {type(e).__name__}: {e}") from None
+        raise NpucError(f"the host body does not parse: {unrepresentable(e)}") from None
 
 
 def _check_body(body: Region) -> None:

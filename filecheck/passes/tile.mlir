@@ -86,8 +86,8 @@
 // REPORT:      layers 0..1 ('conv'..'relu'): parts 2x1x1 manual rolling, peak 1216, tile ws 768
 
 // SYNTAX:      npu-opt: error: manual: line 1, column 7: expected ',' or ')', got 'x'
-// SYNTAX-NEXT: (0,1,2x
-// SYNTAX-NEXT: {{^      \^$}}
+// SYNTAX-NEXT: {{^  \(0,1,2x$}}
+// SYNTAX-NEXT: {{^        \^$}}
 // RANGE:     npu-opt: error: manual: entry 1 '(0,7,1,1)': layer 7 is out of range (the layers are numbered 0 to 1)
 // ORDER:     npu-opt: error: manual: entry 1 '(1,0,1,1)': the last layer 0 comes before the first layer 1
 // ROWS:      npu-opt: error: manual: entry 1 '(0,1,9)': h_parts 9 exceed the 6 rows of layer 1 'relu' (nn.relu)

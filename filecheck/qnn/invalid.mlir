@@ -106,6 +106,52 @@ func.func @axis_size(%x: tensor<2x3x!qnn.uniform<i8:f32:1, {0.5, 0.25}>>) {
 
 // -----
 
+// A quantized type checked against its tensor where no qnn op sees it: function and block
+// arguments, results of other dialects' ops, declared function types.
+
+func.func @arg_axis_range(%x: tensor<4x!qnn.uniform<i8:f32:7, {0.5, 0.5}>>) -> tensor<4x!qnn.uniform<i8:f32:7, {0.5, 0.5}>> {
+  func.return %x : tensor<4x!qnn.uniform<i8:f32:7, {0.5, 0.5}>>
+}
+// CHECK: 'func.func' @arg_axis_range argument 0: quantization axis 7 is out of range for a tensor of rank 1
+
+// -----
+
+func.func @arg_axis_size(%x: tensor<4x!qnn.uniform<i8:f32:0, {0.5, 0.5}>>) -> tensor<4x!qnn.uniform<i8:f32:0, {0.5, 0.5}>> {
+  func.return %x : tensor<4x!qnn.uniform<i8:f32:0, {0.5, 0.5}>>
+}
+// CHECK: 'func.func' @arg_axis_size argument 0: 2 scales do not match dimension 0 of size 4
+
+// -----
+
+func.func private @declared(tensor<2x3x!qnn.uniform<i8:f32:1, {0.5, 0.5}>>)
+// CHECK: 'func.func' @declared function_type input 0: 2 scales do not match dimension 1 of size 3
+
+// -----
+
+func.func @scalar_per_axis(%x: !qnn.uniform<i8:f32:0, {0.5}>) {
+  func.return
+}
+// CHECK: 'func.func' @scalar_per_axis argument 0: a per-axis type (axis 0) must be the element type of a tensor
+
+// -----
+
+func.func @block_arg(%x: tensor<2xf32>) {
+  func.return
+^bb1(%y: tensor<2x!qnn.uniform<i8:f32:0, {0.5, 0.5, 0.5}>>):
+  func.return
+}
+// CHECK: 'func.func' @block_arg region 0 block 1 argument 0: 3 scales do not match dimension 0 of size 2
+
+// -----
+
+func.func @cast_result(%x: tensor<3xf32>) {
+  %0 = builtin.unrealized_conversion_cast %x : tensor<3xf32> to tensor<3x!qnn.uniform<i8:f32:0, {0.5, 0.5}>>
+  func.return
+}
+// CHECK: 'builtin.unrealized_conversion_cast' result 0: 2 scales do not match dimension 0 of size 3
+
+// -----
+
 // Requantization parameters.
 
 func.func @mult_shift_length(%x: tensor<4x!qnn.uniform<i8:f32, 0.05:-3>>) {

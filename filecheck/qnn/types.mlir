@@ -10,6 +10,13 @@ func.func @per_tensor(%x: tensor<4x!qnn.uniform<i8:f32, 0.0235:-3>>) {
   func.return
 }
 
+// A per-axis type on a dynamic dimension: any size may come (the runtime checks the array).
+
+// CHECK-LABEL: func.func @per_axis_dynamic(%x: tensor<?x4x!qnn.uniform<i8:f32:0, {0.5, 0.25}>>)
+func.func @per_axis_dynamic(%x: tensor<?x4x!qnn.uniform<i8:f32:0, {0.5, 0.25}>>) {
+  func.return
+}
+
 // CHECK-LABEL: func.func @zero_point_omitted(%x: tensor<4x!qnn.uniform<i8:f32, 0.5>>)
 func.func @zero_point_omitted(%x: tensor<4x!qnn.uniform<i8:f32, 0.5>>) {
   func.return

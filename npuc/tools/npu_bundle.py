@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: list[str] | None = None) -> int:
     from ..api import apply_pipeline, load_model
     from ..backend.bundle import check_name, identifier_from
-    from ..backend.outputs import check_output_dir, memory_files, memory_summary, write_all
+    from ..backend.outputs import memory_files, memory_summary
+    from ..output_files import check_output_dir, write_folder
     from ..passes.memory.ir import is_planned, read_plan
     from ..registry import DEFAULT_PIPELINE
     from ..target import load_target
@@ -66,7 +67,7 @@ def run(argv: list[str] | None = None) -> int:
         planned = read_plan(module)
     with working_on("step", "emit"):
         files = memory_files(name, module, planned, target, model.name)
-    written = write_all(outdir, files)
+    written = write_folder(outdir, files)
     for line in memory_summary(planned, target):
         print(line)
     for path in written:

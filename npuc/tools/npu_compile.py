@@ -116,8 +116,8 @@ def options_from(args: argparse.Namespace):
 
 
 def run(argv: list[str] | None = None) -> int:
-    from ..backend.outputs import check_output_dir, write_all
     from ..compile_flow import compile_model
+    from ..output_files import check_output_dir, write_folder
 
     args = build_parser().parse_args(argv)
     options = options_from(args)
@@ -128,7 +128,7 @@ def run(argv: list[str] | None = None) -> int:
         raise NpucError(
             f"--compare-vela needs an int8 TFLite model; {options.model.name} is a float model"
         )
-    written = write_all(options.output, result.files)
+    written = write_folder(options.output, result.files)
     for line in result.summary:
         print(line)
     if args.show_host_ops:

@@ -10,7 +10,7 @@ from typing import IO
 
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from ..diagnostics import NpucError, user_file, working_on
+from ..diagnostics import NpucError, pipeline_error, user_file, working_on
 from ..dialects.context import register_dialects
 from ..output_files import write_file
 from ..printing import add_printing_options
@@ -116,7 +116,7 @@ class NpuOptMain(xDSLOptMain):
             passes = self.args.passes
             self.pipeline = PassPipeline.parse_spec(self.available_passes, passes, callback)
         except (ValueError, ArgSpecParseError) as e:  # an unknown pass, a bad pass option
-            raise NpucError(f"-p '{self.args.passes}': {e}") from None
+            raise NpucError(f"-p '{self.args.passes}': {pipeline_error(e)}") from None
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         with user_file(self.get_input_name(), "read"):
@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             tool = NpuOptMain(description="npuc modular optimizer driver", args=argv)
         except ArgSpecParseError as e:  # xDSL parses the -t spec while it sets up
-            raise NpucError(f"-t: {e}") from None
+            raise NpucError(f"-t: {pipeline_error(e)}") from None
         tool.run()
 
 

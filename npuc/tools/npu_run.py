@@ -86,14 +86,14 @@ def load_input(spec: str) -> tuple[str, np.ndarray]:
     name, sep, file = spec.partition("=")
     if not sep or not name or not file:
         raise NpucError(f"bad --input '{spec}': expected NAME=FILE.npy")
-    from ..input_files import ARRAY_FILE_ERRORS
+    from ..input_files import ARRAY_FILE_ERRORS, array_file_error
 
     try:
         array = np.load(file, allow_pickle=False)
     except OSError as e:
         raise NpucError(f"cannot read a numpy array: {e.strerror or e}", file) from None
     except ARRAY_FILE_ERRORS as e:  # numpy's header parser raises assorted errors
-        raise NpucError(f"not a numpy .npy/.npz array: {_first_line(e)}", file) from None
+        raise NpucError(f"not a numpy .npy/.npz array: {array_file_error(e)}", file) from None
     if isinstance(array, np.lib.npyio.NpzFile):
         with array:
             if len(array.files) != 1:
@@ -103,18 +103,13 @@ def load_input(spec: str) -> tuple[str, np.ndarray]:
             try:
                 array = array[array.files[0]]
             except ARRAY_FILE_ERRORS as e:
-                raise NpucError(f"not a numpy .npz archive: {_first_line(e)}", file) from None
+                raise NpucError(f"not a numpy .npz archive: {array_file_error(e)}", file) from None
     return name, array
 
 
 def _input_paths(specs: list[str]) -> dict[str, str]:
     """Input name -> the file its --input NAME=FILE reads."""
     return {name: file for name, sep, file in (s.partition("=") for s in specs) if sep}
-
-
-def _first_line(e: Exception) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
 
 
 #: The options that apply to a compiled .npubin program (the others are refused).

@@ -15,9 +15,21 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from ..diagnostics import OUT_OF_MEMORY, NpucError, error_context, failing_op
+if TYPE_CHECKING:
+    from xdsl.utils.exceptions import ParseError
+    from xdsl.utils.lexer import Span
+
+from ..diagnostics import (
+    OUT_OF_MEMORY,
+    NpucError,
+    caret,
+    continuation,
+    error_context,
+    failing_op,
+    pipeline_error,
+)
 from ..limits import tensor_limit
 from ..plugins import PluginError
 
@@ -78,8 +90,10 @@ def user_error_text(error: Exception) -> str | None:
         return error.diagnostic()
     if isinstance(error, DiagnosticException):
         return f"error: {error}" + failing_op(error)
-    if isinstance(error, ParseError | ArgSpecParseError):
-        return str(error)
+    if isinstance(error, ParseError):
+        return parse_error_diagnostic(error)
+    if isinstance(error, ArgSpecParseError):
+        return f"error: {pipeline_error(error)}"
     if isinstance(error, OSError):
         if error.filename is None:
             return None
@@ -94,6 +108,36 @@ def user_error_text(error: Exception) -> str | None:
 def report_user_error(tool: str, text: str) -> None:
     """Print a user error's diagnostic on stderr, as the tools do (without exiting)."""
     print(f"{tool}: {text}" if not text.startswith(tool) else text, file=sys.stderr)
+
+
+def parse_error_diagnostic(error: ParseError) -> str:
+    """`FILE:LINE:COL: error: MESSAGE`, then the line and a caret under the span (xDSL prints
+    the location alone on the first line); a MultipleSpansParseError's other spans follow
+    as notes."""
+    from xdsl.utils.exceptions import MultipleSpansParseError
+
+    message = error.msg.strip()
+    if not message or error.msg.startswith(" "):  # xDSL's " in block definition" says no more
+        token = error.span.text
+        if isinstance(token, bytes):
+            token = token.decode(errors="replace")
+        found = f"'{token}'" if token.strip() else "the end of a line or of the input"
+        message = f"unexpected {found}" + (f" {message}" if message else "")
+    text = _span_diagnostic(error.span, f"error: {message}")
+    if isinstance(error, MultipleSpansParseError):
+        for span, message in error.refs:
+            text += continuation(_span_diagnostic(span, f"note: {message or ''}".rstrip()))
+    return text
+
+
+def _span_diagnostic(span: Span, message: str) -> str:
+    source = span.input.content
+    start = span.input.get_start_of_line(span.start)
+    end = span.input.get_end_of_line(span.start)
+    line = source[start:end]
+    if isinstance(line, bytes):
+        line = line.decode(errors="replace")
+    return f"{span.get_location()}: {message}" + caret(line, span.start - start + 1)
 
 
 def _internal_error(tool: str, error: Exception) -> NoReturn:

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..diagnostics import NpucError, located, working_on
 from ..dialects import npu_isa as isa
+from ..limits import check_tensor, sequence_of
 from ..output_files import write_file
 
 
@@ -100,6 +101,8 @@ def run_binary(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
         random = random_inputs(program, skip={*feeds, *state}, seed=args.seed + k)
         if k == 0:
             for name, array in random.items():
+                if steps:  # the steps' inputs and outputs are all kept: refuse up front
+                    check_tensor((steps, *array.shape), array.itemsize, sequence_of(name, steps))
                 print(
                     f"note: no --input for '{name}': using seeded random data "
                     + ("at each step" if steps else f"{array.shape} {array.dtype}")

@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 
 from npuc.diagnostics import NpucError
 from npuc.graph_io import entry_function, input_names
-from npuc.input_files import ARRAY_FILE_ERRORS
+from npuc.input_files import ARRAY_FILE_ERRORS, array_file_error
 from npuc.tensors import numpy_dtype
 
 from .state import state_arguments
@@ -434,7 +434,7 @@ def _array_shapes(path: Path, names: list[str]) -> dict[str, tuple[int, ...]]:
     except NpucError:
         raise
     except ARRAY_FILE_ERRORS as e:
-        raise NpucError(f"cannot read array file: {_first_line(e)}", str(path)) from None
+        raise NpucError(f"cannot read array file: {array_file_error(e)}", str(path)) from None
 
 
 def _load_arrays(path: Path, names: list[str]) -> dict[str, np.ndarray]:
@@ -447,12 +447,7 @@ def _load_arrays(path: Path, names: list[str]) -> dict[str, np.ndarray]:
     except NpucError:
         raise
     except ARRAY_FILE_ERRORS as e:
-        raise NpucError(f"cannot read array file: {_first_line(e)}", str(path)) from None
-
-
-def _first_line(e: Exception) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
+        raise NpucError(f"cannot read array file: {array_file_error(e)}", str(path)) from None
 
 
 def _open_image(path: Path) -> Any:

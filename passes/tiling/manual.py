@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from npuc.diagnostics import NpucError
+from npuc.diagnostics import NpucError, caret
 
 from .layers import Layer, run_problem
 
@@ -101,9 +101,8 @@ def _syntax_error(text: str, e: UnexpectedInput) -> str:
     names = [_TOKENS.get(t, "end of input") for t in sorted(expected, key=_rank)]
     wanted = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
     source = lines[line - 1] if 0 < line <= len(lines) else ""
-    return (
-        f"manual: line {line}, column {column}: expected {wanted}, got {got}\n"
-        f"{source}\n{' ' * (column - 1)}^"
+    return f"manual: line {line}, column {column}: expected {wanted}, got {got}" + caret(
+        source, column
     )
 
 

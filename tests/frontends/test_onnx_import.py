@@ -215,9 +215,21 @@ def test_dynamic_inner_dimension_needs_input_shape(ox):
     assert ox.shape(ox.nn_ops(module)[0].results[0]) == (2, 3, 10, 12)
 
 
-def test_input_shapes_override_static_shapes_and_propagate(ox):
-    module = import_onnx(conv_relu(ox, batch=1), input_shapes={"data": (3, 3, 16, 10)})
-    assert [ox.shape(op.results[0]) for op in ox.nn_ops(module)] == [(3, 4, 8, 5)] * 2
+def test_input_shapes_fix_dynamic_dimensions_and_propagate(ox):
+    module = import_onnx(conv_relu(ox), input_shapes={"data": (3, 3, 8, 8)})
+    assert [ox.shape(op.results[0]) for op in ox.nn_ops(module)] == [(3, 4, 4, 4)] * 2
+
+
+def test_input_shapes_may_not_contradict_a_static_dimension(ox):
+    """As onnxruntime refuses an input of another shape than a static one the model declares."""
+    with pytest.raises(
+        NpucError,
+        match=r"--input-shape data:3,3,16,10 contradicts the model's shape 1x3x8x8 for input "
+        r"'data' \(only its dynamic dimensions",
+    ):
+        import_onnx(conv_relu(ox, batch=1), input_shapes={"data": (3, 3, 16, 10)})
+    with pytest.raises(NpucError, match=r"contradicts the model's shape \?x3x8x8"):
+        import_onnx(conv_relu(ox), input_shapes={"data": (2, 3, 8, 9)})
 
 
 def test_input_shapes_errors(ox):
@@ -397,13 +409,13 @@ def test_unsupported_constructs_are_reported_together(ox, monkeypatch):
         import_onnx(model, location="model.onnx")
     assert str(err.value) == (
         "model.onnx: error: op 'com.microsoft::FusedConv' needs a plugin that provides it; "
-        "installed plugins: none\n"
-        "unsupported ONNX constructs (5 nodes):\n"
-        "  Einsum x2: einsum_1, einsum_2 (op not supported)\n"
-        "  Resize x1: resize_3 "
+        "installed plugins: none; and 4 more lines:\n"
+        "  unsupported ONNX constructs (5 nodes): "
+        "Einsum x2: einsum_1, einsum_2 (op not supported); and 3 more lines:\n"
+        "    Resize x1: resize_3 "
         "(coordinate_transformation_mode 'tf_crop_and_resize' not supported)\n"
-        "  MaxPool x1: pool (Indices output not supported)\n"
-        "  Conv x1: conv3d (3-D convolution not supported)"
+        "    MaxPool x1: pool (Indices output not supported)\n"
+        "    Conv x1: conv3d (3-D convolution not supported)"
     )
 
 
@@ -425,8 +437,12 @@ def test_nodes_after_an_unsupported_node_are_still_checked(ox):
     )
     with pytest.raises(NpucError) as err:
         import_onnx(model)
+    assert (
+        str(err.value)
+        .splitlines()[0]
+        .endswith(": NonMaxSuppression x1: nms (op not supported); and 2 more lines:")
+    )
     assert str(err.value).splitlines()[1:] == [
-        "  NonMaxSuppression x1: nms (op not supported)",
         "  Resize x1: resize (antialias not supported)",
         "  Cast x1: to_half (cast to float16 at run time not supported)",
     ]
@@ -439,7 +455,7 @@ def test_invalid_nodes_are_reported_as_invalid(ox):
     )
     with pytest.raises(
         NpucError,
-        match=r"invalid ONNX nodes \(1 node\):\n  Conv x1: bad_conv \(invalid node: input chan",
+        match=r"invalid ONNX nodes \(1 node\): Conv x1: bad_conv \(invalid node: input chan",
     ):
         import_onnx(model)
 
@@ -518,8 +534,9 @@ def test_op_versions_newer_than_21_are_judged_per_node(ox):
     # SpaceToDepth-28 adds `mode` and Mod-28 redefines fmod=0 on floats; DepthToSpace-28
     # (a function body only) and Conv-22 (bfloat16 only) keep their opset-21 meaning.
     assert str(err.value) == (
-        "new.onnx: error: unsupported ONNX constructs (2 nodes):\n"
-        "  SpaceToDepth x1: s2d (SpaceToDepth-28 is newer than npuc supports (opset <= 21))\n"
+        "new.onnx: error: unsupported ONNX constructs (2 nodes): "
+        "SpaceToDepth x1: s2d (SpaceToDepth-28 is newer than npuc supports (opset <= 21)); "
+        "and 1 more line:\n"
         "  Mod x1: mod (Mod-28 is newer than npuc supports (opset <= 21))"
     )
     module = import_onnx(model, outputs=["d2s", "conv"])

@@ -286,8 +286,8 @@ def test_partial_sequence_lens_is_reported(ox):
     case = Case("LSTM", seq=3, batch=2)
     values = parameters(case) | {"sequence_lens": np.array([3, 2], np.int32)}
     assert import_error(ox, case, values) == (
-        "m.onnx: error: unsupported ONNX constructs (1 node):\n"
-        "  LSTM x1: rnn (sequence_lens [3, 2] other than the full length 3)"
+        "m.onnx: error: unsupported ONNX constructs (1 node): "
+        "LSTM x1: rnn (sequence_lens [3, 2] other than the full length 3)"
     )
 
 
@@ -311,6 +311,6 @@ def test_unknown_activation_is_reported(ox):
 def test_mismatched_weight_shape_is_an_invalid_node(ox):
     case = Case("LSTM", hidden=4)
     values = parameters(case) | {"W": np.zeros((1, 12, 3), np.float32)}
-    assert "invalid ONNX nodes (1 node):\n  LSTM x1: rnn (invalid node: W must have shape" in (
+    assert "invalid ONNX nodes (1 node): LSTM x1: rnn (invalid node: W must have shape" in (
         import_error(ox, case, values)
     )

@@ -251,14 +251,17 @@ def mutate_mlir(text: str, rng: random.Random) -> Mutant:
             "line-swap",
             "use-before-def",
             "bytes",
+            "per-axis",
         ],
-        [5, 3, 4, 2, 1, 2, 2, 2, 1, 1, 2, 1],
+        [5, 3, 4, 2, 1, 2, 2, 2, 1, 1, 2, 1, 2],
     )[0]
     if kind == "bytes":
         raw = mutate_bytes(text.encode("utf-8", "surrogateescape"), rng)
         return Mutant(f"bytes: {raw.description}", raw.data.decode("utf-8", "surrogateescape"))
     if kind.startswith("line") or kind == "use-before-def":
         return _mutate_lines(text, rng, kind)
+    if kind == "per-axis" and (mutant := _mutate_per_axis(text, rng)) is not None:
+        return mutant
     tokens = mlir_tokens(text)
     if not tokens:
         return Mutant("no tokens", text)
@@ -294,6 +297,47 @@ def mutate_mlir(text: str, rng: random.Random) -> Mutant:
         return Mutant(f"duplicate token {m.group()!r}", _replace(text, m, m.group() * 2))
     new = rng.choice([*WORDS, *(t.group() for t in rng.sample(tokens, min(4, len(tokens))))])
     return Mutant(f"token {m.group()!r} -> {new!r}", _replace(text, m, new))
+
+
+#: A ranked tensor type with static dimensions, and a per-axis quantized type.
+_STATIC_TENSOR = re.compile(r"tensor<((?:\d+x)+)([^<>]*(?:<[^<>]*(?:<[^<>]*>)?[^<>]*>)?)>")
+_PER_AXIS = re.compile(r"(!qnn\.uniform<[^<>:]*(?:<[^<>]*>)?:f32):(\d+), \{([^{}]*)\}>")
+
+
+def _mutate_per_axis(text: str, rng: random.Random) -> Mutant | None:
+    """A per-axis quantized type that cannot fit its tensor: an axis past any rank, a scale
+    dropped, or a function argument's element type made per-axis with one scale too many
+    (definitely bad: MLIR's quant dialect refuses each)."""
+    per_axis = [
+        m for m in _PER_AXIS.finditer(text) if re.search(r"tensor<(?:\d+x)+$", text[: m.start()])
+    ]
+    args = [
+        m
+        for m in _STATIC_TENSOR.finditer(text)
+        if re.search(r"%[\w.$-]+: $", text[max(0, m.start() - 40) : m.start()])
+    ]
+    choices = ["axis", "drop"] * bool(per_axis) + ["argument"] * bool(args)
+    if not choices:
+        return None
+    how = rng.choice(choices)
+    if how == "argument":
+        m = rng.choice(args)
+        dims = [int(d) for d in m.group(1).rstrip("x").split("x")]
+        small = [i for i, d in enumerate(dims) if d <= 64]
+        if not small:
+            return None
+        axis = rng.choice(small)
+        scales = ", ".join(["0.5"] * (dims[axis] + 1))
+        new = f"tensor<{m.group(1)}!qnn.uniform<i8:f32:{axis}, {{{scales}}}>>"
+        return Mutant(f"argument {m.group()} -> {new[:80]}", _replace(text, m, new), bad=True)
+    m = rng.choice(per_axis)
+    pairs = [p.strip() for p in m.group(3).split(",")]
+    if how == "drop" and len(pairs) > 1:
+        pairs.pop(rng.randrange(len(pairs)))
+        new = f"{m.group(1)}:{m.group(2)}, {{{', '.join(pairs)}}}>"
+        return Mutant(f"per-axis scale dropped: {new[:80]}", _replace(text, m, new), bad=True)
+    new = f"{m.group(1)}:9, {{{m.group(3)}}}>"
+    return Mutant(f"per-axis axis {m.group(2)} -> 9", _replace(text, m, new), bad=True)
 
 
 _DEF = re.compile(r"^\s*(%[\w.$-]+)(?::\d+)?\s*=")

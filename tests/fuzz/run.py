@@ -17,6 +17,10 @@ half-written output":
     clean      exit 1 (or argparse's usage error, exit 2), no traceback, and the error line
                names the file (or the option) at fault
     ok         exit 0 on an input that may be valid
+    raw        exit 1, but the diagnostic is not one: it holds a Python exception's text
+               (`ValueError:`, `Exception:`, a repr like `('EOF in ...', (2, 0))`), or its
+               first line is not the whole diagnostic (`TOOL: LOCATION: error: WHAT`, any
+               further lines indented)
     unnamed    exit 1, but the error line names neither the file nor the option
     internal   exit 70: npuc's internal-error report (a bug to fix when the input is bad)
     traceback  an exception escaped `main`, or stderr holds a Python traceback
@@ -69,6 +73,7 @@ from fuzz import mutators as mut  # noqa: E402
 
 KINDS = ("onnx", "tflite", "mlir", "npubin", "npy", "calib", "json", "cli")
 FAILURES = (
+    "raw",
     "unnamed",
     "internal",
     "traceback",
@@ -156,6 +161,17 @@ class Generator:
         args: list[str] = []
         if name == "dynamic" and rng.random() < 0.7:
             args += ["--input-shape", "x:2,3,4,4"]
+        elif rng.random() < 0.08:  # the seed as it is, a static dimension overridden
+            shape = _static_override(
+                [
+                    (i.name, [d.dim_value for d in i.type.tensor_type.shape.dim])
+                    for i in proto.graph.input
+                ],
+                rng,
+            )
+            if shape is not None:
+                args += ["--input-shape", shape]
+                m = mut.Mutant(f"--input-shape {shape}", proto.SerializeToString(), bad=True)
         roll = rng.random()
         if roll < 0.55:
             tool, args, out = (
@@ -185,7 +201,13 @@ class Generator:
 
     def _tflite(self, rng: random.Random) -> Case | None:
         name = rng.choice(list(self.corpus.tflite))
-        if rng.random() < 0.75:
+        model = self.corpus.tflite[name]
+        inputs = [(t.name, list(t.shape)) for t in model.tensors if t.name in model.fuzz_inputs]
+        override = _static_override(inputs, rng) if rng.random() < 0.08 else None
+        if override is not None:  # the seed as it is, a static dimension overridden
+            data = model.build(model.fuzz_inputs, model.fuzz_outputs)
+            m = mut.Mutant(f"--input-shape {override}", data, bad=True)
+        elif rng.random() < 0.75:
             m = mut.mutate_tflite(self.corpus.tflite_copy(name), rng)
             if m.data is None:
                 return None
@@ -196,6 +218,8 @@ class Generator:
             tool, args, out = "npu-run", ["{dir}/case.tflite", "-o", "{dir}/out.npz"], "out.npz"
         else:
             tool, args, out = "npu-opt", ["{dir}/case.tflite", "-o", "{dir}/out.mlir"], "out.mlir"
+        if override is not None:
+            args[1:1] = ["--input-shape", override]
         return _model_case("tflite", tool, args, out, name, m)
 
     def _mlir(self, rng: random.Random) -> Case | None:
@@ -461,6 +485,18 @@ class Generator:
         )
 
 
+def _static_override(inputs: list[tuple[str, list[int]]], rng: random.Random) -> str | None:
+    """An --input-shape NAME:DIMS that changes one static (positive) dimension of an input."""
+    static = [(name, dims) for name, dims in inputs if dims and any(d > 0 for d in dims)]
+    if not static:
+        return None
+    name, dims = rng.choice(static)
+    dims = list(dims)
+    axis = rng.choice([i for i, d in enumerate(dims) if d > 0])
+    dims[axis] += rng.choice((1, 2, 7))
+    return f"{name}:{','.join(str(max(d, 1)) for d in dims)}"
+
+
 def _parse_onnx(data: bytes):
     import onnx
 
@@ -616,8 +652,9 @@ def _definitely_bad(option: str, kind: str, value: str) -> bool:
         return number != number or (option == "--outlier-percentile" and not 0 < number <= 100)
     if kind == "shape":
         return value not in ("image:" + ",".join(["1"] * 40),)
-    if kind == "size":  # a positive byte count, K/M/G/T allowed
-        return re.fullmatch(r"[1-9]\d*[KMGT]?", value) is None
+    if kind == "size":  # a positive count of bytes in ASCII digits, K/M/G/T(iB) allowed
+        size = re.fullmatch(r"\s*0*[1-9]\d*\s*[KMGT]?(?:i?B)?\s*", value, re.I | re.A)
+        return size is None
     return option == "--target"
 
 
@@ -727,10 +764,32 @@ def classify(case: Case, status: int | None, stderr: str, leftovers: str = "") -
     if status == 2 and "usage: " in stderr and "error: argument" in stderr:
         return "clean"  # argparse's usage error names the option
     if status == 1:
+        if raw_diagnostic(stderr):
+            return "raw"
         line = error_line(stderr)
         names = [*case.names, *(n.encode("unicode_escape").decode() for n in case.names)]
         return "clean" if any(name in line for name in names) else "unnamed"
     return "other"
+
+
+#: Python's own text in a message: an exception's name and message, or a tuple's repr
+#: (tokenize's `('EOF in multi-line statement', (2, 0))`).
+RAW_TEXT = re.compile(r"\b\w*(?:Error|Exception|Warning):|\('[^']*', \(\d+, \d+\)\)")
+
+
+def raw_diagnostic(stderr: str) -> str:
+    """What makes stderr's diagnostic not one (docs/robustness.md), or ''."""
+    lines = stderr.splitlines()
+    at = next((i for i, line in enumerate(lines) if "error" in line), None)
+    if at is None:
+        return "no error line"
+    if not re.search(r"(?:^|: )error: \S", lines[at]):
+        return f"the error line does not say `error: WHAT`: {lines[at][:120]}"
+    for line in lines[at + 1 :]:
+        if line.strip() and not line[0].isspace():
+            return f"a continuation line is not indented: {line[:120]}"
+    found = RAW_TEXT.search("\n".join(lines[at:]))
+    return f"Python's text in the message: {found.group()}" if found else ""
 
 
 def _gist(result: Result, case: Case) -> str:

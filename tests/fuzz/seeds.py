@@ -39,6 +39,12 @@ class Corpus:
     toml: str = ""
     root: Path | None = None  # where shared seed files live (the model the JSON belongs to)
 
+    def __repr__(self) -> str:  # hypothesis shows the fixture in a failing example's report
+        return f"Corpus(root={self.root})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # hypothesis' own printer
+        printer.text(repr(self))
+
     def tflite_copy(self, name: str):
         return copy.deepcopy(self.tflite[name])
 

@@ -62,6 +62,11 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
         )
         c[name] = (case, fragment)
 
+    def with_file(name, tool, argv, file, data, fragment):
+        """A bad `file` (an array, JSON, a config) that `argv` gives beside a good model."""
+        case = run.Case(name.split(":")[0], tool, argv, {file: data}, names=[file], bad=True)
+        c[name] = (case, fragment)
+
     def cli(name, tool, argv, fragment):
         c[name] = (run.Case("cli", tool, argv, names=[""], bad=True, description=name), fragment)
 
@@ -71,6 +76,28 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
         "m.tflite",
         _tflite(corpus, "int8_conv", lambda m: _set(_tensor(m, "db"), axis=7)),
         "tensor 'db' is quantized along dimension 7",
+    )
+    model(
+        "tflite:line separator in a quoted name",
+        "npu-run",
+        "m.tflite",
+        _tflite(corpus, "int8_conv", lambda m: _set(_tensor(m, "db"), axis=7, name="d\u2028b")),
+        "tensor 'd\\u2028b' is quantized along dimension 7",
+    )
+    whole = _tflite(corpus, "float_conv", lambda m: None)
+    model(
+        "tflite:truncated",
+        "npu-run",
+        "m.tflite",
+        whole[: len(whole) // 2],
+        "has a field of 4 bytes at byte",
+    )
+    model(
+        "tflite:scale 0 on an intermediate tensor",
+        "npu-run",
+        "m.tflite",
+        _tflite(corpus, "int8_conv", lambda m: _set(_tensor(m, "c"), scales=[0.0])),
+        "tensor 'c' has scale 0.0; a quantized tensor's scales must be positive",
     )
     model(
         "tflite:type byte 0xFF",
@@ -139,6 +166,25 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
         ),
         "is given more than once",
     )
+    for tool in ("npu-opt", "npu-run"):
+        model(
+            f"onnx:--input-shape against a static dimension ({tool})",
+            tool,
+            "m.onnx",
+            corpus.onnx["conv"].SerializeToString(),
+            "--input-shape x:1,3,9,8 contradicts the model's shape 1x3x8x8 for input 'x'",
+            "--input-shape",
+            "x:1,3,9,8",
+        )
+        model(
+            f"tflite:--input-shape against a static dimension ({tool})",
+            tool,
+            "m.tflite",
+            _tflite(corpus, "float_conv", lambda m: None),
+            "--input-shape x:2,8,8,3 contradicts the model's shape 1x8x8x3 for input 'x'",
+            "--input-shape",
+            "x:2,8,8,3",
+        )
     raw = bytearray(corpus.onnx["tiny_cnn"].SerializeToString())
     raw[raw.find(b"conv1")] = 0xFF
     model("onnx:name not UTF-8", "npu-opt", "m.onnx", bytes(raw), "is not UTF-8 text")
@@ -192,6 +238,20 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
         "m.mlir:1:",
     )
     model("mlir:not UTF-8", "npu-opt", "m.mlir", b"func.func @\xff() {\n}\n", "not a UTF-8")
+    for tool in ("npu-opt", "npu-run"):
+        for element, fragment in (
+            ("!qnn.uniform<i8:f32:7, {0.5, 0.5}>", "quantization axis 7 is out of range"),
+            ("!qnn.uniform<i8:f32:0, {0.5, 0.5}>", "2 scales do not match dimension 0 of size 4"),
+        ):
+            arg = f"tensor<4x{element}>"
+            text = f"func.func @main(%x: {arg}) -> {arg} {{\n  func.return %x : {arg}\n}}\n"
+            model(
+                f"mlir:per-axis argument {fragment[:6]} ({tool})",
+                tool,
+                "m.mlir",
+                text.encode(),
+                f"m.mlir:1:1: error: 'func.func' @main argument 0: {fragment}",
+            )
     model(
         "mlir:huge input",
         "npu-run",
@@ -215,6 +275,13 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
         ["{root}/tiny_cnn.npubin", "--sequence", "99999999999999999999"],
         "--sequence",
     )
+    for model_file in ("tiny_cnn.onnx", "tiny_cnn.npubin"):  # the steps' data is all kept
+        cli(
+            f"cli:--sequence too long ({model_file})",
+            "npu-run",
+            [f"{{root}}/{model_file}", "--sequence", "2147483647"],
+            "over 2147483647 steps (--sequence) of shape 2147483647x1x3x16x16 would take",
+        )
     cli(
         "cli:--max-tensor-bytes",
         "npu-run",
@@ -226,6 +293,15 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
         "npu-compile",
         ["{root}/tiny_cnn.onnx", "-t", "mcu-64", "-o", "{dir}/out", "--tiling", "(a"],
         "--tiling",
+    )
+    cli(
+        "cli:--tiling layer out of range",
+        "npu-compile",
+        [
+            *("{root}/tiny_cnn.onnx", "-t", "mcu-64", "-o", "{dir}/out", "--calib-random", "2"),
+            *("--tiling", "(0,99,1,1)"),
+        ],
+        "--tiling: entry 1 '(0,99,1,1)': layer 99 is out of range",
     )
     cli(
         "cli:--export-qdq float model",
@@ -256,50 +332,56 @@ def _cases(corpus) -> dict[str, tuple[run.Case, str]]:
         z.writestr("x.npy", bytes(corrupt))
     zipped = bytearray(archive.getvalue())
     zipped[60] ^= 0xFF  # inside the member's data: a CRC error on reading
-    c["npy:corrupt npz"] = (
-        run.Case(
-            "npy",
-            "npu-run",
-            ["{root}/tiny_cnn.onnx", "--input", "image={dir}/x.npz"],
-            {"x.npz": bytes(zipped)},
-            names=["x.npz"],
-            bad=True,
-        ),
+    with_file(
+        "npy:corrupt npz",
+        "npu-run",
+        ["{root}/tiny_cnn.onnx", "--input", "image={dir}/x.npz"],
+        "x.npz",
+        bytes(zipped),
         "x.npz",
     )
-    c["npy:wrong shape"] = (
-        run.Case(
-            "npy",
-            "npu-run",
-            ["{root}/tiny_cnn.onnx", "--input", "image={dir}/x.npy"],
-            {"x.npy": mutators.npy_bytes(np.zeros(7, np.float32))},
-            names=["x.npy"],
-            bad=True,
-        ),
+    with_file(
+        "npy:wrong shape",
+        "npu-run",
+        ["{root}/tiny_cnn.onnx", "--input", "image={dir}/x.npy"],
+        "x.npy",
+        mutators.npy_bytes(np.zeros(7, np.float32)),
         "input 'image' has shape (7,)",
+    )
+    header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (1,\n"
+    unclosed = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header
+    with_file(
+        "npy:header dict not closed",
+        "npu-run",
+        ["{root}/tiny_cnn.onnx", "--input", "image={dir}/x.npy"],
+        "x.npy",
+        unclosed,
+        "x.npy",
+    )
+    with_file(
+        "calib:config not UTF-8",
+        "npu-run",
+        ["{root}/tiny_cnn.onnx", "--config", "{dir}/config.toml"],
+        "config.toml",
+        b"[run]\nseed = 1 # \xff\n",
+        "UTF-8",
     )
     stats = copy.deepcopy(corpus.json["stats"])
     next(iter(stats["tensors"].values()))["histogram"]["counts"][0] = 10**30
-    c["json:huge histogram count"] = (
-        run.Case(
-            "json",
-            "npu-run",
-            ["{root}/tiny_cnn.onnx", "--quantize", "int8", "--stats", "{dir}/s.json"],
-            {"s.json": json.dumps(stats).encode()},
-            names=["s.json"],
-            bad=True,
-        ),
+    with_file(
+        "json:huge histogram count",
+        "npu-run",
+        ["{root}/tiny_cnn.onnx", "--quantize", "int8", "--stats", "{dir}/s.json"],
+        "s.json",
+        json.dumps(stats).encode(),
         "below 2**63",
     )
-    c["json:huge range"] = (
-        run.Case(
-            "json",
-            "npu-opt",
-            ["{root}/tiny_cnn.onnx", "-p", 'quantize{scheme=int8 ranges="{dir}/r.json"}'],
-            {"r.json": b'{"image": [0, 1e400000], "conv1": [0, 10' + b"0" * 40 + b"]}"},
-            names=["r.json"],
-            bad=True,
-        ),
+    with_file(
+        "json:huge range",
+        "npu-opt",
+        ["{root}/tiny_cnn.onnx", "-p", 'quantize{scheme=int8 ranges="{dir}/r.json"}'],
+        "r.json",
+        b'{"image": [0, 1e400000], "conv1": [0, 10' + b"0" * 40 + b"]}",
         "must be finite",
     )
     return c
@@ -325,7 +407,7 @@ def test_size_limit_parsing_and_override(monkeypatch):
     assert parse_size("2K") == 2048
     assert parse_size("3g") == 3 << 30
     assert parse_size("1GiB") == 1 << 30
-    for bad in ("0", "-1", "abc", "1.5G", ""):
+    for bad in ("0", "-1", "abc", "1.5G", "", "\u0661K"):  # digits in ASCII only
         with pytest.raises(ValueError):
             parse_size(bad)
     check_tensor([1024, 1024], 4, "t")  # 4 MiB: fine

@@ -80,3 +80,25 @@ def test_classification():
     assert run.classify(case, 1, "npu-opt: case.onnx: error: x", "out.npz") == "half-written"
     cli = run.Case("cli", "npu-run", [], names=["--seed"])
     assert run.classify(cli, 2, "usage: npu-run\nnpu-run: error: argument --seed: x") == "clean"
+
+
+def test_raw_diagnostics_are_failures():
+    """Python's exception text, or a first line that is not the whole diagnostic, is 'raw'
+    (docs/robustness.md); indented continuation lines are fine."""
+    case = run.Case("tflite", "npu-run", ["x"], names=["case.tflite"], bad=True)
+    prefix = "npu-run: /t/case.tflite: error: "
+    raw = [
+        "corrupt TFLite model (TypeError: bad number -260728 for type uint32)",
+        "invalid operator: IndexError: tuple index out of range",
+        "invalid IR: MemoryError: ",
+        "cannot read: ('EOF in multi-line statement', (2, 0))",
+        "unsupported TFLite operators (2):\nFOO x1: a (no kernel)",  # unindented continuation
+        "",  # no `error: WHAT`
+    ]
+    for message in raw:
+        assert run.classify(case, 1, prefix + message) == "raw", message
+    two_lines = (
+        "unsupported TFLite operators (2): FOO x1: a (why); and 1 more line:\n  BAR x1: b (why)"
+    )
+    assert run.classify(case, 1, prefix + two_lines) == "clean"
+    assert run.classify(case, 1, prefix + "scale 0 of tensor 'x' must be positive") == "clean"

@@ -46,14 +46,17 @@ def test_entries_keep_their_source_text():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("(3,7,4x", "line 1, column 7: expected ',' or ')', got 'x'\n(3,7,4x\n      ^"),
-        ("(3,7,4,1x", "line 1, column 9: expected ')', got 'x'\n(3,7,4,1x\n        ^"),
-        ("(3,7", "line 1, column 5: expected ',', got end of input\n(3,7\n    ^"),
-        ("(3,-7,1,1)", "line 1, column 4: expected a number, got '-'\n(3,-7,1,1)\n   ^"),
-        ("3,7,4,1", "line 1, column 1: expected '(', got '3'\n3,7,4,1\n^"),
+        ("(3,7,4x", "line 1, column 7: expected ',' or ')', got 'x'\n  (3,7,4x\n        ^"),
+        ("(3,7,4,1x", "line 1, column 9: expected ')', got 'x'\n  (3,7,4,1x\n          ^"),
+        ("(3,7", "line 1, column 5: expected ',', got end of input\n  (3,7\n      ^"),
+        ("(3,-7,1,1)", "line 1, column 4: expected a number, got '-'\n  (3,-7,1,1)\n     ^"),
+        ("3,7,4,1", "line 1, column 1: expected '(', got '3'\n  3,7,4,1\n  ^"),
         ("(3,7,4,1)(1,1,1,1)", "line 1, column 10: expected ';' or end of input, got '('"),
         ("(3,7,4,1);;", "line 1, column 11: expected '(' or end of input, got ';'"),
-        ("(1,1,1,1);\n(2,2,,1)", "line 2, column 6: expected a number, got ','\n(2,2,,1)\n     ^"),
+        (
+            "(1,1,1,1);\n(2,2,,1)",
+            "line 2, column 6: expected a number, got ','\n  (2,2,,1)\n       ^",
+        ),
         ("(3,7,4,1,1)", "line 1, column 9: expected ')', got ','"),
     ],
 )

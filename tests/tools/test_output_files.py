@@ -13,7 +13,7 @@ import pytest
 from tool_runner import EXAMPLE, run_tool
 
 from npuc.diagnostics import NpucError
-from npuc.output_files import write_file
+from npuc.output_files import write_file, write_folder
 
 
 @pytest.fixture
@@ -47,12 +47,15 @@ def test_a_replaced_file_keeps_its_mode_and_a_failure_keeps_its_contents(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
 
 
-def test_a_symlink_stays_a_link_to_the_written_target(tmp_path: Path):
+def test_a_symlink_stays_a_link_to_the_written_target(tmp_path: Path, capsys):
     target, link = tmp_path / "target.txt", tmp_path / "link.txt"
     target.write_text("old")
     link.symlink_to(target)
     write_file(link, "new")
     assert link.is_symlink() and target.read_text() == "new"
+    assert capsys.readouterr().err == f"note: {link}: a symbolic link; wrote its target {target}\n"
+    write_file(target, "plain")  # a regular file: nothing to say
+    assert capsys.readouterr().err == ""
 
 
 def fifo_reader(fifo: Path) -> tuple[threading.Thread, list[bytes]]:
@@ -73,9 +76,26 @@ def test_a_fifo_is_written_through_not_replaced(tmp_path: Path):
     assert stat.S_ISFIFO(fifo.stat().st_mode)
 
 
-def test_a_device_is_written_in_place(tmp_path: Path):
+def test_a_device_is_written_in_place(tmp_path: Path, capsys):
     write_file("/dev/null", b"discarded")
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    note = "note: /dev/null: wrote through a character device, in place (not atomically)\n"
+    assert capsys.readouterr().err == note
+
+
+def test_a_folder_of_outputs_replaces_only_its_files_keeping_their_modes(tmp_path: Path, umask_022):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a.h").write_text("old")
+    (out / "a.h").chmod(0o600)
+    (out / "mine.txt").write_text("not npuc's")
+    write_folder(out, {"a.h": b"new", "b.bin": b"\x00"})
+    assert (out / "a.h").read_text() == "new" and stat.S_IMODE(
+        (out / "a.h").stat().st_mode
+    ) == 0o600
+    assert stat.S_IMODE((out / "b.bin").stat().st_mode) == 0o644
+    assert (out / "mine.txt").read_text() == "not npuc's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary folder left
 
 
 def test_a_directory_is_refused(tmp_path: Path):
@@ -93,8 +113,34 @@ def test_npu_run_output_onto_a_fifo_and_dev_null(tmp_path: Path):
     (tmp_path / "copy.npz").write_bytes(received[0])
     with np.load(tmp_path / "copy.npz") as saved:
         assert saved.files
+    assert f"note: {fifo}: wrote through a FIFO" in result.stderr
     assert run_tool("npu-run", EXAMPLE, "-o", "/dev/null").returncode == 0
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_export_qdq_writes_atomically_and_through_a_link(tmp_path: Path):
+    import onnx
+
+    target, link = tmp_path / "model.qdq.onnx", tmp_path / "link.onnx"
+    target.write_bytes(b"old")
+    target.chmod(0o640)
+    link.symlink_to(target)
+    args = (
+        "--outputs",
+        "logits",
+        "--quantize",
+        "int8",
+        "--calib-random",
+        "2",
+        "--export-qdq",
+        link,
+    )
+    result = run_tool("npu-run", EXAMPLE, *args)
+    assert result.returncode == 0, result.stderr
+    assert f"note: {link}: a symbolic link; wrote its target {target}" in result.stderr
+    assert link.is_symlink() and stat.S_IMODE(target.stat().st_mode) == 0o640
+    onnx.checker.check_model(onnx.load(target))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.onnx", "model.qdq.onnx"]
 
 
 def test_npu_compile_refuses_to_rename_over_a_link_in_its_output_folder(tmp_path: Path):
