@@ -155,11 +155,6 @@ def stage(commit: str = "HEAD") -> str:
     return head
 
 
-def package_path(module: str) -> Path:
-    """Where a module of the checkout (e.g. runtime/loader.py) is imported from in PKG."""
-    return PKG / "npuc" / module.removeprefix("npuc/")
-
-
 def environment() -> dict[str, str]:
     env = dict(os.environ)
     paths = [str(PKG), str(TREE / "tests"), str(TREE / "tests" / "models")]
@@ -204,8 +199,9 @@ def _covered_lines() -> dict[str, dict[str, list[str]]]:
     data.unlink(missing_ok=True)
     modules = [m for area in AREAS for m in area_modules(area)]
     env = environment() | {"COVERAGE_FILE": str(data)}
-    # Coverage records the paths modules are imported from: the package map's.
-    sources = [f"--cov={d}" for d in sorted({str(package_path(m).parent) for m in modules})]
+    # Coverage resolves the files it traces to their real paths, in the worktree: the
+    # package map's npuc/ is a real folder of links, so it names the worktree's folders.
+    sources = [f"--cov={d}" for d in sorted({str((TREE / m).parent) for m in modules})]
     ignores = [f"--ignore={path}" for path in COVERAGE_IGNORES]
     command = pytest_command(*sources, "--cov-context=test", "--cov-report=", *ignores, "tests")
     print("coverage of the core modules over the suite (once per commit) ...", flush=True)
