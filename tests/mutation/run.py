@@ -67,6 +67,8 @@ AREAS: dict[str, list[str]] = {
 # The suite without what never reaches the core modules' logic through new code paths and
 # costs most of the coverage run's time: the fuzz smoke pass (its crash replay stays).
 COVERAGE_IGNORES = ["tests/fuzz/test_fuzz_smoke.py"]
+# Coverage's context for lines run at import (collection), outside any test.
+IMPORTED = "<import>"
 
 # cosmic-ray operators (by name prefix) that make realistic bugs. Left out: swaps into
 # operators nobody would type there (x - y -> x ** y, x == y -> x is y), which tests kill
@@ -223,12 +225,21 @@ def _covered_lines() -> dict[str, dict[str, list[str]]]:
                 module = str(path.relative_to(TREE.resolve()))
             except ValueError:
                 continue
-            test = contexts[context_id].split("|")[0]
-            if not test or test in failing:
+            test = contexts[context_id].split("|")[0] or IMPORTED
+            if test in failing:
                 continue
             for line in _lines(numbits):
                 result[module].setdefault(str(line), []).append(test)
     return result
+
+
+def module_tests(covering: dict[tuple[str, int], list[str]]) -> dict[str, set[str]]:
+    """Module -> every test that executes one of its lines (the tests of a line that runs
+    when the module is imported, such as a constant table or a default argument)."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for (module, _), tests in covering.items():
+        found[module].update(t for t in tests if t != IMPORTED)
+    return found
 
 
 def _lines(numbits: bytes) -> list[int]:
@@ -390,8 +401,12 @@ def main(argv: list[str] | None = None) -> int:
         if not chosen:
             continue
         covering = line_tests(head)
+        by_module = module_tests(covering)
         for i, mutant in enumerate(sorted(chosen, key=lambda m: (m.module, m.line)), 1):
-            tests = sorted(set(covering.get((mutant.module, mutant.line), [])))
+            tests = set(covering.get((mutant.module, mutant.line), []))
+            if IMPORTED in tests:  # run at import: any test of the module may see it
+                tests = (tests - {IMPORTED}) | by_module[mutant.module]
+            tests = sorted(tests)
             if not tests:
                 mutant.outcome = "not covered"
             else:
