@@ -395,6 +395,20 @@ def test_unknown_strategy_and_option_are_errors():
         weight_range(np.ones(3), "kl")
 
 
+@pytest.mark.parametrize(
+    ("percentile", "valid"), [(50, False), (50.5, True), (100, True), (100.5, False)]
+)
+def test_the_percentile_option_is_checked_at_its_bounds(percentile, valid):
+    """(50, 100]: the median is no outlier bound, all of the data is."""
+    stats = gather(BATCHES)
+    if valid:
+        lo, hi = activation_range(stats, "percentile", percentile=percentile)
+        assert lo < hi
+    else:
+        with pytest.raises(NpucError, match=r"percentile must be in \(50, 100\]"):
+            activation_range(stats, "percentile", percentile=percentile)
+
+
 # -------------------------------------------------------------------------------- weights
 
 W = np.random.default_rng(8).standard_normal((6, 3, 3, 3)) * np.arange(1, 7)[:, None, None, None]
