@@ -383,6 +383,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown area(s) {', '.join(unknown)} (have {', '.join(AREAS)})")
     head = stage(args.commit)
     rng = random.Random(args.seed)
+    covering: dict[tuple[str, int], list[str]] = {}
+    by_module: dict[str, set[str]] = {}
     mutants: list[Mutant] = []
     for area in areas:
         every = enumerate_mutants(area)
@@ -400,8 +402,9 @@ def main(argv: list[str] | None = None) -> int:
             chosen = rng.sample(every, min(args.per_area, len(every)))
         if not chosen:
             continue
-        covering = line_tests(head)
-        by_module = module_tests(covering)
+        if not covering:  # once, and only when a mutant is to run (not for --list)
+            covering = line_tests(head)
+            by_module = module_tests(covering)
         for i, mutant in enumerate(sorted(chosen, key=lambda m: (m.module, m.line)), 1):
             tests = set(covering.get((mutant.module, mutant.line), []))
             if IMPORTED in tests:  # run at import: any test of the module may see it
