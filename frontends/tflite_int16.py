@@ -73,11 +73,10 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from xdsl.dialects.builtin import BoolAttr, IntegerAttr, StringAttr, TensorType, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType, i32, i64
 from xdsl.ir import SSAValue
 
 from npuc.dialects import qnn
-from npuc.dialects.arrays import ints
 from npuc.dialects.nn_base import shape_of
 from npuc.dialects.qnn_elementwise import aligned_inputs
 from npuc.dialects.quant_types import UniformQuantizedType
@@ -91,15 +90,12 @@ from .tflite_quant import (
     ACC_LIMIT,
     activation_range,
     check_int16,
-    check_same_params,
     conv_multipliers,
     emit_elementwise,
     emit_mul,
-    folded_mean_multiplier,
     out_type,
     pot_exponent,
     quantized_weight,
-    reduce_props,
     requant_props,
     round_away,
     tensor_scale,
@@ -285,11 +281,6 @@ def _int16(*tensors: Tensor) -> None:
             raise Unsupported(f"tensor '{t.name}' is {t.type_name}; expected per-tensor int16")
 
 
-def _full_range(ctx: OpContext) -> tuple[int, int]:
-    q = quantized_type(ctx.out())
-    return q.qmin, q.qmax
-
-
 # --------------------------------------------------------------------------- weighted
 
 
@@ -337,32 +328,11 @@ def _batch_matmul(ctx: OpContext) -> SSAValue:
         raise Unsupported(f"16-bit BATCH_MATMUL over {depth} products may exceed TFLite's 2^47")
     product = float(F32(a_t.quant.scales[0]) * F32(b_t.quant.scales[0]))
     pair = tflite64_multiplier(tflite_multiplier(product / tensor_scale(out)))
-    props = requant_props([pair], _full_range(ctx)) | {"rounding": StringAttr("half_up")}
+    props = requant_props([pair], int8.full_range(ctx)) | {"rounding": StringAttr("half_up")}
     return ctx.emit(qnn.MatMulOp, [a, b], props, result_types=[out_type(ctx)])
 
 
 # --------------------------------------------------------------------------- arithmetic
-
-
-def _mean(ctx: OpContext) -> SSAValue:
-    x_t, out = ctx.tensor(0), ctx.out()
-    check_int16(x_t, out)
-    props, count = reduce_props(ctx)
-    if count << 15 >= 1 << 31:  # the int32 sum of QuantizedMeanOrSum
-        raise Unsupported(f"16-bit MEAN over {count} elements may overflow int32")
-    pair = folded_mean_multiplier(tflite_multiplier(tensor_scale(x_t) / tensor_scale(out)), count)
-    props |= requant_props([pair], _full_range(ctx))
-    return ctx.emit(qnn.ReduceSumOp, [ctx.value(0)], props, result_types=[out_type(ctx)])
-
-
-def _div(ctx: OpContext) -> SSAValue:
-    a_t, b_t, out = ctx.tensor(0), ctx.tensor(1), ctx.out()
-    _int16(a_t, b_t, out)
-    s_a, s_b, s_out = (F32(t.quant.scales[0]) for t in (a_t, b_t, out))
-    pair = tflite_multiplier(float(s_a / (s_b * s_out)))  # float32 arithmetic, as in Prepare
-    props = requant_props([pair], activation_range(ctx, out))
-    props["overshift"] = StringAttr("x86")
-    return ctx.emit(qnn.DivOp, [ctx.value(0), ctx.value(1)], props, result_types=[out_type(ctx)])
 
 
 # --------------------------------------------------------------------------- activations
@@ -403,7 +373,7 @@ def _leaky_relu(ctx: OpContext) -> SSAValue:
     alpha_value = ctx.constant(
         np.array([1 if alpha > 0 else 0], np.int16), alpha_type, name=f"{ctx.name}_alpha"
     )
-    props = requant_props([identity], _full_range(ctx)) | {
+    props = requant_props([identity], int8.full_range(ctx)) | {
         "alpha_multiplier": IntegerAttr(slope[0], i64),
         "alpha_shift": IntegerAttr(slope[1], i64),
     }
@@ -422,7 +392,7 @@ def _prelu(ctx: OpContext) -> SSAValue:
     s_in, s_alpha, s_out = (F32(t.quant.scales[0]) for t in (x_t, alpha_t, out))
     identity = tflite_multiplier(float(s_in / s_out))
     slope = tflite_multiplier(float(s_in * s_alpha / s_out))
-    props = requant_props([identity], _full_range(ctx)) | {
+    props = requant_props([identity], int8.full_range(ctx)) | {
         "alpha_multiplier": IntegerAttr(slope[0], i64),
         "alpha_shift": IntegerAttr(slope[1], i64),
     }
@@ -509,63 +479,6 @@ def _gelu(ctx: OpContext) -> SSAValue:
 # --------------------------------------------------------------------------- stored values
 
 
-def _same(ctx: OpContext, *tensors: Tensor) -> None:
-    _int16(*tensors)
-    for t in tensors[1:]:
-        check_same_params(ctx, tensors[0], t)
-
-
-def _extremum(op_type: type) -> Callable[[OpContext], SSAValue]:
-    def convert(ctx: OpContext) -> SSAValue:
-        _same(ctx, ctx.out(), ctx.tensor(0), ctx.tensor(1))
-        return emit_elementwise(ctx, op_type, {})
-
-    return convert
-
-
-def _gather(ctx: OpContext) -> SSAValue:
-    _same(ctx, ctx.out(), ctx.tensor(0))
-    if ctx.opt("BatchDims", 0):
-        raise Unsupported("GATHER with batch_dims is not supported")
-    data = np.asarray(ctx.need_const(1, "the indices")).astype(np.int64)
-    axis = int(ctx.opt("Axis", 0)) % len(ctx.shape(0))
-    size = ctx.shape(0)[axis]
-    if data.size and (data.min() < 0 or data.max() >= size):
-        raise ValueError(f"gather indices must lie in [0, {size}) (TFLite rejects others)")
-    return ctx.emit(
-        qnn.GatherOp,
-        [ctx.value(0), ctx.constant(data)],
-        {"axis": IntegerAttr(axis, i64)},
-        result_types=[out_type(ctx)],
-    )
-
-
-def _reduce_max(ctx: OpContext) -> SSAValue:
-    x_t, out = ctx.tensor(0), ctx.out()
-    check_int16(x_t, out)
-    check_same_params(ctx, x_t, out)
-    rank = len(ctx.shape(0))
-    axes = sorted({int(a) % rank for a in np.ravel(ctx.need_const(1, "the axes"))})
-    props = {"axes": ints(axes), "keepdims": BoolAttr.from_bool(bool(ctx.opt("KeepDims", False)))}
-    return ctx.emit(qnn.ReduceMaxOp, [ctx.value(0)], props, result_types=[out_type(ctx)])
-
-
-def _resize_bilinear(ctx: OpContext) -> SSAValue:
-    _same(ctx, ctx.out(), ctx.tensor(0))
-    n, h, w, c = ctx.out().shape
-    props = {
-        "align_corners": BoolAttr.from_bool(bool(ctx.opt("AlignCorners", False))),
-        "half_pixel_centers": BoolAttr.from_bool(bool(ctx.opt("HalfPixelCenters", False))),
-    }
-    y = ctx.emit(
-        qnn.ResizeBilinearOp,
-        [ctx.nchw(ctx.value(0))],
-        props,
-        result_types=[out_type(ctx, [n, c, h, w])],
-    )
-    return ctx.nhwc(y)
-
-
 def _zero_points_checked(convert8: Callable) -> Callable[[OpContext], SSAValue]:
     """An int8 data-movement converter behind LiteRT's int16 zero-point check."""
 
@@ -599,18 +512,18 @@ INT16X8: dict[str, Converter] = {
     "QUANTIZE": _quantize,
     "TRANSPOSE_CONV": _transpose_conv,
     "BATCH_MATMUL": _batch_matmul,
-    "MEAN": _mean,
-    "DIV": _div,
+    "MEAN": int8.mean(check_int16, accumulator_bits=15),  # QuantizedMeanOrSum's int32 sum
+    "DIV": int8.divide(_int16),
     "RELU": _relu(0.0, None),
     "RELU6": _relu(0.0, 6.0),
     "LEAKY_RELU": _leaky_relu,
     "PRELU": _prelu,
     "GELU": _gelu,
-    "MAXIMUM": _extremum(qnn.MaximumOp),
-    "MINIMUM": _extremum(qnn.MinimumOp),
-    "GATHER": _gather,
-    "REDUCE_MAX": _reduce_max,
-    "RESIZE_BILINEAR": _resize_bilinear,
+    "MAXIMUM": int8.extremum(qnn.MaximumOp, _int16),
+    "MINIMUM": int8.extremum(qnn.MinimumOp, _int16),
+    "GATHER": int8.gather(_int16),
+    "REDUCE_MAX": int8.reduce_max(check_int16),
+    "RESIZE_BILINEAR": int8.resize_bilinear(_int16),
     "SUM": _refused(
         "LiteRT's reference kernel runs its uint8 code on the int16 buffers "
         "(results depend on uninitialised memory)"

@@ -57,6 +57,7 @@ The other operators, bit-exact to LiteRT's reference kernels:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from xdsl.dialects.builtin import BoolAttr, IntegerAttr, StringAttr, TensorType, i32, i64
@@ -98,6 +99,8 @@ from .tflite_quant import (
 from .tflite_softmax import softmax_converter
 
 LEFT_SHIFT_8BIT = 20
+
+WidthCheck = Callable[..., None]  # raises Unsupported unless every tensor has the width
 
 
 # --------------------------------------------------------------------------- layers
@@ -365,12 +368,12 @@ def _relu(kind: str) -> object:
     return convert
 
 
-def _extremum(op_type: type) -> object:
+def extremum(op_type: type, check: WidthCheck = check_int8) -> Converter:
     """MAXIMUM/MINIMUM: elementwise max/min of stored values; one quantization throughout."""
 
     def convert(ctx: OpContext) -> SSAValue:
         a_t, b_t, out = ctx.tensor(0), ctx.tensor(1), ctx.out()
-        check_int8(a_t, b_t, out)
+        check(a_t, b_t, out)
         check_same_params(ctx, a_t, out)
         check_same_params(ctx, b_t, out)
         return emit_elementwise(ctx, op_type, {})
@@ -378,35 +381,44 @@ def _extremum(op_type: type) -> object:
     return convert
 
 
-def _gather(ctx: OpContext) -> SSAValue:
-    x_t = ctx.tensor(0)
-    check_int8(x_t, ctx.out())
-    check_same_params(ctx, x_t, ctx.out())
-    if ctx.opt("BatchDims", 0):
-        raise Unsupported("GATHER with batch_dims is not supported")
-    data = np.asarray(ctx.need_const(1, "the indices")).astype(np.int64)
-    rank = len(ctx.shape(0))
-    axis = int(ctx.opt("Axis", 0)) % rank
-    size = ctx.shape(0)[axis]
-    if data.size and (data.min() < 0 or data.max() >= size):
-        raise ValueError(f"gather indices must lie in [0, {size}) (TFLite rejects others)")
-    indices = ctx.constant(data)
-    return ctx.emit(
-        qnn.GatherOp,
-        [ctx.value(0), indices],
-        {"axis": IntegerAttr(axis, i64)},
-        result_types=[out_type(ctx)],
-    )
+def gather(check: WidthCheck = check_int8) -> Converter:
+    """GATHER along one axis with constant indices; one quantization throughout."""
+
+    def convert(ctx: OpContext) -> SSAValue:
+        x_t = ctx.tensor(0)
+        check(x_t, ctx.out())
+        check_same_params(ctx, x_t, ctx.out())
+        if ctx.opt("BatchDims", 0):
+            raise Unsupported("GATHER with batch_dims is not supported")
+        data = np.asarray(ctx.need_const(1, "the indices")).astype(np.int64)
+        axis = int(ctx.opt("Axis", 0)) % len(ctx.shape(0))
+        size = ctx.shape(0)[axis]
+        if data.size and (data.min() < 0 or data.max() >= size):
+            raise ValueError(f"gather indices must lie in [0, {size}) (TFLite rejects others)")
+        return ctx.emit(
+            qnn.GatherOp,
+            [ctx.value(0), ctx.constant(data)],
+            {"axis": IntegerAttr(axis, i64)},
+            result_types=[out_type(ctx)],
+        )
+
+    return convert
 
 
-def _reduce_max(ctx: OpContext) -> SSAValue:
-    x_t, out = ctx.tensor(0), ctx.out()
-    check_int8(x_t, out)
-    check_same_params(ctx, x_t, out)
-    rank = len(ctx.shape(0))
-    axes = sorted({int(a) % rank for a in np.ravel(ctx.need_const(1, "the axes"))})
-    props = {"axes": ints(axes), "keepdims": BoolAttr.from_bool(bool(ctx.opt("KeepDims", False)))}
-    return ctx.emit(qnn.ReduceMaxOp, [ctx.value(0)], props, result_types=[out_type(ctx)])
+def reduce_max(check: WidthCheck = check_int8) -> Converter:
+    """REDUCE_MAX over constant axes; one quantization throughout."""
+
+    def convert(ctx: OpContext) -> SSAValue:
+        x_t, out = ctx.tensor(0), ctx.out()
+        check(x_t, out)
+        check_same_params(ctx, x_t, out)
+        rank = len(ctx.shape(0))
+        axes = sorted({int(a) % rank for a in np.ravel(ctx.need_const(1, "the axes"))})
+        keepdims = BoolAttr.from_bool(bool(ctx.opt("KeepDims", False)))
+        props = {"axes": ints(axes), "keepdims": keepdims}
+        return ctx.emit(qnn.ReduceMaxOp, [ctx.value(0)], props, result_types=[out_type(ctx)])
+
+    return convert
 
 
 def _arg_reduce(op_type: type) -> object:
@@ -476,18 +488,30 @@ def _reshape(ctx: OpContext) -> SSAValue:
 LEFT_SHIFT_SQUARED_DIFFERENCE = 7
 
 
-def _full_range(ctx: OpContext) -> tuple[int, int]:
+def full_range(ctx: OpContext) -> tuple[int, int]:
+    """The storage range of the operator's output: the clamp of an op with no activation."""
     q = quantized_type(ctx.out())
     return q.qmin, q.qmax
 
 
-def _mean(ctx: OpContext) -> SSAValue:
-    x_t, out = ctx.tensor(0), ctx.out()
-    check_int8(x_t, out)
-    props, count = reduce_props(ctx)
-    pair = folded_mean_multiplier(tflite_multiplier(tensor_scale(x_t) / tensor_scale(out)), count)
-    props |= requant_props([pair], _full_range(ctx))
-    return ctx.emit(qnn.ReduceSumOp, [ctx.value(0)], props, result_types=[out_type(ctx)])
+def mean(check: WidthCheck = check_int8, accumulator_bits: int = 0) -> Converter:
+    """MEAN as qnn.reduce_sum with 1/count folded into the multiplier (QuantizedMeanOrSum);
+    with `accumulator_bits`, refused where count values of that many bits may overflow int32."""
+
+    def convert(ctx: OpContext) -> SSAValue:
+        x_t, out = ctx.tensor(0), ctx.out()
+        check(x_t, out)
+        props, count = reduce_props(ctx)
+        if accumulator_bits and count << accumulator_bits >= 1 << 31:
+            raise Unsupported(
+                f"{accumulator_bits + 1}-bit MEAN over {count} elements may overflow int32"
+            )
+        scale = tensor_scale(x_t) / tensor_scale(out)
+        pair = folded_mean_multiplier(tflite_multiplier(scale), count)
+        props |= requant_props([pair], full_range(ctx))
+        return ctx.emit(qnn.ReduceSumOp, [ctx.value(0)], props, result_types=[out_type(ctx)])
+
+    return convert
 
 
 def _sum(ctx: OpContext) -> SSAValue:
@@ -496,7 +520,7 @@ def _sum(ctx: OpContext) -> SSAValue:
     check_int8(x_t, out)
     props, _ = reduce_props(ctx)
     props |= requant_props(
-        [tflite_multiplier(tensor_scale(x_t) / tensor_scale(out))], _full_range(ctx)
+        [tflite_multiplier(tensor_scale(x_t) / tensor_scale(out))], full_range(ctx)
     )
     props["storage_view"] = StringAttr("uint8")
     return ctx.emit(qnn.ReduceSumOp, [ctx.value(0)], props, result_types=[out_type(ctx)])
@@ -511,7 +535,7 @@ def _squared_difference(ctx: OpContext) -> SSAValue:
     rhs = tflite_multiplier(s_b / twice_max)
     shifted = float(np.float32(1 << (2 * LEFT_SHIFT_SQUARED_DIFFERENCE)) * np.float32(s_out))
     pair = tflite_multiplier(twice_max * twice_max / shifted)
-    props = requant_props([pair], _full_range(ctx))
+    props = requant_props([pair], full_range(ctx))
     props |= aligned_inputs(LEFT_SHIFT_SQUARED_DIFFERENCE, lhs, rhs)
     return ctx.emit(
         qnn.SquaredDifferenceOp, [ctx.value(0), ctx.value(1)], props, result_types=[out_type(ctx)]
@@ -526,29 +550,34 @@ def _prelu(ctx: OpContext) -> SSAValue:
     alpha = tflite_multiplier(float(s_in * s_alpha / s_out))
     if not math.isfinite(float(s_in * s_alpha / s_out)):
         raise Unsupported("PRELU alpha multiplier is not finite")
-    props = requant_props([identity], _full_range(ctx)) | {
+    props = requant_props([identity], full_range(ctx)) | {
         "alpha_multiplier": IntegerAttr(alpha[0], i64),
         "alpha_shift": IntegerAttr(alpha[1], i64),
     }
     return ctx.emit(qnn.PReluOp, [ctx.value(0), ctx.value(1)], props, result_types=[out_type(ctx)])
 
 
-def _resize_bilinear(ctx: OpContext) -> SSAValue:
-    x_t, out = ctx.tensor(0), ctx.out()
-    check_int8(x_t, out)
-    check_same_params(ctx, x_t, out)
-    n, h, w, c = out.shape
-    props = {
-        "align_corners": BoolAttr.from_bool(bool(ctx.opt("AlignCorners", False))),
-        "half_pixel_centers": BoolAttr.from_bool(bool(ctx.opt("HalfPixelCenters", False))),
-    }
-    y = ctx.emit(
-        qnn.ResizeBilinearOp,
-        [ctx.nchw(ctx.value(0))],
-        props,
-        result_types=[out_type(ctx, [n, c, h, w])],
-    )
-    return ctx.nhwc(y)
+def resize_bilinear(check: WidthCheck = check_int8) -> Converter:
+    """RESIZE_BILINEAR on stored values; one quantization throughout."""
+
+    def convert(ctx: OpContext) -> SSAValue:
+        x_t, out = ctx.tensor(0), ctx.out()
+        check(x_t, out)
+        check_same_params(ctx, x_t, out)
+        n, h, w, c = out.shape
+        props = {
+            "align_corners": BoolAttr.from_bool(bool(ctx.opt("AlignCorners", False))),
+            "half_pixel_centers": BoolAttr.from_bool(bool(ctx.opt("HalfPixelCenters", False))),
+        }
+        y = ctx.emit(
+            qnn.ResizeBilinearOp,
+            [ctx.nchw(ctx.value(0))],
+            props,
+            result_types=[out_type(ctx, [n, c, h, w])],
+        )
+        return ctx.nhwc(y)
+
+    return convert
 
 
 def _transpose_conv(ctx: OpContext) -> SSAValue:
@@ -579,14 +608,21 @@ def _transpose_conv(ctx: OpContext) -> SSAValue:
     return ctx.nhwc(y)
 
 
-def _div(ctx: OpContext) -> SSAValue:
-    a_t, b_t, out = ctx.tensor(0), ctx.tensor(1), ctx.out()
-    check_int8(a_t, b_t, out)
-    s_a, s_b, s_out = (np.float32(t.quant.scales[0]) for t in (a_t, b_t, out))
-    pair = tflite_multiplier(float(s_a / (s_b * s_out)))  # float32 arithmetic, as in Prepare
-    props = requant_props([pair], activation_range(ctx, out))
-    props["overshift"] = StringAttr("x86")  # LiteRT's golden outputs come from x86-64
-    return ctx.emit(qnn.DivOp, [ctx.value(0), ctx.value(1)], props, result_types=[out_type(ctx)])
+def divide(check: WidthCheck = check_int8) -> Converter:
+    """DIV as qnn.div with LiteRT's float32 multiplier and x86-64 overshift."""
+
+    def convert(ctx: OpContext) -> SSAValue:
+        a_t, b_t, out = ctx.tensor(0), ctx.tensor(1), ctx.out()
+        check(a_t, b_t, out)
+        s_a, s_b, s_out = (np.float32(t.quant.scales[0]) for t in (a_t, b_t, out))
+        pair = tflite_multiplier(float(s_a / (s_b * s_out)))  # float32 arithmetic, as in Prepare
+        props = requant_props([pair], activation_range(ctx, out))
+        props["overshift"] = StringAttr("x86")  # LiteRT's golden outputs come from x86-64
+        return ctx.emit(
+            qnn.DivOp, [ctx.value(0), ctx.value(1)], props, result_types=[out_type(ctx)]
+        )
+
+    return convert
 
 
 INT8: dict[str, Converter] = {
@@ -621,19 +657,19 @@ INT8: dict[str, Converter] = {
     "RELU": _relu("RELU"),
     "RELU6": _relu("RELU6"),
     "RELU_N1_TO_1": _relu("RELU_N1_TO_1"),
-    "MAXIMUM": _extremum(qnn.MaximumOp),
-    "MINIMUM": _extremum(qnn.MinimumOp),
-    "GATHER": _gather,
-    "REDUCE_MAX": _reduce_max,
+    "MAXIMUM": extremum(qnn.MaximumOp),
+    "MINIMUM": extremum(qnn.MinimumOp),
+    "GATHER": gather(),
+    "REDUCE_MAX": reduce_max(),
     "ARG_MAX": _arg_reduce(qnn.ArgMaxOp),
     "ARG_MIN": _arg_reduce(qnn.ArgMinOp),
     "BATCH_MATMUL": _batch_matmul,
-    "MEAN": _mean,
+    "MEAN": mean(),
     "SUM": _sum,
     "SQUARED_DIFFERENCE": _squared_difference,
     "PRELU": _prelu,
-    "RESIZE_BILINEAR": _resize_bilinear,
-    "DIV": _div,
+    "RESIZE_BILINEAR": resize_bilinear(),
+    "DIV": divide(),
     "TRANSPOSE_CONV": _transpose_conv,
     "DEPTH_TO_SPACE": movement(fops.FLOAT["DEPTH_TO_SPACE"]),
 }
