@@ -12,7 +12,7 @@ from xdsl.passes import PassPipeline
 
 from .diagnostics import NpucError, pipeline_error
 from .dialects.context import make_context
-from .registry import DEFAULT_PIPELINE, applying, pass_factories
+from .registry import DEFAULT_PIPELINE, applying, pass_factories, verify_after
 
 ModelSource = str | os.PathLike[str] | ModuleOp
 
@@ -97,7 +97,7 @@ def apply_pipeline(
                 p.apply(ctx, module)
             name_locations(module)  # the ops the pass built, located by their layer
         if verify:
-            module.verify()
+            verify_after(passes.passes[-1] if len(passes.passes) == 1 else pipeline, module)
     return module
 
 

@@ -11,10 +11,11 @@ import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from . import plugin_registry
-from .diagnostics import working_on
+from .diagnostics import InternalError, working_on
 from .plugins import plugin_code
 
 
@@ -63,6 +64,22 @@ def pass_factories(pipeline: str) -> dict[str, Callable[[], type[ModulePass]]]:
         if name not in factories and (factory := plugin_registry.pass_factory(name)):
             factories[name] = factory
     return factories
+
+
+def verify_after(p: ModulePass | str, module: ModuleOp) -> None:
+    """Verify the IR that pass `p` (or a pipeline, by its text) left: its input verified,
+    so a failure is a bug in the pass, an internal error (a plugin's pass: its plugin's)."""
+    from xdsl.utils.exceptions import VerifyException
+
+    what = f"pipeline '{p}'" if isinstance(p, str) else f"pass '{p.name}'"
+    try:
+        module.verify()
+    except VerifyException as e:
+        error = InternalError(f"the IR does not verify after {what}: {e}")
+        if isinstance(p, str):
+            raise error from e
+        with applying(p):
+            raise error from e
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from ..diagnostics import NpucError, pipeline_error, user_file, working_on
 from ..dialects.context import register_dialects
 from ..output_files import write_file
 from ..printing import add_printing_options
-from ..registry import PASSES, applying, pass_factories
+from ..registry import PASSES, applying, pass_factories, verify_after
 from ..version import __version__
 from .cli_options import add_debug_option, add_import_options, import_options
 from .listing import ListTargetsAction, PassHelpAction
@@ -104,7 +104,10 @@ class NpuOptMain(xDSLOptMain):
                 seconds = time.perf_counter() - started
                 print(f"Pass {previous.name} took {seconds:.6f} seconds", file=sys.stderr)
             if not self.args.disable_verify:
-                module.verify()
+                if previous is None:
+                    module.verify()
+                else:
+                    verify_after(previous, module)
             if previous is not None and following is not None and self.args.print_between_passes:
                 print(f"// IR after {previous.name}:", file=sys.stderr)
                 Printer(stream=sys.stderr).print_op(module)

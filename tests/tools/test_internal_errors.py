@@ -122,8 +122,53 @@ def test_a_tile_op_written_wrong_is_still_verified(tmp_path: Path, monkeypatch, 
 
     monkeypatch.setattr(TilePass, "apply", tile_with_a_bug)
     status, stderr = compile_lenet(tmp_path, capsys)
-    assert status != 0 and "'qnn.conv2d': unknown properties bogus" in stderr, stderr
+    assert_internal_error(
+        status,
+        stderr,
+        "npu-compile",
+        "does not verify after pass 'plan-memory'",
+        "'qnn.conv2d': unknown properties bogus",
+        "stage 'plan memory'",
+    )
     assert not (tmp_path / "o").exists()
+
+
+def bogus_canonicalize(monkeypatch) -> None:
+    """canonicalize, planted with a bug: it leaves an op with an attribute nn ops refuse."""
+    from xdsl.dialects.builtin import UnitAttr
+
+    from npuc.passes.canonicalize import CanonicalizePass
+
+    canonicalize = CanonicalizePass.apply
+
+    def with_a_bug(self, ctx, module):
+        canonicalize(self, ctx, module)
+        relu = next(op for op in module.walk() if op.name == "nn.relu")
+        relu.attributes["bogus"] = UnitAttr()
+
+    monkeypatch.setattr(CanonicalizePass, "apply", with_a_bug)
+
+
+def test_npu_opt_ir_broken_by_a_pass_is_an_internal_error(relu_mlir: Path, monkeypatch, capsys):
+    """The input verified, so IR that fails the verifier after a pass is the pass's bug."""
+    bogus_canonicalize(monkeypatch)
+    status, stderr = run_main(npu_opt.main, [str(relu_mlir), "-p", "cse,canonicalize"], capsys)
+    assert_internal_error(
+        status, stderr, "npu-opt", "does not verify after pass 'canonicalize'", "'nn.relu'"
+    )
+
+
+def test_api_pipeline_that_breaks_the_ir_raises_an_internal_error(monkeypatch):
+    from npuc.api import apply_pipeline, parse_mlir
+    from npuc.diagnostics import InternalError
+
+    bogus_canonicalize(monkeypatch)
+    module = parse_mlir(RELU_MLIR, "relu.mlir")
+    with pytest.raises(InternalError, match="does not verify after pipeline 'cse,canonicalize'"):
+        apply_pipeline(module, "cse,canonicalize")
+    module = parse_mlir(RELU_MLIR, "relu.mlir")
+    with pytest.raises(InternalError, match="does not verify after pass 'canonicalize'"):
+        apply_pipeline(module, "canonicalize")
 
 
 def test_a_lowered_program_written_wrong_is_an_internal_error(tmp_path: Path, monkeypatch, capsys):
