@@ -1,5 +1,5 @@
-"""A sweep killed halfway resumes without redoing its finished points; a point that fails is
-recorded with its diagnostic and does not stop the sweep."""
+"""A sweep killed halfway resumes without redoing its finished points or its quantization; a
+point that fails is recorded with its diagnostic and does not stop the sweep."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from tool_runner import REPO, run_tool
 import npuc
 import npuc.sweep
 from npuc.diagnostics import NpucError
+from npuc.sweep.shared_stages import runs
 
 SIX_POINTS = """\
 [sweep]
@@ -60,6 +61,8 @@ def test_killed_sweep_resumes_with_the_rest(tmp_path: Path) -> None:
         (t, s) for t in ("mcu-64", "ethos-u55-256-hee") for s in ("8192", "16384", "262144")
     }
     assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows]
+    # The killed run quantized the model; the rerun read it back.
+    assert len(runs(out)) == 1
 
 
 def test_failed_point_is_recorded_with_its_diagnostic(tmp_path: Path, monkeypatch) -> None:
