@@ -110,7 +110,7 @@ class PointRunner:
         with quiet():
             front = quantized_model(options, Stages(7, enabled=False))
             if data is None:
-                return SharedStages(front, None)
+                return SharedStages(dataclasses.replace(front, float_module=None), None)
             if front.float_module is None:  # quantized already: no float model to compare to
                 return SharedStages(front, (math.nan, math.nan))
             from ..passes.quantization.datasets import folder_dataset

@@ -11,6 +11,7 @@ finds it (Ray records the newest cluster in its temporary folder) nor collides w
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -80,6 +81,11 @@ class RayHead:
 
     def __init__(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="npuc-ray-"))  # short: Ray's socket paths
+        self.log = open(self.folder / "ray-start.log", "w+b")  # noqa: SIM115 (closed in stop)
+        self.process = self._start()
+        self.tries = 1
+
+    def _start(self) -> subprocess.Popen[bytes]:
         ports = _free_ports(5)
         command = [
             str(Path(sys.executable).with_name("ray")),
@@ -102,17 +108,22 @@ class RayHead:
         # drivers here are the tests, on this machine.
         env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
         env["RAY_AUTH_MODE"] = "disabled"
-        self.log = open(self.folder / "ray-start.log", "w+b")  # noqa: SIM115 (closed in stop)
-        self.process = subprocess.Popen(
+        return subprocess.Popen(
             command, stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
 
     def address(self) -> str:
-        """The head's GCS address, once it is up (`ray start` writes it last)."""
+        """The head's GCS address, once it is up (`ray start` writes it last). A head that
+        exits while starting (a port taken between choosing it and binding it) is started
+        again once."""
         written = self.folder / "ray_current_cluster"
         deadline = time.monotonic() + HEAD_TIMEOUT_S
         while not (written.is_file() and written.read_text().strip()):
-            if self.process.poll() is not None or time.monotonic() > deadline:
+            if self.process.poll() is not None and self.tries == 1:
+                with contextlib.suppress(ProcessLookupError):  # what it left running
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                self.process, self.tries = self._start(), 2
+            elif self.process.poll() is not None or time.monotonic() > deadline:
                 self.log.seek(0)
                 pytest.fail(f"ray start --head did not come up:\n{self.log.read().decode()}")
             time.sleep(0.1)
