@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..progress import progress as progress_bar
+from . import shared_stages
 from .execute import Executor
 from .points import Point, Points
 from .results import ResultLog, load, write_parquet
@@ -37,7 +38,7 @@ def run(
         if stream is not None:
             print(text, file=stream, flush=True)
 
-    with Executor(jobs, ray, address) as executor:
+    with Executor(folder / shared_stages.FOLDER, jobs, ray, address) as executor:
 
         def compute(chosen: list[Point], bar: Any = None) -> dict[str, dict[str, Any]]:
             todo = list({p.key: p for p in chosen if p.key not in log.rows}.values())

@@ -8,11 +8,13 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from multiprocessing import get_all_start_methods, get_context
 from multiprocessing.context import BaseContext
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from .evaluate import PointRunner, evaluate
 from .points import Point
+from .shared_stages import StageStore
 
 # What compiling a point imports (lazily), imported once by the pool's fork server.
 PRELOAD = (
@@ -46,17 +48,21 @@ def _worker_context() -> BaseContext:
     return context
 
 
-def _evaluate_in(folder: str, point: Point) -> dict[str, Any]:
+def _evaluate_in(folder: str, point: Point, shared_stages: str) -> dict[str, Any]:
     """A Ray task: paths in the sweep are relative to the driver's folder."""
     if os.getcwd() != folder and os.path.isdir(folder):
         os.chdir(folder)
-    return evaluate(point)
+    return evaluate(point, shared_stages)
 
 
 class Executor:
-    """Runs batches of points, keeping its pool (or Ray) up between batches."""
+    """Runs batches of points, keeping its pool (or Ray) up between batches; the stages that
+    points share are stored in the folder `shared_stages`."""
 
-    def __init__(self, jobs: int = 1, ray: bool = False, address: str | None = None):
+    def __init__(
+        self, shared_stages: Path, jobs: int = 1, ray: bool = False, address: str | None = None
+    ):
+        self.shared_stages = str(shared_stages.resolve())
         self.jobs, self.ray, self.address = jobs, ray, address
         self._pool: ProcessPoolExecutor | None = None
         self._runner: PointRunner | None = None
@@ -70,8 +76,13 @@ class Executor:
             if not ray.is_initialized():
                 if self.address:
                     ray.init(address=self.address, log_to_driver=False)
-                else:
-                    ray.init(num_cpus=self.jobs, include_dashboard=False, log_to_driver=False)
+                else:  # "local": not a cluster that RAY_ADDRESS or `ray start` names
+                    ray.init(
+                        address="local",
+                        num_cpus=self.jobs,
+                        include_dashboard=False,
+                        log_to_driver=False,
+                    )
                 self._ray_started = True
             self._remote = ray.remote(num_cpus=1)(_evaluate_in)
         elif self.jobs > 1:
@@ -79,7 +90,7 @@ class Executor:
                 self.jobs, mp_context=_worker_context(), initializer=_single_threaded
             )
         else:
-            self._runner = PointRunner()
+            self._runner = PointRunner(StageStore(Path(self.shared_stages)))
         return self
 
     def __exit__(
@@ -104,7 +115,9 @@ class Executor:
             for point in points:
                 yield self._runner.row(point)
         elif self._pool is not None:
-            pending: set[Future[dict[str, Any]]] = {self._pool.submit(evaluate, p) for p in points}
+            pending: set[Future[dict[str, Any]]] = {
+                self._pool.submit(evaluate, p, self.shared_stages) for p in points
+            }
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
@@ -112,7 +125,8 @@ class Executor:
         else:
             import ray
 
-            refs = [self._remote.remote(os.getcwd(), p) for p in points]
+            folder = os.getcwd()
+            refs = [self._remote.remote(folder, p, self.shared_stages) for p in points]
             while refs:
                 done, refs = ray.wait(refs, num_returns=1)
                 yield ray.get(done[0])

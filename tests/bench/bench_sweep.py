@@ -6,9 +6,10 @@ One sweep (LeNet-5 for two targets, both tiling goals and N SRAM sizes: 4 N poin
 one quantized model) runs three ways from this one process, each into a fresh results
 folder: -j 1 (the points in this process), -j 2 (a pool of 2 worker processes) and --ray -j 2
 (Ray tasks on a local Ray instance of 2 CPUs). Every way's figures are checked equal.
-Printed: wall seconds (worker start-up and each worker's quantization of the model
-included), points per minute, the speed-up of -j 2 over -j 1, and Ray's overhead per point
-against the -j 2 pool (Ray's own start-up shown apart).
+Printed: wall seconds (worker start-up and the model's quantization included: once a run,
+stored in its RESULTS_DIR/shared-stages and read by the other workers), points per minute,
+how many times each run quantized the model, the speed-up of -j 2 over -j 1, and Ray's
+overhead per point against the -j 2 pool (Ray's own start-up shown apart).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def main() -> int:
     import ray
 
     import npuc.sweep
+    from npuc.sweep.shared_stages import runs as quantizations
 
     os.chdir(REPO)
     sizes = [1 << (16 + i) for i in range(args.sizes)]
@@ -57,12 +59,13 @@ def main() -> int:
         return time.perf_counter() - start, frame
 
     runs: dict[str, tuple[float, object]] = {}
-    runs["-j 1"] = timed("j1", jobs=1)
-    runs["-j 2"] = timed("j2", jobs=2)
+    folders = {"-j 1": "j1", "-j 2": "j2", "--ray -j 2": "ray"}
+    runs["-j 1"] = timed(folders["-j 1"], jobs=1)
+    runs["-j 2"] = timed(folders["-j 2"], jobs=2)
     start = time.perf_counter()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     ray_start = time.perf_counter() - start
-    runs["--ray -j 2"] = timed("ray", jobs=2, ray=True)
+    runs["--ray -j 2"] = timed(folders["--ray -j 2"], jobs=2, ray=True)
     ray.shutdown()
 
     reference = runs["-j 1"][1].sort_values("key")[FIGURES].reset_index(drop=True)
@@ -71,9 +74,10 @@ def main() -> int:
         assert same.equals(reference), f"{label}: figures differ from -j 1's"
 
     print(f"npu-sweep, {points} points (LeNet-5, 2 targets x 2 goals x {len(sizes)} SRAM sizes)")
-    print(f"{'how':<18} {'wall s':>8} {'points/min':>11}")
+    print(f"{'how':<18} {'wall s':>8} {'points/min':>11} {'quantized':>10}")
     for label, (seconds, _) in runs.items():
-        print(f"{label:<18} {seconds:8.1f} {60 * points / seconds:11.1f}")
+        times = len(quantizations(work / folders[label]))
+        print(f"{label:<18} {seconds:8.1f} {60 * points / seconds:11.1f} {times:>10}")
     one, two = runs["-j 1"][0], runs["-j 2"][0]
     print(f"scaling, -j 1 -> -j 2: {one / two:.2f}x")
     overhead = (runs["--ray -j 2"][0] - two) / points

@@ -1,20 +1,22 @@
-"""A sweep killed halfway resumes without redoing its finished points; a point that fails is
-recorded with its diagnostic and does not stop the sweep."""
+"""A sweep killed halfway resumes without redoing its finished points or its quantization; a
+point that fails is recorded with its diagnostic and does not stop the sweep."""
 
 from __future__ import annotations
 
 import csv
+import io
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from tool_runner import REPO, run_tool
+from tool_runner import REPO
 
 import npuc
 import npuc.sweep
 from npuc.diagnostics import NpucError
+from npuc.sweep.shared_stages import runs
 
 SIX_POINTS = """\
 [sweep]
@@ -31,7 +33,7 @@ def data_lines(path: Path) -> list[str]:
     return path.read_text().splitlines()[1:] if path.exists() else []
 
 
-def test_killed_sweep_resumes_with_the_rest(tmp_path: Path) -> None:
+def test_killed_sweep_resumes_with_the_rest(tmp_path: Path, monkeypatch) -> None:
     sweep, out = tmp_path / "six.toml", tmp_path / "out"
     sweep.write_text(SIX_POINTS)
     command = [sys.executable, "-m", "npuc.tools.npu_sweep", str(sweep), "-q", "-o", str(out)]
@@ -45,10 +47,10 @@ def test_killed_sweep_resumes_with_the_rest(tmp_path: Path) -> None:
     before = data_lines(out / "results.csv")
     assert 2 <= len(before) < 6, "the sweep ended before it was killed"
 
-    done = run_tool("npu-sweep", sweep, "-q", "-o", out, cwd=REPO)
-    assert done.returncode == 0, done.stderr
-    first = done.stdout.splitlines()[0]
-    assert first == (
+    said = io.StringIO()
+    monkeypatch.chdir(REPO)
+    npuc.sweep.run(sweep, out, progress=False, stream=said)
+    assert said.getvalue().splitlines()[0] == (
         f"6 points: {len(before)} already in {out / 'results.csv'}, computing {6 - len(before)}"
     )
     after = data_lines(out / "results.csv")
@@ -60,6 +62,8 @@ def test_killed_sweep_resumes_with_the_rest(tmp_path: Path) -> None:
         (t, s) for t in ("mcu-64", "ethos-u55-256-hee") for s in ("8192", "16384", "262144")
     }
     assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows]
+    # The killed run quantized the model; the rerun read it back.
+    assert len(runs(out)) == 1
 
 
 def test_failed_point_is_recorded_with_its_diagnostic(tmp_path: Path, monkeypatch) -> None:
