@@ -1,0 +1,276 @@
+"""The NPU runtime's compiled kernels (numba), imported only through runtime/npu_jit.py.
+
+Each kernel does, element by element, the same float64 or integer operations as the numpy
+path it replaces (npu_requant.float_actions / scaled_actions, the depthwise accumulators
+of npu_conv), so the results are the same integers; it only saves the passes over memory
+and the temporaries between them. Compiled on first use and cached on disk.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _requantize(
+    a: float,
+    scale: float,
+    offset: float,
+    tie: float,
+    half: float,
+    signed: bool,
+    wrap: bool,
+    lo: int,
+    hi: int,
+    lift: int,
+    prescaled: bool,
+) -> int:
+    """One output of `npu_requant.scaled_actions` from its accumulator a (any numeric
+    type) or, `prescaled`, from (acc + bias) * scale + offset already."""
+    p = np.float64(a)
+    if not prescaled:
+        p = p * scale
+        p = p + offset
+    if signed:
+        p = p + math.copysign(tie, p)
+        p = p + half
+    if wrap:  # truncation is the floor on what the clamp keeps; the store wraps the lift away
+        whole = np.int32(p)
+        whole = min(max(whole, lo + lift), hi + lift)
+        return whole - lift
+    p = min(max(p, np.float64(lo)), np.float64(hi))
+    return math.floor(p)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _requantize_row(
+    source: np.ndarray,
+    target: np.ndarray,
+    scale: float,
+    offset: float,
+    tie: float,
+    half: float,
+    signed: bool,
+    wrap: bool,
+    lo: int,
+    hi: int,
+    lift: int,
+    prescaled: bool,
+) -> None:
+    """target[w] from source[w] for every w < len(target)."""
+    if wrap and not signed and not prescaled:  # the common case, in a loop that vectorizes
+        low, high, drop = np.int32(lo + lift), np.int32(hi + lift), np.int32(lift)
+        for w in range(target.shape[0]):
+            whole = np.int32(np.float64(source[w]) * scale + offset)
+            target[w] = min(max(whole, low), high) - drop
+        return
+    for w in range(target.shape[0]):
+        target[w] = _requantize(
+            source[w], scale, offset, tie, half, signed, wrap, lo, hi, lift, prescaled
+        )
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def requantize_rows(
+    acc: np.ndarray,
+    out: np.ndarray,
+    scale: np.ndarray,
+    offset: np.ndarray,
+    tie: np.ndarray,
+    half: float,
+    signed: bool,
+    wrap: bool,
+    lo: int,
+    hi: int,
+    lift: int,
+    prescaled: bool,
+) -> None:
+    """out[c, r, w] from acc[c, r, w] for the w < out's width (acc's tail columns are
+    junk), channel c's constants at [c]."""
+    channels, rows = out.shape[0], out.shape[1]
+    for c in range(channels):
+        for r in range(rows):
+            _requantize_row(
+                acc[c, r],
+                out[c, r],
+                scale[c],
+                offset[c],
+                tie[c],
+                half,
+                signed,
+                wrap,
+                lo,
+                hi,
+                lift,
+                prescaled,
+            )
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _output(
+    v: float,
+    scale: float,
+    offset: float,
+    tie: float,
+    half: float,
+    signed: bool,
+    wrap: bool,
+    lo: int,
+    hi: int,
+    lift: int,
+) -> int:
+    """_requantize of an accumulator, its common case (int32 path, fused ReLU or no
+    negative outputs) spelled out so that the loop around it vectorizes."""
+    if wrap and not signed:
+        whole = np.int32(np.float64(v) * scale + offset)
+        return min(max(whole, np.int32(lo + lift)), np.int32(hi + lift)) - np.int32(lift)
+    return _requantize(v, scale, offset, tie, half, signed, wrap, lo, hi, lift, False)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def depthwise(
+    x: np.ndarray,
+    weights: np.ndarray,
+    geometry: tuple[int, int, int, int, int, int],
+    phases: np.ndarray,
+    acc: np.ndarray,
+    staged: np.ndarray,
+    out: np.ndarray,
+    scale: np.ndarray,
+    offset: np.ndarray,
+    tie: np.ndarray,
+    half: float,
+    signed: bool,
+    wrap: bool,
+    lo: int,
+    hi: int,
+    lift: int,
+) -> None:
+    """A depthwise convolution of stored x [Ci, H, W] into stored out [Co, OH, OW]
+    (output channel c reads input channel c // (Co / Ci)), a channel at a time.
+
+    The input channel is copied into `phases` [SH * SW, Hq * Wq] as float32: the padded
+    image split by stride phase, [a SW + b, r Wq + q] holding padded[a + SH r, b + SW q]
+    (the caller filled it with the zero point, and only the interior is written). A tap
+    (i, j) of output (oy, ox) reads phase ((i DH) % SH, (j DW) % SW) at (oy + (i DH) //
+    SH) Wq + ox + (j DW) // SW, so each tap of a row of outputs is one contiguous run. The
+    sums of x * w (float32: the caller bounds every partial sum below 2^24, so they are
+    exact in any order) are those of the numpy path. A 3x3 kernel sums its nine taps and
+    requantizes in one pass (into `staged` [OH * Wq], of out's type); others accumulate
+    tap by tap into acc [OH * Wq] first.
+    `geometry` = (SH, SW, DH, DW, top, left).
+    """
+    sh, sw, dh, dw, top, left = geometry
+    co, oh, ow = out.shape
+    ci, h, w = x.shape
+    kh, kw = weights.shape[1], weights.shape[2]
+    wq = acc.shape[0] // oh
+    hq = phases.shape[1] // wq
+    run = oh * wq
+    multiplier = co // ci
+    for c in range(co):
+        if c % multiplier == 0:
+            plane = x[c // multiplier]
+            for a in range(sh):
+                r0 = max(0, (top - a + sh - 1) // sh)
+                r1 = min(hq, (h + top - a + sh - 1) // sh)
+                for b in range(sw):
+                    q0 = max(0, (left - b + sw - 1) // sw)
+                    q1 = min(wq, (w + left - b + sw - 1) // sw)
+                    phase = phases[a * sw + b]
+                    for r in range(r0, r1):
+                        # sliced first: an index from range() alone needs no wrap-around
+                        # check, which keeps the loops vectorized
+                        line = plane[r * sh + a - top, q0 * sw + b - left :: sw]
+                        target = phase[r * wq + q0 : r * wq + q1]
+                        for q in range(q1 - q0):
+                            target[q] = np.float32(line[q])
+        s, o, t = scale[c], offset[c], tie[c]
+        if kh == 3 and kw == 3:
+            _depthwise_3x3(
+                phases,
+                weights[c],
+                geometry,
+                wq,
+                staged,
+                out[c],
+                s,
+                o,
+                t,
+                half,
+                signed,
+                wrap,
+                lo,
+                hi,
+                lift,
+            )
+            continue
+        acc[:] = 0
+        for i in range(kh):
+            for j in range(kw):
+                tap = weights[c, i, j]
+                base = (i * dh // sh) * wq + j * dw // sw
+                source = phases[(i * dh) % sh * sw + (j * dw) % sw, base : base + run]
+                for k in range(run):
+                    acc[k] += tap * source[k]
+        for oy in range(oh):
+            line = acc[oy * wq : oy * wq + ow]
+            target = out[c, oy]
+            for ox in range(ow):
+                target[ox] = _output(line[ox], s, o, t, half, signed, wrap, lo, hi, lift)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _depthwise_3x3(
+    phases: np.ndarray,
+    taps: np.ndarray,
+    geometry: tuple[int, int, int, int, int, int],
+    wq: int,
+    staged: np.ndarray,
+    out: np.ndarray,
+    scale: float,
+    offset: float,
+    tie: float,
+    half: float,
+    signed: bool,
+    wrap: bool,
+    lo: int,
+    hi: int,
+    lift: int,
+) -> None:
+    """One channel of `depthwise` with a 3x3 kernel: every output's nine taps summed and
+    requantized in one pass over the phases' runs into `staged` [OH * Wq], then its rows'
+    first OW columns copied out (one long loop vectorizes where rows of a small image
+    are too short to)."""
+    sh, sw, dh, dw, _, _ = geometry
+    oh, ow = out.shape
+    run = oh * wq
+    t00, t01, t02 = taps[0, 0], taps[0, 1], taps[0, 2]
+    t10, t11, t12 = taps[1, 0], taps[1, 1], taps[1, 2]
+    t20, t21, t22 = taps[2, 0], taps[2, 1], taps[2, 2]
+    p0, p1, p2 = 0, dw % sw, (2 * dw) % sw
+    c0, c1, c2 = 0, dw // sw, 2 * dw // sw
+    r0, r1, r2 = 0, (dh // sh) * wq, (2 * dh // sh) * wq
+    f0, f1, f2 = 0, (dh % sh) * sw, ((2 * dh) % sh) * sw
+    s00 = phases[f0 + p0, r0 + c0 : r0 + c0 + run]
+    s01 = phases[f0 + p1, r0 + c1 : r0 + c1 + run]
+    s02 = phases[f0 + p2, r0 + c2 : r0 + c2 + run]
+    s10 = phases[f1 + p0, r1 + c0 : r1 + c0 + run]
+    s11 = phases[f1 + p1, r1 + c1 : r1 + c1 + run]
+    s12 = phases[f1 + p2, r1 + c2 : r1 + c2 + run]
+    s20 = phases[f2 + p0, r2 + c0 : r2 + c0 + run]
+    s21 = phases[f2 + p1, r2 + c1 : r2 + c1 + run]
+    s22 = phases[f2 + p2, r2 + c2 : r2 + c2 + run]
+    for k in range(run):
+        v = t00 * s00[k] + t01 * s01[k] + t02 * s02[k]
+        v += t10 * s10[k] + t11 * s11[k] + t12 * s12[k]
+        v += t20 * s20[k] + t21 * s21[k] + t22 * s22[k]
+        staged[k] = _output(v, scale, offset, tie, half, signed, wrap, lo, hi, lift)
+    for oy in range(oh):
+        line = staged[oy * wq : oy * wq + ow]
+        target = out[oy]
+        for ox in range(ow):
+            target[ox] = line[ox]

@@ -1,0 +1,137 @@
+"""Which kernels the NPU runtime runs: compiled (numba, runtime/jit_kernels.py) or numpy.
+
+`NPUC_KERNELS=numba` (the default) plans the output stage of channels-first
+accumulators and whole depthwise convolutions as compiled kernels where their exactness
+conditions hold (the same as the numpy path's: the float64 output stage's bound, float32
+depthwise accumulators below 2^24); `NPUC_KERNELS=numpy` plans the numpy calls only, as does a
+missing numba. The choice is read when a program is planned (an `Executor` is built).
+The kernels are compiled on first use and cached on disk (NUMBA_CACHE_DIR, by default
+npuc/numba under the user's cache directory), so a process pays only for loading them.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache, partial
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from npuc.diagnostics import NpucError
+
+if TYPE_CHECKING:
+    from .npu_conv import ConvGeometry, Operand
+    from .npu_requant import Action, FloatForm
+
+ENV = "NPUC_KERNELS"
+CHOICES = ("numba", "numpy")
+F32_EXACT = 1 << 24  # float32 sums of integers are exact below this
+
+
+def choice() -> str:
+    """The kernels NPUC_KERNELS asks for (numba when unset)."""
+    value = os.environ.get(ENV, "") or CHOICES[0]
+    if value not in CHOICES:
+        raise NpucError(f"{ENV}={value}: expected one of {', '.join(CHOICES)}")
+    return value
+
+
+def enabled() -> bool:
+    """Whether plans made now use the compiled kernels."""
+    return choice() == "numba" and kernels() is not None
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "npuc" / "numba"
+
+
+@lru_cache(maxsize=1)
+def kernels() -> ModuleType | None:
+    """runtime/jit_kernels.py, imported on first use (numba's import is slow), or None
+    without numba."""
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(_cache_dir()))
+    try:
+        from . import jit_kernels
+    except ImportError:
+        return None
+    return jit_kernels
+
+
+def _per_channel(values: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(values.reshape(-1), dtype=np.float64)
+
+
+def _stage_arguments(
+    form: FloatForm, clamp: tuple[int, int], wrap: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, bool, bool, int, int, int]:
+    scale, offset, tie = (_per_channel(v) for v in (form.scale, form.offset, form.tie))
+    return scale, offset, tie, float(form.half), form.signed, wrap, clamp[0], clamp[1], form.lift
+
+
+def requant_action(
+    acc: np.ndarray,
+    out: np.ndarray,
+    form: FloatForm,
+    clamp: tuple[int, int],
+    wrap: bool,
+    prescaled: bool = False,
+) -> Action | None:
+    """The float64 output stage (`npu_requant.float_actions`; with `prescaled`, acc holds
+    (acc + bias) * scale + offset already: `scaled_actions`) as one compiled call, or None
+    when the compiled kernels are off or the arrays are not channels first [C, rows, ...]
+    with out's rows at most as long as acc's. `wrap`: the output's lift is its type's range."""
+    if not enabled() or not form.channels_first or out.dtype.kind not in "iu":
+        return None
+    if acc.ndim == 2 and out.ndim == 2:
+        acc, out = acc[:, None], out[:, None]
+    if acc.ndim != 3 or out.ndim != 3 or acc.shape[:2] != out.shape[:2]:
+        return None
+    if out.shape[2] > acc.shape[2]:
+        return None
+    jit = kernels()
+    assert jit is not None
+    arguments = _stage_arguments(form, clamp, wrap)
+    return partial(jit.requantize_rows, acc, out, *arguments, prescaled)
+
+
+def depthwise_actions(
+    x: np.ndarray,
+    out: np.ndarray,
+    zero_point: int,
+    weights: Operand,
+    form: FloatForm | None,
+    clamp: tuple[int, int],
+    wrap: bool,
+    geo: ConvGeometry,
+) -> list[Action] | None:
+    """One image's depthwise convolution, x [Ci, H, W] into out [Co, OH, OW], as one
+    compiled call, or None when the compiled kernels are off, `form` is None (the float64
+    stage is not exact for these accumulators) or an int32 partial sum could overflow."""
+    if form is None or not enabled() or x.dtype.kind not in "iu" or out.dtype.kind not in "iu":
+        return None
+    info = np.iinfo(x.dtype)
+    peak = max(-int(info.min), int(info.max))
+    # float32 partial sums of x * w stay exact
+    if peak * weights.reach >= F32_EXACT:
+        return None
+    (kh, kw), (sh, sw), (dh, dw) = geo.kernel, geo.strides, geo.dilations
+    top, left, bottom, right = geo.pads
+    (oh, ow), co = geo.out_hw, out.shape[0]
+    taps = np.ascontiguousarray(weights.values.T.reshape(co, kh, kw).astype(np.float32))
+    # the stride phases of the padded image, with rows and columns enough for every
+    # tap's run over all outputs (`jit_kernels.depthwise`)
+    height = max(x.shape[1] + top + bottom, (oh - 1) * sh + (kh - 1) * dh + 1)
+    width = max(x.shape[2] + left + right, (ow - 1) * sw + (kw - 1) * dw + 1)
+    wq = -(-width // sw)
+    hq = -(-height // sh) + 1  # the last tap's run reads past its last row's junk columns
+    phases = np.full((sh * sw, hq * wq), zero_point, np.float32)  # the padding holds zp
+    acc = np.empty(oh * wq, np.float32)
+    staged = np.empty(oh * wq, out.dtype)
+    jit = kernels()
+    assert jit is not None
+    geometry = (sh, sw, dh, dw, top, left)
+    arguments = _stage_arguments(form, clamp, wrap)
+    return [partial(jit.depthwise, x, taps, geometry, phases, acc, staged, out, *arguments)]
