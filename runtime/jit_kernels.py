@@ -15,8 +15,8 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _requantize(
-    a: float,
+def _output(
+    v: float,
     scale: float,
     offset: float,
     tie: float,
@@ -26,51 +26,21 @@ def _requantize(
     lo: int,
     hi: int,
     lift: int,
-    prescaled: bool,
 ) -> int:
-    """One output of `npu_requant.scaled_actions` from its accumulator a (any numeric
-    type) or, `prescaled`, from (acc + bias) * scale + offset already."""
-    p = np.float64(a)
-    if not prescaled:
-        p = p * scale
-        p = p + offset
+    """One output of `npu_requant.float_actions` from its accumulator v (any numeric
+    type): p = v * scale + offset in float64, the tie's sign, then the int32 path (`wrap`,
+    the lift being the output type's range) or the clamp and floor."""
+    p = np.float64(v) * scale + offset
     if signed:
         p = p + math.copysign(tie, p)
         p = p + half
-    if wrap:  # truncation is the floor on what the clamp keeps; the store wraps the lift away
-        whole = np.int32(p)
-        whole = min(max(whole, lo + lift), hi + lift)
-        return whole - lift
+    if wrap:
+        # clamped before the truncation, which then gives the same values; the store into
+        # the output type drops the lift (a multiple of its range)
+        p = min(max(p, np.float64(lo + lift)), np.float64(hi + lift))
+        return np.int32(p)
     p = min(max(p, np.float64(lo)), np.float64(hi))
     return math.floor(p)
-
-
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _requantize_row(
-    source: np.ndarray,
-    target: np.ndarray,
-    scale: float,
-    offset: float,
-    tie: float,
-    half: float,
-    signed: bool,
-    wrap: bool,
-    lo: int,
-    hi: int,
-    lift: int,
-    prescaled: bool,
-) -> None:
-    """target[w] from source[w] for every w < len(target)."""
-    if wrap and not signed and not prescaled:  # the common case, in a loop that vectorizes
-        low, high, drop = np.int32(lo + lift), np.int32(hi + lift), np.int32(lift)
-        for w in range(target.shape[0]):
-            whole = np.int32(np.float64(source[w]) * scale + offset)
-            target[w] = min(max(whole, low), high) - drop
-        return
-    for w in range(target.shape[0]):
-        target[w] = _requantize(
-            source[w], scale, offset, tie, half, signed, wrap, lo, hi, lift, prescaled
-        )
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -86,48 +56,16 @@ def requantize_rows(
     lo: int,
     hi: int,
     lift: int,
-    prescaled: bool,
 ) -> None:
     """out[c, r, w] from acc[c, r, w] for the w < out's width (acc's tail columns are
     junk), channel c's constants at [c]."""
-    channels, rows = out.shape[0], out.shape[1]
+    channels, rows, width = out.shape
     for c in range(channels):
+        s, o, t = scale[c], offset[c], tie[c]
         for r in range(rows):
-            _requantize_row(
-                acc[c, r],
-                out[c, r],
-                scale[c],
-                offset[c],
-                tie[c],
-                half,
-                signed,
-                wrap,
-                lo,
-                hi,
-                lift,
-                prescaled,
-            )
-
-
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _output(
-    v: float,
-    scale: float,
-    offset: float,
-    tie: float,
-    half: float,
-    signed: bool,
-    wrap: bool,
-    lo: int,
-    hi: int,
-    lift: int,
-) -> int:
-    """_requantize of an accumulator, its common case (int32 path, fused ReLU or no
-    negative outputs) spelled out so that the loop around it vectorizes."""
-    if wrap and not signed:
-        whole = np.int32(np.float64(v) * scale + offset)
-        return min(max(whole, np.int32(lo + lift)), np.int32(hi + lift)) - np.int32(lift)
-    return _requantize(v, scale, offset, tie, half, signed, wrap, lo, hi, lift, False)
+            source, target = acc[c, r], out[c, r]
+            for w in range(width):
+                target[w] = _output(source[w], s, o, t, half, signed, wrap, lo, hi, lift)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -287,7 +287,8 @@ def _gemm_plan(
     dtype = exact_dtype(peak)
     itemsize = np.dtype(dtype).itemsize
     banded = pointwise(geo) and converted is None
-    if banded and g == 1 and k <= FOLDED_CHANNELS:
+    # the compiled output stage costs less than the folded GEMM's extra work
+    if banded and g == 1 and k <= FOLDED_CHANNELS and not npu_jit.enabled():
         folded = stage.folded_weights(weights.values[0], peak * weights.reach, out.dtype)
         if folded is not None:
             return _folded_plan(x, out, folded, stage, scratch)

@@ -77,10 +77,8 @@ def requant_action(
     form: FloatForm,
     clamp: tuple[int, int],
     wrap: bool,
-    prescaled: bool = False,
 ) -> Action | None:
-    """The float64 output stage (`npu_requant.float_actions`; with `prescaled`, acc holds
-    (acc + bias) * scale + offset already: `scaled_actions`) as one compiled call, or None
+    """The float64 output stage (`npu_requant.float_actions`) as one compiled call, or None
     when the compiled kernels are off or the arrays are not channels first [C, rows, ...]
     with out's rows at most as long as acc's. `wrap`: the output's lift is its type's range."""
     if not enabled() or not form.channels_first or out.dtype.kind not in "iu":
@@ -91,10 +89,16 @@ def requant_action(
         return None
     if out.shape[2] > acc.shape[2]:
         return None
+    if acc.shape == out.shape:  # each channel's rows as one, where both arrays allow it
+        try:
+            flat = (-1, 1, acc.shape[1] * acc.shape[2])
+            acc, out = acc.reshape(flat, copy=False), out.reshape(flat, copy=False)
+        except ValueError:
+            pass
     jit = kernels()
     assert jit is not None
     arguments = _stage_arguments(form, clamp, wrap)
-    return partial(jit.requantize_rows, acc, out, *arguments, prescaled)
+    return partial(jit.requantize_rows, acc, out, *arguments)
 
 
 def depthwise_actions(

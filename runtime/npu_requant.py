@@ -443,13 +443,6 @@ class OutputStage:
         """The rest of the stage for the channels' rows p [c, ...] of a product with
         `folded_weights`."""
         form = self._form(2, lift_for(out.dtype, self.clamp))
-        if p.size == out.size:
-            part = self.part(channels)._form(2, form.lift)
-            compiled = npu_jit.requant_action(
-                p.reshape(out.shape), out, part, self.clamp, _wraps(form, out), prescaled=True
-            )
-            if compiled is not None:
-                return [compiled]
         return scaled_actions(p, form.tie[channels], form, self.clamp, out, scratch)
 
     def float_limit(self, dtype: np.dtype) -> int:
