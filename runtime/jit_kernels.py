@@ -1,9 +1,11 @@
 """The NPU runtime's compiled kernels (numba), imported only through runtime/npu_jit.py.
 
-Each kernel does, element by element, the same float64 or integer operations as the numpy
-path it replaces (npu_requant.float_actions / scaled_actions, the depthwise accumulators
-of npu_conv), so the results are the same integers; it only saves the passes over memory
-and the temporaries between them. Compiled on first use and cached on disk.
+Each kernel does, element by element, the same float64 or float32 operations as the
+numpy path it replaces (npu_requant.float_actions / scaled_actions, the depthwise
+accumulators of npu_conv), so the results are the same integers; it only saves the passes
+over memory and the temporaries between them. Every product and sum there is exact (the
+callers check the bounds), which is also why fused multiply-adds (fastmath "contract")
+cannot change a result. Compiled on first use and cached on disk.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import math
 
 import numpy as np
 from numba import njit
+
+EXACT = {"contract"}  # fused multiply-adds: exact operands give exact results either way
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -43,7 +47,7 @@ def _output(
     return math.floor(p)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=EXACT)
 def requantize_rows(
     acc: np.ndarray,
     out: np.ndarray,
@@ -68,7 +72,7 @@ def requantize_rows(
                 target[w] = _output(source[w], s, o, t, half, signed, wrap, lo, hi, lift)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=EXACT)
 def depthwise(
     x: np.ndarray,
     weights: np.ndarray,

@@ -11,6 +11,7 @@ npuc/numba under the user's cache directory), so a process pays only for loading
 
 from __future__ import annotations
 
+import importlib
 import os
 from functools import lru_cache, partial
 from pathlib import Path
@@ -54,10 +55,9 @@ def kernels() -> ModuleType | None:
     without numba."""
     os.environ.setdefault("NUMBA_CACHE_DIR", str(_cache_dir()))
     try:
-        from . import jit_kernels
+        return importlib.import_module(".jit_kernels", __package__)
     except ImportError:
         return None
-    return jit_kernels
 
 
 def _per_channel(values: np.ndarray) -> np.ndarray:

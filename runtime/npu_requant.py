@@ -287,6 +287,17 @@ def scaled_actions(
     return [*actions, partial(clip_ufunc, outputs(whole), *bounds, out=out, casting="unsafe")]
 
 
+OUTPUT_STAGE = "output_stage"
+
+
+def output_stage_calls(actions: list[Action]) -> list[Action]:
+    """The calls, marked as the output stage's for runtime/host_time.py."""
+    for action in actions:
+        with contextlib.suppress(AttributeError):  # a partial takes attributes
+            setattr(action, OUTPUT_STAGE, True)
+    return actions
+
+
 def _wraps(form: FloatForm, out: np.ndarray) -> bool:
     """Whether `scaled_actions` takes its int32 path: the lift is the output type's range."""
     return form.lift == WRAP.get(out.dtype)
@@ -387,11 +398,21 @@ class OutputStage:
         scratch: Scratch,
         channels: slice | None = None,
     ) -> list[Action]:
-        """The stage for these arrays as numpy calls on fixed buffers (`float_actions`) when
-        the bound makes the float64 form exact; when the bound is too loose for it but
-        smaller accumulators would fit, the same calls behind a measurement of acc; else
-        one call of the stage. Channels first, out may have fewer columns than acc: the
-        rest of each row is dropped."""
+        """The stage for these arrays as numpy calls on fixed buffers (`float_actions`,
+        or one compiled call: runtime/npu_jit.py) when the bound makes the float64 form
+        exact; when the bound is too loose for it but smaller accumulators would fit, the
+        same calls behind a measurement of acc; else one call of the stage. Channels
+        first, out may have fewer columns than acc: the rest of each row is dropped."""
+        return output_stage_calls(self._actions(acc, bound, out, scratch, channels))
+
+    def _actions(
+        self,
+        acc: np.ndarray,
+        bound: int,
+        out: np.ndarray,
+        scratch: Scratch,
+        channels: slice | None,
+    ) -> list[Action]:
         stage = self if channels is None else self.part(channels)
         if out.shape == acc.shape:
             general: list[Action] = [partial(stage, acc, bound, out, scratch)]
@@ -443,7 +464,8 @@ class OutputStage:
         """The rest of the stage for the channels' rows p [c, ...] of a product with
         `folded_weights`."""
         form = self._form(2, lift_for(out.dtype, self.clamp))
-        return scaled_actions(p, form.tie[channels], form, self.clamp, out, scratch)
+        actions = scaled_actions(p, form.tie[channels], form, self.clamp, out, scratch)
+        return output_stage_calls(actions)
 
     def float_limit(self, dtype: np.dtype) -> int:
         """The largest accumulator magnitude (bias not included) for which the float64

@@ -1,0 +1,162 @@
+"""The NPU runtime's two kernel paths (runtime/npu_jit.py): the compiled kernels and the
+numpy calls give the same bytes on the same programs, and both equal an independent
+reference (LiteRT's reference kernels on the shared MobileNetV2; `qnn.conv2d` on
+hand-built programs, tests/npu_programs.py). NPUC_KERNELS selects the path.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
+from npu_programs import Builder, inst, nhwc, qnn_conv, random_table
+from shared_models import MBV2
+
+from npuc.api import apply_pipeline, load_model
+from npuc.diagnostics import NpucError
+from npuc.dialects import npu_isa as isa
+from npuc.passes.lower_to_npu import program_of
+from npuc.runtime import jit_kernels, npu_jit
+from npuc.runtime.executor import Executor
+
+COMPILED = (jit_kernels.depthwise, jit_kernels.requantize_rows)
+
+
+def run_both(
+    program: isa.Program, feeds: dict[str, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> tuple[dict[str, np.ndarray], int]:
+    """The outputs, asserted equal on both paths, and how many compiled calls ran."""
+    outputs, compiled = {}, {}
+    for path in ("numba", "numpy"):
+        monkeypatch.setenv("NPUC_KERNELS", path)
+        executor = Executor(program)
+        calls = executor.timed_run(feeds)
+        compiled[path] = sum(getattr(call, "func", None) in COMPILED for _, call, _ in calls)
+        outputs[path] = executor.run(feeds)
+    assert compiled["numpy"] == 0
+    for name, values in outputs["numpy"].items():
+        np.testing.assert_array_equal(outputs["numba"][name], values, err_msg=name)
+    return outputs["numba"], compiled["numba"]
+
+
+# name: x shape, weights shape, strides, pads, dilations, groups, x dtype, output dtype,
+# clamp (the output zero point is 5: a low end of 5 is a fused ReLU)
+CASES = {
+    "dw3x3_s1_relu": ((1, 16, 14, 14), (16, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 16,
+                      "i8", "i8", (5, 127)),
+    "dw3x3_s2_signed": ((2, 12, 15, 16), (12, 1, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 12,
+                        "i8", "i8", (-128, 127)),
+    "dw3x3_dilated_mult2_u8": ((1, 4, 11, 10), (8, 1, 3, 3), (1, 2), (2, 2, 2, 2), (2, 2), 4,
+                               "u8", "i8", (-100, 120)),
+    "dw5x5_s3_generic": ((1, 6, 17, 19), (6, 1, 5, 5), (3, 3), (2, 1, 0, 3), (2, 2), 6,
+                         "i8", "i8", (-128, 127)),
+    "dw3x4_s2x3": ((1, 6, 17, 19), (6, 1, 3, 4), (2, 3), (1, 0, 2, 2), (3, 1), 6,
+                   "i8", "i8", (5, 127)),
+    "dw3x3_i16_output_floor": ((1, 8, 9, 9), (8, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 8,
+                               "i8", "i16", (-32768, 32767)),
+    "pw_small_k": ((1, 16, 24, 24), (40, 16, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1,
+                   "i8", "i8", (5, 127)),
+    "pw_long_k_signed": ((1, 96, 7, 7), (24, 96, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1,
+                         "i8", "i8", (-128, 127)),
+    "full3x3_s2": ((1, 3, 20, 20), (16, 3, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 1,
+                   "i8", "i8", (5, 127)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_paths_agree_with_each_other_and_qnn(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    xs, ws, strides, pads, dilations, groups, xd, yd, clamp = CASES[case]
+    rng = np.random.default_rng(len(case))
+    info = np.iinfo({"i8": np.int8, "u8": np.uint8}[xd])
+    x = rng.integers(info.min, int(info.max) + 1, xs)
+    w = rng.integers(-128, 128, ws)
+    wzp = rng.integers(-20, 20, ws[0])
+    table = random_table(rng, ws[0], (38, 42) if yd == "i8" else (31, 34), wzp)
+    p = dict(
+        strides=strides,
+        pads=pads,
+        dilations=dilations,
+        groups=groups,
+        ifm_zero_point=-7 if xd == "i8" else 131,
+        ofm_zero_point=5,
+        clamp_min=clamp[0],
+        clamp_max=clamp[1],
+        rounding="tflite",
+    )
+    oh = (xs[2] + pads[0] + pads[2] - dilations[0] * (ws[2] - 1) - 1) // strides[0] + 1
+    ow = (xs[3] + pads[1] + pads[3] - dilations[1] * (ws[3] - 1) - 1) // strides[1] + 1
+    out_shape = (xs[0], ws[0], oh, ow)
+    b = Builder()
+    xt = b.input("x", x, xd, nhwc(xs))  # strided views, as the arenas hold them
+    yt = b.output("y", out_shape, yd)
+    body = [inst("conv2d", (xt, b.const(w, "i8"), b.const(table, "i32"), yt), **p)]
+    got, compiled = run_both(b.program(body, sram=1 << 18), b.feeds, monkeypatch)
+    assert compiled > 0
+    want = qnn_conv(x, xd, w, wzp, table, p, out_shape, out_dtype=yd)
+    np.testing.assert_array_equal(got["y"], want)
+    assert len(np.unique(got["y"])) > 10  # not a saturated output
+
+
+def test_mobilenet_v2_paths_equal_litert_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared MobileNetV2, tiled for ethos-u55-256-hee as npu-compile does: both paths
+    give LiteRT's reference kernels' softmax bytes."""
+    module = load_model(MBV2)
+    target = "ethos-u55-256-hee"
+    apply_pipeline(
+        module,
+        f"tile{{target={target} optimise=performance}},plan-memory{{target={target} io=arena}},"
+        "lower-to-npu",
+    )
+    program = program_of(module)
+    x = np.random.default_rng(5).integers(-128, 128, (1, 224, 224, 3)).astype(np.int8)
+    got, compiled = run_both(program, {program.inputs[0].name: x}, monkeypatch)
+    assert compiled > 50
+    litert = Interpreter(
+        model_path=str(MBV2), experimental_op_resolver_type=OpResolverType.BUILTIN_REF
+    )
+    litert.allocate_tensors()
+    litert.set_tensor(litert.get_input_details()[0]["index"], x)
+    litert.invoke()
+    want = litert.get_tensor(litert.get_output_details()[0]["index"])
+    np.testing.assert_array_equal(next(iter(got.values())), want)
+
+
+def test_unknown_kernel_choice_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NPUC_KERNELS", "cuda")
+    with pytest.raises(NpucError, match="NPUC_KERNELS=cuda: expected one of numba, numpy"):
+        npu_jit.enabled()
+
+
+def test_without_numba_the_numpy_path_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An environment without numba plans the numpy calls (the import fails)."""
+    monkeypatch.delenv("NPUC_KERNELS", raising=False)
+    monkeypatch.setitem(sys.modules, "npuc.runtime.jit_kernels", None)
+    npu_jit.kernels.cache_clear()
+    try:
+        assert not npu_jit.enabled()
+        b = Builder()
+        xt = b.input("x", np.arange(-32, 32).reshape(1, 4, 4, 4), "i8")
+        yt = b.output("y", (1, 4, 4, 4), "i8")
+        table = np.array([[3, 1 << 30, 33, 0]] * 4, np.int32)
+        w = np.arange(36).reshape(4, 1, 3, 3) - 18
+        p = dict(
+            strides=(1, 1),
+            pads=(1, 1, 1, 1),
+            dilations=(1, 1),
+            groups=4,
+            ifm_zero_point=0,
+            ofm_zero_point=0,
+            clamp_min=-128,
+            clamp_max=127,
+            rounding="tflite",
+        )
+        body = [inst("conv2d", (xt, b.const(w, "i8"), b.const(table, "i32"), yt), **p)]
+        executor = Executor(b.program(body))
+        calls = executor.timed_run(b.feeds)
+        assert not any(getattr(call, "func", None) in COMPILED for _, call, _ in calls)
+        want = qnn_conv(b.feeds["x"], "i8", w, np.zeros(4, np.int64), table, p, (1, 4, 4, 4))
+        np.testing.assert_array_equal(executor.run(b.feeds)["y"], want)
+    finally:
+        npu_jit.kernels.cache_clear()
