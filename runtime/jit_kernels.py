@@ -78,6 +78,7 @@ def depthwise(
     weights: np.ndarray,
     geometry: tuple[int, int, int, int, int, int],
     phases: np.ndarray,
+    padded_row: np.ndarray,
     acc: np.ndarray,
     staged: np.ndarray,
     out: np.ndarray,
@@ -96,7 +97,8 @@ def depthwise(
 
     The input channel is copied into `phases` [SH * SW, Hq * Wq] as float32: the padded
     image split by stride phase, [a SW + b, r Wq + q] holding padded[a + SH r, b + SW q]
-    (the caller filled it with the zero point, and only the interior is written). A tap
+    (the caller filled it and `padded_row` [SW * Wq] with the zero point, and only the
+    interior is written; `_split_phases`). A tap
     (i, j) of output (oy, ox) reads phase ((i DH) % SH, (j DW) % SW) at (oy + (i DH) //
     SH) Wq + ox + (j DW) // SW, so each tap of a row of outputs is one contiguous run. The
     sums of x * w (float32: the caller bounds every partial sum below 2^24, so they are
@@ -105,9 +107,9 @@ def depthwise(
     tap by tap into acc [OH * Wq] first.
     `geometry` = (SH, SW, DH, DW, top, left).
     """
-    sh, sw, dh, dw, top, left = geometry
+    sh, sw, dh, dw, _, _ = geometry
     co, oh, ow = out.shape
-    ci, h, w = x.shape
+    ci = x.shape[0]
     kh, kw = weights.shape[1], weights.shape[2]
     wq = acc.shape[0] // oh
     hq = phases.shape[1] // wq
@@ -115,21 +117,7 @@ def depthwise(
     multiplier = co // ci
     for c in range(co):
         if c % multiplier == 0:
-            plane = x[c // multiplier]
-            for a in range(sh):
-                r0 = max(0, (top - a + sh - 1) // sh)
-                r1 = min(hq, (h + top - a + sh - 1) // sh)
-                for b in range(sw):
-                    q0 = max(0, (left - b + sw - 1) // sw)
-                    q1 = min(wq, (w + left - b + sw - 1) // sw)
-                    phase = phases[a * sw + b]
-                    for r in range(r0, r1):
-                        # sliced first: an index from range() alone needs no wrap-around
-                        # check, which keeps the loops vectorized
-                        line = plane[r * sh + a - top, q0 * sw + b - left :: sw]
-                        target = phase[r * wq + q0 : r * wq + q1]
-                        for q in range(q1 - q0):
-                            target[q] = np.float32(line[q])
+            _split_phases(x[c // multiplier], geometry, wq, hq, padded_row, phases)
         s, o, t = scale[c], offset[c], tie[c]
         if kh == 3 and kw == 3:
             _depthwise_3x3(
@@ -163,6 +151,47 @@ def depthwise(
             target = out[c, oy]
             for ox in range(ow):
                 target[ox] = _output(line[ox], s, o, t, half, signed, wrap, lo, hi, lift)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _split_phases(
+    plane: np.ndarray,
+    geometry: tuple[int, int, int, int, int, int],
+    wq: int,
+    hq: int,
+    padded_row: np.ndarray,
+    phases: np.ndarray,
+) -> None:
+    """One input channel [H, W] into the stride phases of `depthwise`, a row at a time:
+    converted into the interior of `padded_row`, then dealt to the column phases (two
+    phases in one loop, which vectorizes as an interleaved load)."""
+    sh, sw, _, _, top, left = geometry
+    h, w = plane.shape
+    interior = padded_row[left : left + w]
+    for a in range(sh):
+        r0 = max(0, (top - a + sh - 1) // sh)
+        r1 = min(hq, (h + top - a + sh - 1) // sh)
+        for r in range(r0, r1):
+            # sliced first: an index from range() alone needs no wrap-around check, which
+            # keeps the loops vectorized
+            line = plane[r * sh + a - top]
+            for col in range(w):
+                interior[col] = np.float32(line[col])
+            if sw == 1:
+                phase = phases[a, r * wq : (r + 1) * wq]
+                for q in range(wq):
+                    phase[q] = padded_row[q]
+            elif sw == 2:
+                even = phases[a * 2, r * wq : (r + 1) * wq]
+                odd = phases[a * 2 + 1, r * wq : (r + 1) * wq]
+                for q in range(wq):
+                    even[q] = padded_row[2 * q]
+                    odd[q] = padded_row[2 * q + 1]
+            else:
+                for b in range(sw):
+                    phase = phases[a * sw + b, r * wq : (r + 1) * wq]
+                    for q in range(wq):
+                        phase[q] = padded_row[q * sw + b]
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")

@@ -132,10 +132,13 @@ def depthwise_actions(
     wq = -(-width // sw)
     hq = -(-height // sh) + 1  # the last tap's run reads past its last row's junk columns
     phases = np.full((sh * sw, hq * wq), zero_point, np.float32)  # the padding holds zp
+    padded_row = np.full(sw * wq, zero_point, np.float32)
     acc = np.empty(oh * wq, np.float32)
     staged = np.empty(oh * wq, out.dtype)
     jit = kernels()
     assert jit is not None
     geometry = (sh, sw, dh, dw, top, left)
     arguments = _stage_arguments(form, clamp, wrap)
-    return [partial(jit.depthwise, x, taps, geometry, phases, acc, staged, out, *arguments)]
+    return [
+        partial(jit.depthwise, x, taps, geometry, phases, padded_row, acc, staged, out, *arguments)
+    ]
