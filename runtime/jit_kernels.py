@@ -245,3 +245,49 @@ def _depthwise_3x3(
         target = out[oy]
         for ox in range(ow):
             target[ox] = line[ox]
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=EXACT)
+def depthwise_channels_last(
+    x: np.ndarray,
+    weights: np.ndarray,
+    geometry: tuple[int, int, int, int, int, int],
+    padded: np.ndarray,
+    acc: np.ndarray,
+    out: np.ndarray,
+    scale: np.ndarray,
+    offset: np.ndarray,
+    tie: np.ndarray,
+    half: float,
+    signed: bool,
+    wrap: bool,
+    lo: int,
+    hi: int,
+    lift: int,
+) -> None:
+    """`depthwise` for many channels on a small image, channels last: x [C, H, W] copied
+    into the interior of `padded` [Hp, Wp, C] (float32; the caller filled its border with
+    the zero point), then each output's taps summed into acc [C] along the channels with
+    weights [KH, KW, C], and requantized (the same exact float32 sums, in another order)."""
+    sh, sw, dh, dw, top, left = geometry
+    c, h, w = x.shape
+    _, oh, ow = out.shape
+    kh, kw = weights.shape[0], weights.shape[1]
+    for y in range(h):
+        for col in range(w):
+            target = padded[y + top, col + left]
+            for k in range(c):
+                target[k] = np.float32(x[k, y, col])
+    for oy in range(oh):
+        for ox in range(ow):
+            acc[:] = 0
+            for i in range(kh):
+                for j in range(kw):
+                    source = padded[oy * sh + i * dh, ox * sw + j * dw]
+                    taps = weights[i, j]
+                    for k in range(c):
+                        acc[k] += taps[k] * source[k]
+            for k in range(c):
+                out[k, oy, ox] = _output(
+                    acc[k], scale[k], offset[k], tie[k], half, signed, wrap, lo, hi, lift
+                )

@@ -28,6 +28,11 @@ if TYPE_CHECKING:
 
 ENV = "NPUC_KERNELS"
 CHOICES = ("numba", "numpy")
+# a depthwise convolution with at least this many channels and at most this many outputs
+# a channel runs channels last (`jit_kernels.depthwise_channels_last`): rows of a small
+# image are too short for the channels-first loops
+CHANNELS_LAST_CHANNELS = 64
+CHANNELS_LAST_PIXELS = 64
 F32_EXACT = 1 << 24  # float32 sums of integers are exact below this
 
 
@@ -113,7 +118,7 @@ def depthwise_actions(
 ) -> list[Action] | None:
     """One image's depthwise convolution, x [Ci, H, W] into out [Co, OH, OW], as one
     compiled call, or None when the compiled kernels are off, `form` is None (the float64
-    stage is not exact for these accumulators) or an int32 partial sum could overflow."""
+    stage is not exact for these accumulators) or a float32 partial sum could reach 2^24."""
     if form is None or not enabled() or x.dtype.kind not in "iu" or out.dtype.kind not in "iu":
         return None
     info = np.iinfo(x.dtype)
@@ -125,20 +130,36 @@ def depthwise_actions(
     top, left, bottom, right = geo.pads
     (oh, ow), co = geo.out_hw, out.shape[0]
     taps = np.ascontiguousarray(weights.values.T.reshape(co, kh, kw).astype(np.float32))
-    # the stride phases of the padded image, with rows and columns enough for every
-    # tap's run over all outputs (`jit_kernels.depthwise`)
     height = max(x.shape[1] + top + bottom, (oh - 1) * sh + (kh - 1) * dh + 1)
     width = max(x.shape[2] + left + right, (ow - 1) * sw + (kw - 1) * dw + 1)
+    jit = kernels()
+    assert jit is not None
+    geometry = (sh, sw, dh, dw, top, left)
+    arguments = _stage_arguments(form, clamp, wrap)
+    if co == x.shape[0] and co >= CHANNELS_LAST_CHANNELS and oh * ow <= CHANNELS_LAST_PIXELS:
+        weights_last = np.ascontiguousarray(taps.transpose(1, 2, 0))
+        padded = np.full((height, width, co), zero_point, np.float32)  # the padding holds zp
+        acc_last = np.empty(co, np.float32)
+        return [
+            partial(
+                jit.depthwise_channels_last,
+                x,
+                weights_last,
+                geometry,
+                padded,
+                acc_last,
+                out,
+                *arguments,
+            )
+        ]
+    # the stride phases of the padded image, with rows and columns enough for every
+    # tap's run over all outputs (`jit_kernels.depthwise`)
     wq = -(-width // sw)
     hq = -(-height // sh) + 1  # the last tap's run reads past its last row's junk columns
     phases = np.full((sh * sw, hq * wq), zero_point, np.float32)  # the padding holds zp
     padded_row = np.full(sw * wq, zero_point, np.float32)
     acc = np.empty(oh * wq, np.float32)
     staged = np.empty(oh * wq, out.dtype)
-    jit = kernels()
-    assert jit is not None
-    geometry = (sh, sw, dh, dw, top, left)
-    arguments = _stage_arguments(form, clamp, wrap)
     return [
         partial(jit.depthwise, x, taps, geometry, phases, padded_row, acc, staged, out, *arguments)
     ]

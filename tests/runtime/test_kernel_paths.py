@@ -21,7 +21,11 @@ from npuc.passes.lower_to_npu import program_of
 from npuc.runtime import jit_kernels, npu_jit
 from npuc.runtime.executor import Executor
 
-COMPILED = (jit_kernels.depthwise, jit_kernels.requantize_rows)
+COMPILED = (
+    jit_kernels.depthwise,
+    jit_kernels.depthwise_channels_last,
+    jit_kernels.requantize_rows,
+)
 
 
 def run_both(
@@ -56,6 +60,10 @@ CASES = {
                    "i8", "i8", (5, 127)),
     "dw3x3_i16_output_floor": ((1, 8, 9, 9), (8, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 8,
                                "i8", "i16", (-32768, 32767)),
+    "dw3x3_channels_last": ((2, 64, 7, 8), (64, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 64,
+                            "i8", "i8", (5, 127)),
+    "dw3x3_channels_last_s2_signed": ((1, 96, 14, 13), (96, 1, 3, 3), (2, 2), (0, 0, 1, 1),
+                                      (1, 1), 96, "u8", "i8", (-128, 127)),
     "pw_small_k": ((1, 16, 24, 24), (40, 16, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1,
                    "i8", "i8", (5, 127)),
     "pw_long_k_signed": ((1, 96, 7, 7), (24, 96, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1,
