@@ -28,7 +28,7 @@ from npuc.diagnostics import InputError, NpucError, note_context
 from npuc.dialects import npu_isa as isa
 from npuc.plugins import PluginError
 
-from . import fusion
+from . import fusion, npu_jit
 from . import npu_conv as nc
 from . import npu_kernels as nk
 from . import npu_requant as nr
@@ -369,6 +369,9 @@ class Executor:
         if inst.op == "eltwise":
             table = self._eltwise_table(p, views)
             if table is not None:
+                compiled = npu_jit.lookup_action(views[0], views[1], table, views[2])
+                if compiled is not None:
+                    return compiled
                 return lambda: nk.eltwise_lookup(views[0], views[1], table, views[2])
             return lambda: nk.eltwise(views[0], views[1], p, views[2])
         if inst.op == "lut":

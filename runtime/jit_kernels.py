@@ -291,3 +291,16 @@ def depthwise_channels_last(
                 out[k, oy, ox] = _output(
                     acc[k], scale[k], offset[k], tie[k], half, signed, wrap, lo, hi, lift
                 )
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def lookup_pairs(lhs: np.ndarray, rhs: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
+    """out = table[lhs byte * 256 + rhs byte] for 8-bit lhs, rhs and out [A, B, C, D]
+    (given as uint8 views): `npu_kernels.eltwise_lookup` in one pass."""
+    n0, n1, n2, n3 = out.shape
+    for i in range(n0):
+        for j in range(n1):
+            for k in range(n2):
+                a, b, target = lhs[i, j, k], rhs[i, j, k], out[i, j, k]
+                for m in range(n3):
+                    target[m] = table[(np.intp(a[m]) << 8) | np.intp(b[m])]

@@ -163,3 +163,20 @@ def depthwise_actions(
     return [
         partial(jit.depthwise, x, taps, geometry, phases, padded_row, acc, staged, out, *arguments)
     ]
+
+
+def lookup_action(
+    lhs: np.ndarray, rhs: np.ndarray, table: np.ndarray, out: np.ndarray
+) -> Action | None:
+    """`npu_kernels.eltwise_lookup` as one compiled call on 8-bit operands of one shape of
+    rank at most 4, or None."""
+    arrays = (lhs, rhs, out)
+    if not enabled() or any(a.dtype.itemsize != 1 or a.shape != out.shape for a in arrays):
+        return None
+    if out.ndim > 4 or table.dtype.itemsize != 1:
+        return None
+    lead = (1,) * (4 - out.ndim)
+    views = [a.view(np.uint8).reshape(lead + a.shape) for a in arrays]
+    jit = kernels()
+    assert jit is not None
+    return partial(jit.lookup_pairs, views[0], views[1], table.view(np.uint8), views[2])
