@@ -16,24 +16,17 @@ import numpy as np
 from numba import njit
 
 EXACT = {"contract"}  # fused multiply-adds: exact operands give exact results either way
+#: The output stage's scalars: (half, signed, wrap, lo, hi, lift) of `npu_requant.FloatForm`
+#: and the clamp; its per-channel constants travel as [scale, offset, tie] rows [3, C].
+Stage = tuple[float, bool, bool, int, int, int]
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _output(
-    v: float,
-    scale: float,
-    offset: float,
-    tie: float,
-    half: float,
-    signed: bool,
-    wrap: bool,
-    lo: int,
-    hi: int,
-    lift: int,
-) -> int:
+def _output(v: float, scale: float, offset: float, tie: float, stage: Stage) -> int:
     """One output of `npu_requant.float_actions` from its accumulator v (any numeric
     type): p = v * scale + offset in float64, the tie's sign, then the int32 path (`wrap`,
     the lift being the output type's range) or the clamp and floor."""
+    half, signed, wrap, lo, hi, lift = stage
     p = np.float64(v) * scale + offset
     if signed:
         p = p + math.copysign(tie, p)
@@ -51,25 +44,18 @@ def _output(
 def requantize_rows(
     acc: np.ndarray,
     out: np.ndarray,
-    scale: np.ndarray,
-    offset: np.ndarray,
-    tie: np.ndarray,
-    half: float,
-    signed: bool,
-    wrap: bool,
-    lo: int,
-    hi: int,
-    lift: int,
+    constants: np.ndarray,
+    stage: Stage,
 ) -> None:
     """out[c, r, w] from acc[c, r, w] for the w < out's width (acc's tail columns are
     junk), channel c's constants at [c]."""
     channels, rows, width = out.shape
     for c in range(channels):
-        s, o, t = scale[c], offset[c], tie[c]
+        s, o, t = constants[0, c], constants[1, c], constants[2, c]
         for r in range(rows):
             source, target = acc[c, r], out[c, r]
             for w in range(width):
-                target[w] = _output(source[w], s, o, t, half, signed, wrap, lo, hi, lift)
+                target[w] = _output(source[w], s, o, t, stage)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=EXACT)
@@ -82,15 +68,8 @@ def depthwise(
     acc: np.ndarray,
     staged: np.ndarray,
     out: np.ndarray,
-    scale: np.ndarray,
-    offset: np.ndarray,
-    tie: np.ndarray,
-    half: float,
-    signed: bool,
-    wrap: bool,
-    lo: int,
-    hi: int,
-    lift: int,
+    constants: np.ndarray,
+    stage: Stage,
 ) -> None:
     """A depthwise convolution of stored x [Ci, H, W] into stored out [Co, OH, OW]
     (output channel c reads input channel c // (Co / Ci)), a channel at a time.
@@ -118,25 +97,8 @@ def depthwise(
     for c in range(co):
         if c % multiplier == 0:
             _split_phases(x[c // multiplier], geometry, wq, hq, padded_row, phases)
-        s, o, t = scale[c], offset[c], tie[c]
         if kh == 3 and kw == 3:
-            _depthwise_3x3(
-                phases,
-                weights[c],
-                geometry,
-                wq,
-                staged,
-                out[c],
-                s,
-                o,
-                t,
-                half,
-                signed,
-                wrap,
-                lo,
-                hi,
-                lift,
-            )
+            _depthwise_3x3(phases, weights[c], geometry, wq, staged, out[c], constants[:, c], stage)
             continue
         acc[:] = 0
         for i in range(kh):
@@ -146,11 +108,12 @@ def depthwise(
                 source = phases[(i * dh) % sh * sw + (j * dw) % sw, base : base + run]
                 for k in range(run):
                     acc[k] += tap * source[k]
+        s, o, t = constants[0, c], constants[1, c], constants[2, c]
         for oy in range(oh):
             line = acc[oy * wq : oy * wq + ow]
             target = out[c, oy]
             for ox in range(ow):
-                target[ox] = _output(line[ox], s, o, t, half, signed, wrap, lo, hi, lift)
+                target[ox] = _output(line[ox], s, o, t, stage)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -202,15 +165,8 @@ def _depthwise_3x3(
     wq: int,
     staged: np.ndarray,
     out: np.ndarray,
-    scale: float,
-    offset: float,
-    tie: float,
-    half: float,
-    signed: bool,
-    wrap: bool,
-    lo: int,
-    hi: int,
-    lift: int,
+    constants: np.ndarray,
+    stage: Stage,
 ) -> None:
     """One channel of `depthwise` with a 3x3 kernel: every output's nine taps summed and
     requantized in one pass over the phases' runs into `staged` [OH * Wq], then its rows'
@@ -222,6 +178,7 @@ def _depthwise_3x3(
     t00, t01, t02 = taps[0, 0], taps[0, 1], taps[0, 2]
     t10, t11, t12 = taps[1, 0], taps[1, 1], taps[1, 2]
     t20, t21, t22 = taps[2, 0], taps[2, 1], taps[2, 2]
+    scale, offset, tie = constants[0], constants[1], constants[2]
     p0, p1, p2 = 0, dw % sw, (2 * dw) % sw
     c0, c1, c2 = 0, dw // sw, 2 * dw // sw
     r0, r1, r2 = 0, (dh // sh) * wq, (2 * dh // sh) * wq
@@ -239,7 +196,7 @@ def _depthwise_3x3(
         v = t00 * s00[k] + t01 * s01[k] + t02 * s02[k]
         v += t10 * s10[k] + t11 * s11[k] + t12 * s12[k]
         v += t20 * s20[k] + t21 * s21[k] + t22 * s22[k]
-        staged[k] = _output(v, scale, offset, tie, half, signed, wrap, lo, hi, lift)
+        staged[k] = _output(v, scale, offset, tie, stage)
     for oy in range(oh):
         line = staged[oy * wq : oy * wq + ow]
         target = out[oy]
@@ -255,15 +212,8 @@ def depthwise_channels_last(
     padded: np.ndarray,
     acc: np.ndarray,
     out: np.ndarray,
-    scale: np.ndarray,
-    offset: np.ndarray,
-    tie: np.ndarray,
-    half: float,
-    signed: bool,
-    wrap: bool,
-    lo: int,
-    hi: int,
-    lift: int,
+    constants: np.ndarray,
+    stage: Stage,
 ) -> None:
     """`depthwise` for many channels on a small image, channels last: x [C, H, W] copied
     into the interior of `padded` [Hp, Wp, C] (float32; the caller filled its border with
@@ -289,7 +239,7 @@ def depthwise_channels_last(
                         acc[k] += taps[k] * source[k]
             for k in range(c):
                 out[k, oy, ox] = _output(
-                    acc[k], scale[k], offset[k], tie[k], half, signed, wrap, lo, hi, lift
+                    acc[k], constants[0, k], constants[1, k], constants[2, k], stage
                 )
 
 

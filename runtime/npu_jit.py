@@ -65,15 +65,14 @@ def kernels() -> ModuleType | None:
         return None
 
 
-def _per_channel(values: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(values.reshape(-1), dtype=np.float64)
-
-
 def _stage_arguments(
     form: FloatForm, clamp: tuple[int, int], wrap: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, bool, bool, int, int, int]:
-    scale, offset, tie = (_per_channel(v) for v in (form.scale, form.offset, form.tie))
-    return scale, offset, tie, float(form.half), form.signed, wrap, clamp[0], clamp[1], form.lift
+) -> tuple[np.ndarray, tuple[float, bool, bool, int, int, int]]:
+    """(the per-channel constants [scale, offset, tie] as rows [3, C], the stage's scalars)
+    as `jit_kernels` takes them."""
+    constants = np.stack([v.reshape(-1) for v in (form.scale, form.offset, form.tie)])
+    constants = np.ascontiguousarray(constants, dtype=np.float64)
+    return constants, (float(form.half), form.signed, wrap, clamp[0], clamp[1], form.lift)
 
 
 def requant_action(

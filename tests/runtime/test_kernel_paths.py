@@ -1,7 +1,8 @@
 """The NPU runtime's two kernel paths (runtime/npu_jit.py): the compiled kernels and the
-numpy calls give the same bytes on the same programs, and both equal an independent
-reference (LiteRT's reference kernels on the shared MobileNetV2; `qnn.conv2d` on
-hand-built programs, tests/npu_programs.py). NPUC_KERNELS selects the path.
+numpy calls give the same bytes on the same programs, and both equal a reference outside
+the runtime (the qnn interpreter on the shared MobileNetV2, itself bit-exact with LiteRT's
+reference kernels; `qnn.conv2d` on hand-built programs, tests/npu_programs.py).
+NPUC_KERNELS selects the path.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import sys
 
 import numpy as np
 import pytest
-from ai_edge_litert.interpreter import Interpreter, OpResolverType
 from npu_programs import Builder, inst, nhwc, qnn_conv, random_table
 from shared_models import MBV2
 
@@ -20,6 +20,7 @@ from npuc.dialects import npu_isa as isa
 from npuc.passes.lower_to_npu import program_of
 from npuc.runtime import jit_kernels, npu_jit
 from npuc.runtime.executor import Executor
+from npuc.runtime.qnn_interpreter import run_module
 
 COMPILED = (
     jit_kernels.depthwise,
@@ -75,8 +76,8 @@ CASES = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_paths_agree_with_each_other_and_qnn(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def case_program(case: str) -> tuple[isa.Program, dict[str, np.ndarray], np.ndarray]:
+    """(the program of one conv2d, its feeds, qnn.conv2d's output) for a case of CASES."""
     xs, ws, strides, pads, dilations, groups, xd, yd, clamp = CASES[case]
     rng = np.random.default_rng(len(case))
     info = np.iinfo({"i8": np.int8, "u8": np.uint8}[xd])
@@ -102,16 +103,23 @@ def test_paths_agree_with_each_other_and_qnn(case: str, monkeypatch: pytest.Monk
     xt = b.input("x", x, xd, nhwc(xs))  # strided views, as the arenas hold them
     yt = b.output("y", out_shape, yd)
     body = [inst("conv2d", (xt, b.const(w, "i8"), b.const(table, "i32"), yt), **p)]
-    got, compiled = run_both(b.program(body, sram=1 << 18), b.feeds, monkeypatch)
-    assert compiled
     want = qnn_conv(x, xd, w, wzp, table, p, out_shape, out_dtype=yd)
+    return b.program(body, sram=1 << 18), b.feeds, want
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_paths_agree_with_each_other_and_qnn(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    program, feeds, want = case_program(case)
+    got, compiled = run_both(program, feeds, monkeypatch)
+    assert compiled
     np.testing.assert_array_equal(got["y"], want)
     assert len(np.unique(got["y"])) > 10  # not a saturated output
 
 
-def test_mobilenet_v2_paths_equal_litert_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mobilenet_v2_paths_equal_the_qnn_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
     """The shared MobileNetV2, tiled for ethos-u55-256-hee as npu-compile does: both paths
-    give LiteRT's reference kernels' softmax bytes."""
+    give the qnn interpreter's softmax bytes (which are LiteRT's reference kernels':
+    tests/frontends/test_tflite_model.py)."""
     module = load_model(MBV2)
     target = "ethos-u55-256-hee"
     apply_pipeline(
@@ -123,13 +131,7 @@ def test_mobilenet_v2_paths_equal_litert_reference(monkeypatch: pytest.MonkeyPat
     x = np.random.default_rng(5).integers(-128, 128, (1, 224, 224, 3)).astype(np.int8)
     got, compiled = run_both(program, {program.inputs[0].name: x}, monkeypatch)
     assert all(kernel in compiled for kernel in COMPILED)
-    litert = Interpreter(
-        model_path=str(MBV2), experimental_op_resolver_type=OpResolverType.BUILTIN_REF
-    )
-    litert.allocate_tensors()
-    litert.set_tensor(litert.get_input_details()[0]["index"], x)
-    litert.invoke()
-    want = litert.get_tensor(litert.get_output_details()[0]["index"])
+    want = run_module(load_model(MBV2), {"input": x})["softmax"]
     np.testing.assert_array_equal(next(iter(got.values())), want)
 
 
@@ -146,27 +148,10 @@ def test_without_numba_the_numpy_path_runs(monkeypatch: pytest.MonkeyPatch) -> N
     npu_jit.kernels.cache_clear()
     try:
         assert not npu_jit.enabled()
-        b = Builder()
-        xt = b.input("x", np.arange(-32, 32).reshape(1, 4, 4, 4), "i8")
-        yt = b.output("y", (1, 4, 4, 4), "i8")
-        table = np.array([[3, 1 << 30, 33, 0]] * 4, np.int32)
-        w = np.arange(36).reshape(4, 1, 3, 3) - 18
-        p = dict(
-            strides=(1, 1),
-            pads=(1, 1, 1, 1),
-            dilations=(1, 1),
-            groups=4,
-            ifm_zero_point=0,
-            ofm_zero_point=0,
-            clamp_min=-128,
-            clamp_max=127,
-            rounding="tflite",
-        )
-        body = [inst("conv2d", (xt, b.const(w, "i8"), b.const(table, "i32"), yt), **p)]
-        executor = Executor(b.program(body))
-        calls = executor.timed_run(b.feeds)
+        program, feeds, want = case_program("dw3x3_s1_relu")
+        executor = Executor(program)
+        calls = executor.timed_run(feeds)
         assert not any(getattr(call, "func", None) in COMPILED for _, call, _ in calls)
-        want = qnn_conv(b.feeds["x"], "i8", w, np.zeros(4, np.int64), table, p, (1, 4, 4, 4))
-        np.testing.assert_array_equal(executor.run(b.feeds)["y"], want)
+        np.testing.assert_array_equal(executor.run(feeds)["y"], want)
     finally:
         npu_jit.kernels.cache_clear()
