@@ -15,6 +15,7 @@ npu_requant.py, npu_kernels.py).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
@@ -27,7 +28,7 @@ from npuc.diagnostics import InputError, NpucError, note_context
 from npuc.dialects import npu_isa as isa
 from npuc.plugins import PluginError
 
-from . import fusion
+from . import fusion, npu_jit
 from . import npu_conv as nc
 from . import npu_kernels as nk
 from . import npu_requant as nr
@@ -217,6 +218,15 @@ class Executor:
             raise NpucError(
                 f"unknown input(s) {', '.join(unknown)} (inputs: {', '.join(self._inputs)})"
             )
+        self._load(inputs)
+        with self._limit(), _ufunc_buffer(UFUNC_BUFFER):
+            if observe is None:
+                self._execute(self._schedule)
+            else:
+                self._execute(self._observed(observe))
+        return {d.name: view.copy() for d, view in self._outputs}
+
+    def _load(self, inputs: Mapping[str, np.ndarray]) -> None:
         for kind, arena in self.arenas.items():
             if kind != "constants":
                 arena.fill(0)
@@ -224,12 +234,25 @@ class Executor:
             if name not in inputs:
                 raise NpucError(f"missing input '{name}'")
             view[...] = _stored_input(desc, np.asarray(inputs[name]))
+
+    def timed_run(
+        self, inputs: Mapping[str, np.ndarray]
+    ) -> list[tuple[tuple[int, ...], Step, float]]:
+        """`run` without an observer, timing each numpy or compiled call of the fast
+        schedule on its own: (the instructions of its step, the call, seconds), in order
+        (runtime/host_time.py sums them by kind)."""
+        self._load(inputs)
+        clock = time.perf_counter
+        times: list[tuple[tuple[int, ...], Step, float]] = []
         with self._limit(), _ufunc_buffer(UFUNC_BUFFER):
-            if observe is None:
-                self._execute(self._schedule)
-            else:
-                self._execute(self._observed(observe))
-        return {d.name: view.copy() for d, view in self._outputs}
+            for step, indices in self._schedule:
+                plan = step.plan() if isinstance(step, _Deferred) else step
+                calls = plan.args[0] if isinstance(plan, partial) and plan.func is _run else [plan]
+                for call in calls:
+                    start = clock()
+                    call()
+                    times.append((indices, call, clock() - start))
+        return times
 
     def _observed(self, observe: Observer) -> Iterator[tuple[Step, tuple[int, ...]]]:
         """Every instruction's step, the observer called after each."""
@@ -346,6 +369,9 @@ class Executor:
         if inst.op == "eltwise":
             table = self._eltwise_table(p, views)
             if table is not None:
+                compiled = npu_jit.lookup_action(views[0], views[1], table, views[2])
+                if compiled is not None:
+                    return compiled
                 return lambda: nk.eltwise_lookup(views[0], views[1], table, views[2])
             return lambda: nk.eltwise(views[0], views[1], p, views[2])
         if inst.op == "lut":

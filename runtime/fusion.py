@@ -159,9 +159,12 @@ def tile_runs(program: isa.Program, frozen: Frozen, same_constants: SameConstant
 
 
 def dead_dmas(program: isa.Program, frozen: Frozen) -> set[int]:
-    """The DMAs whose destination bytes no later instruction reads before a write covers
-    them all, and that hold no program output; reads of frozen roles do not count. (A tile
-    run reads what its tiles read: the DMAs it moves past do not write those bytes.)"""
+    """The DMAs none of whose destination bytes a later instruction reads before other
+    writes replace them, or a program output holds at the end; reads of frozen roles do
+    not count. Bytes are followed as ranges: a later contiguous write removes its range,
+    a strided one nothing, and a read counts where its [offset, end) meets a range left.
+    (A tile run reads what its tiles read: the DMAs it moves past do not write those
+    bytes.)"""
     instructions = program.instructions
     outputs = [d.tensor for d in program.outputs]
     dead: set[int] = set()
@@ -169,36 +172,48 @@ def dead_dmas(program: isa.Program, frozen: Frozen) -> set[int]:
         if inst.op != "dma":
             continue
         dst = inst.operands[1]
-        if not all(dst.apart_from(o) for o in outputs):
-            continue
-        if all(
-            _unread(dst, later, frozen.get(j, ()))
-            for j, later in _until_covered(dst, instructions, index + 1)
-        ):
+        if _unread_after(dst, instructions, index + 1, frozen, outputs):
             dead.add(index)
     return dead
 
 
-def _until_covered(dst: isa.TensorRef, instructions: Sequence[isa.Instruction], start: int):
-    """(index, instruction) from `start` up to and including the first that writes a
-    contiguous view holding all of dst's bytes."""
+def _unread_after(
+    dst: isa.TensorRef,
+    instructions: Sequence[isa.Instruction],
+    start: int,
+    frozen: Frozen,
+    outputs: Sequence[isa.TensorRef],
+) -> bool:
+    """Whether no byte of dst is read from `start` on before a write replaces it, nor
+    held by an output at the end."""
+    left = [(dst.offset, dst.end)]
     for j in range(start, len(instructions)):
-        later = instructions[j]
-        yield j, later
-        if any(
-            w.region == dst.region
-            and w.is_contiguous()
-            and w.offset <= dst.offset
-            and dst.end <= w.end
-            for w in later.written()
-        ):
-            return
+        later, skipped = instructions[j], frozen.get(j, ())
+        written = later.written_roles()
+        reads = [later.operand(r) for r in later.roles() if r not in written and r not in skipped]
+        if any(_meets(t, dst.region, left) for t in reads):
+            return False
+        for t in later.written():
+            if t.region == dst.region and t.is_contiguous():
+                left = _without(left, t.offset, t.end)
+        if not left:
+            return True
+    return not any(_meets(o, dst.region, left) for o in outputs)
 
 
-def _unread(dst: isa.TensorRef, inst: isa.Instruction, frozen: Collection[str]) -> bool:
-    written = inst.written_roles()
-    return all(
-        inst.operand(role).apart_from(dst)
-        for role in inst.roles()
-        if role not in written and role not in frozen
-    )
+def _meets(t: isa.TensorRef, region: str, ranges: list[tuple[int, int]]) -> bool:
+    return t.region == region and any(t.offset < end and start < t.end for start, end in ranges)
+
+
+def _without(ranges: list[tuple[int, int]], start: int, end: int) -> list[tuple[int, int]]:
+    """The byte ranges less [start, end)."""
+    kept: list[tuple[int, int]] = []
+    for a, b in ranges:
+        if b <= start or end <= a:
+            kept.append((a, b))
+            continue
+        if a < start:
+            kept.append((a, start))
+        if end < b:
+            kept.append((end, b))
+    return kept

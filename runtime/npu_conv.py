@@ -24,12 +24,14 @@ import numpy as np
 
 from npuc.diagnostics import NpucError
 
+from . import npu_jit
 from .npu_requant import (
     F32,
     F32_EXACT,
     F64,
     F64_EXACT,
     I64,
+    WRAP,
     Action,
     OutputStage,
     Scratch,
@@ -230,6 +232,18 @@ def conv2d_plan(
     else:
         planner = _einsum_plan
     actions: list[Action] = []
+    if geo.depthwise:
+        bound = storage_peak(x.dtype) * weights.reach
+        form = stage.exact_form(out.dtype, bound)
+        wrap = form is not None and form.lift == WRAP.get(out.dtype)
+        compiled = [
+            npu_jit.depthwise_actions(
+                x[i], out[i], zero_point, weights, form, stage.clamp, wrap, geo
+            )
+            for i in range(x.shape[0])
+        ]
+        if all(c is not None for c in compiled):
+            return [action for c in compiled if c is not None for action in c]
     for image in range(x.shape[0]):
         plan = planner
         if planner is _gemm_plan and converted is not None:  # a buffer per image
@@ -273,7 +287,8 @@ def _gemm_plan(
     dtype = exact_dtype(peak)
     itemsize = np.dtype(dtype).itemsize
     banded = pointwise(geo) and converted is None
-    if banded and g == 1 and k <= FOLDED_CHANNELS:
+    # the compiled output stage costs less than the folded GEMM's extra work
+    if banded and g == 1 and k <= FOLDED_CHANNELS and not npu_jit.enabled():
         folded = stage.folded_weights(weights.values[0], peak * weights.reach, out.dtype)
         if folded is not None:
             return _folded_plan(x, out, folded, stage, scratch)

@@ -25,6 +25,7 @@ try:  # the clip ufunc itself: np.clip's Python wrapper costs more than a small 
     from numpy._core.umath import clip as clip_ufunc
 except ImportError:  # pragma: no cover - other numpy layouts
     clip_ufunc = np.clip
+from . import npu_jit
 from .kernels import qnn_arith as qa
 
 I64 = np.int64
@@ -286,6 +287,22 @@ def scaled_actions(
     return [*actions, partial(clip_ufunc, outputs(whole), *bounds, out=out, casting="unsafe")]
 
 
+OUTPUT_STAGE = "output_stage"
+
+
+def output_stage_calls(actions: list[Action]) -> list[Action]:
+    """The calls, marked as the output stage's for runtime/host_time.py."""
+    for action in actions:
+        with contextlib.suppress(AttributeError):  # a partial takes attributes
+            setattr(action, OUTPUT_STAGE, True)
+    return actions
+
+
+def _wraps(form: FloatForm, out: np.ndarray) -> bool:
+    """Whether `scaled_actions` takes its int32 path: the lift is the output type's range."""
+    return form.lift == WRAP.get(out.dtype)
+
+
 def lift_for(dtype: np.dtype, clamp: tuple[int, int]) -> int:
     """The lift of `FloatForm` for outputs of `dtype`: its range when the clamp lies in it."""
     wrap = WRAP.get(np.dtype(dtype), 0)
@@ -381,11 +398,21 @@ class OutputStage:
         scratch: Scratch,
         channels: slice | None = None,
     ) -> list[Action]:
-        """The stage for these arrays as numpy calls on fixed buffers (`float_actions`) when
-        the bound makes the float64 form exact; when the bound is too loose for it but
-        smaller accumulators would fit, the same calls behind a measurement of acc; else
-        one call of the stage. Channels first, out may have fewer columns than acc: the
-        rest of each row is dropped."""
+        """The stage for these arrays as numpy calls on fixed buffers (`float_actions`,
+        or one compiled call: runtime/npu_jit.py) when the bound makes the float64 form
+        exact; when the bound is too loose for it but smaller accumulators would fit, the
+        same calls behind a measurement of acc; else one call of the stage. Channels
+        first, out may have fewer columns than acc: the rest of each row is dropped."""
+        return output_stage_calls(self._actions(acc, bound, out, scratch, channels))
+
+    def _actions(
+        self,
+        acc: np.ndarray,
+        bound: int,
+        out: np.ndarray,
+        scratch: Scratch,
+        channels: slice | None,
+    ) -> list[Action]:
         stage = self if channels is None else self.part(channels)
         if out.shape == acc.shape:
             general: list[Action] = [partial(stage, acc, bound, out, scratch)]
@@ -399,10 +426,22 @@ class OutputStage:
         if limit < 0 or not acc.size:
             return general
         form = stage._form(acc.ndim, lift_for(out.dtype, stage.clamp))
-        planned = float_actions(acc, form, stage.clamp, out, scratch)
+        compiled = npu_jit.requant_action(acc, out, form, stage.clamp, _wraps(form, out))
+        if compiled is not None:
+            planned = [compiled]
+        else:
+            planned = float_actions(acc, form, stage.clamp, out, scratch)
         if bound <= limit:
             return planned
         return [partial(_measured, acc, limit, planned, general)]
+
+    def exact_form(self, dtype: np.dtype, bound: int) -> FloatForm | None:
+        """The float64 stage's constants for outputs of `dtype` (a bias per channel), or
+        None unless the float64 stage is exact for |acc| <= bound."""
+        limit = self.float_limit(dtype) if self.per_channel else -1
+        if limit < 0 or bound > limit:
+            return None
+        return self._form(3, lift_for(dtype, self.clamp))
 
     def folded_weights(self, weights: np.ndarray, bound: int, dtype: np.dtype) -> np.ndarray | None:
         """Channels first, per channel: [C, K + 1] float64, each output channel's centred
@@ -425,7 +464,8 @@ class OutputStage:
         """The rest of the stage for the channels' rows p [c, ...] of a product with
         `folded_weights`."""
         form = self._form(2, lift_for(out.dtype, self.clamp))
-        return scaled_actions(p, form.tie[channels], form, self.clamp, out, scratch)
+        actions = scaled_actions(p, form.tie[channels], form, self.clamp, out, scratch)
+        return output_stage_calls(actions)
 
     def float_limit(self, dtype: np.dtype) -> int:
         """The largest accumulator magnitude (bias not included) for which the float64

@@ -174,6 +174,7 @@ def qnn_conv(
     table: np.ndarray,
     p: dict,
     out_shape: tuple[int, ...],
+    out_dtype: str = "i8",
 ) -> np.ndarray:
     """qnn.conv2d of stored x (dtype xd) with int8 weights, their zero points and a
     bias_scale table [bias, multiplier, shift, weight zp] per output channel."""
@@ -186,7 +187,7 @@ def qnn_conv(
         "qnn.conv2d",
         [x.astype(NP[xd]), w.astype(np.int8), table[:, 0].copy()],
         [qt(x.shape, xd, p["ifm_zero_point"]), qt_axis(w.shape, wzp), f"tensor<{w.shape[0]}xi32>"],
-        qt(out_shape, "i8", p["ofm_zero_point"]),
+        qt(out_shape, out_dtype, p["ofm_zero_point"]),
         attrs,
     )
 

@@ -1,15 +1,22 @@
-"""Figures for issue 6: compile time of the shared MobileNetV2, the NPU runtime's speed
-against LiteRT, and the cycle model's estimate next to Vela's.
+"""Figures for issues 6 and 15: compile time of the shared MobileNetV2, the NPU runtime's
+speed against LiteRT, where its host time goes, and the cycle model's estimate next to
+Vela's.
 
 Run: PYTHONPATH=tests .venv/bin/python tests/bench/bench_runtime.py [--repeat N] [--target T]
 All engines run in this process on the same int8 input; LiteRT with its reference
-kernels (BUILTIN_REF) and its default kernels without a delegate, one thread.
+kernels (BUILTIN_REF) and its default kernels without a delegate, one thread. The NPU
+runtime runs with its compiled kernels and, for comparison, its numpy path
+(NPUC_KERNELS=numpy); the compiled kernels are compiled into an empty cache first, and
+that time is reported apart from the timed runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import tempfile
+import time
 
 import numpy as np
 from ai_edge_litert.interpreter import OpResolverType
@@ -21,6 +28,7 @@ from npuc.backend.npubin import encode_program
 from npuc.passes.lower_to_npu import program_of
 from npuc.runtime.cycle_model import estimate
 from npuc.runtime.executor import Executor
+from npuc.runtime.host_time import host_times
 from npuc.runtime.loader import load
 from npuc.runtime.qnn_interpreter import run_module
 from npuc.target import load_target
@@ -50,24 +58,43 @@ def main() -> None:
             f"compile (import, tile, plan, lower, encode) {optimise}: "
             f"best of 3 {min(seconds):.2f} s"
         )
-    program = load(compile_binary(args.target, "performance"))
-    untiled = Executor(load(compile_binary(args.target, None)))
-    executor = Executor(program)
+    binary = compile_binary(args.target, "performance")
+    program = load(binary)
     data = MODEL.read_bytes()
     x = np.random.default_rng(0).integers(-128, 128, (1, 224, 224, 3)).astype(np.int8)
     name = program.inputs[0].name
+    feeds = {name: x}
 
+    os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="npuc-bench-numba-")  # cold
+    os.environ["NPUC_KERNELS"] = "numba"
+    start = time.perf_counter()
+    executor = Executor(program)
+    built = time.perf_counter()
+    executor.run(feeds)
+    first = time.perf_counter()
+    second = min(times(lambda: executor.run(feeds), 3))
+    print(
+        f"compiled kernels: executor built in {(built - start) * 1e3:.0f} ms, first run "
+        f"{(first - built) * 1e3:.0f} ms (compiling every kernel into an empty cache; a "
+        f"later process loads them), then {second * 1e3:.1f} ms"
+    )
+    untiled = Executor(load(compile_binary(args.target, None)))
+    os.environ["NPUC_KERNELS"] = "numpy"
+    numpy_path = Executor(program)
+    os.environ["NPUC_KERNELS"] = "numba"
+
+    tiled_label = "npuc runtime, program tiled for the target"
+    builtin_label = "LiteRT default kernels, no delegate"
     engines = {
-        "npuc runtime, program tiled for the target": lambda: executor.run({name: x}),
-        "npuc runtime, untiled program": lambda: untiled.run({name: x}),
+        tiled_label: lambda: executor.run(feeds),
+        "npuc runtime, tiled, numpy kernels": lambda: numpy_path.run(feeds),
+        "npuc runtime, untiled program": lambda: untiled.run(feeds),
         # as with an observer: no fast schedule (docs/runtime.md)
         "npuc runtime, tiled, an instruction at a time": lambda: executor.run(
-            {name: x}, observe=lambda *_: None
+            feeds, observe=lambda *_: None
         ),
         "LiteRT reference kernels": litert_runner(data, OpResolverType.BUILTIN_REF, 1, x),
-        "LiteRT default kernels, no delegate": litert_runner(
-            data, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, 1, x
-        ),
+        builtin_label: litert_runner(data, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, 1, x),
     }
     outputs = {
         label: np.asarray(next(iter(run().values())) if label.startswith("npuc") else run())
@@ -89,7 +116,7 @@ def main() -> None:
     ):
         medians = {label: statistics.median(t) for label, t in samples.items()}
         reference_t = medians["LiteRT reference kernels"]
-        builtin_t = medians["LiteRT default kernels, no delegate"]
+        builtin_t = medians[builtin_label]
         print(f" {order}:")
         for label, t in medians.items():
             print(f"  {label:46s} {t * 1e3:8.2f} ms")
@@ -99,11 +126,26 @@ def main() -> None:
                 f"  {label}: {reference_t / t:.2f}x faster than LiteRT's reference kernels, "
                 f"{t / builtin_t:.2f}x the time of its default kernels"
             )
+        ours_t = medians[tiled_label]
+        print(
+            f"  => npuc median {ours_t * 1e3:.2f} ms, LiteRT built-in median "
+            f"{builtin_t * 1e3:.2f} ms, ratio {ours_t / builtin_t:.2f}"
+        )
+    for label, kernels in (("compiled kernels", executor), ("numpy kernels", numpy_path)):
+        spent = host_times(kernels, feeds, args.repeat)
+        total = sum(spent.values())
+        print(
+            f"host time by kind, {label} (each call's fastest of {args.repeat} runs, "
+            f"summed: {total * 1e3:.2f} ms):"
+        )
+        for kind, seconds in spent.items():
+            print(f"  {kind:28s} {seconds * 1e3:7.2f} ms  {seconds / total:6.1%}")
     ours = outputs["npuc runtime, program tiled for the target"]
     reference = next(iter(run_module(load_model(MODEL), {name: x}).values()))
     same = np.array_equal(ours, reference)
     untiled_same = np.array_equal(outputs["npuc runtime, untiled program"], reference)
     assert np.array_equal(outputs["npuc runtime, tiled, an instruction at a time"], ours)
+    assert np.array_equal(outputs["npuc runtime, tiled, numpy kernels"], ours)
     litert_same = np.array_equal(ours, outputs["LiteRT reference kernels"])
     print(
         f"runtime outputs (tiled, untiled) equal the qnn interpreter's: {same}, "

@@ -111,3 +111,10 @@ def _onnx_ref():
 def _close():
     """assert_close(actual, expected, rtol=1e-5, atol=1e-5): atol scales with |expected|."""
     return assert_close
+
+
+@pytest.fixture(params=["numba", "numpy"])
+def kernel_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each NPU runtime kernel path in turn (NPUC_KERNELS, runtime/npu_jit.py)."""
+    monkeypatch.setenv("NPUC_KERNELS", request.param)
+    return str(request.param)

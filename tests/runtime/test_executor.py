@@ -197,7 +197,7 @@ def _scale_attrs(p: dict) -> str:
 @pytest.mark.parametrize(
     "kind", ["add", "sub", "mul", "maximum", "minimum", "squared_difference", "prelu", "div"]
 )
-def test_eltwise_matches_qnn(kind: str) -> None:
+def test_eltwise_matches_qnn(kind: str, kernel_path: str) -> None:
     rng = np.random.default_rng(len(kind))
     dtype = "i16" if kind == "div" else "i8"
     info = np.iinfo(NP[dtype])

@@ -3,7 +3,8 @@
 Each test builds a small program by hand (tests/npu_programs.py), runs it, and compares
 every output with the corresponding `qnn.conv2d` or with numpy written from
 docs/binary-format.md; the fused requantization is checked against TFLite's
-two-rounding definition in Python integers.
+two-rounding definition in Python integers. Every test runs on both kernel paths, the
+compiled and the numpy one (`kernel_path`, tests/runtime/conftest.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from npu_programs import (
 from npuc.diagnostics import NpucError
 from npuc.integer import requantize
 from npuc.runtime import npu_requant as nr
+
+pytestmark = pytest.mark.usefixtures("kernel_path")
 
 # --------------------------------------------------------------------------- conv2d
 

@@ -1,0 +1,182 @@
+"""Which kernels the NPU runtime runs: compiled (numba, runtime/jit_kernels.py) or numpy.
+
+`NPUC_KERNELS=numba` (the default) plans the output stage of channels-first
+accumulators, whole depthwise convolutions and 8-bit eltwise table lookups as compiled
+kernels where their exactness conditions hold (the same as the numpy path's: the float64
+output stage's bound, float32 depthwise accumulators below 2^24); `NPUC_KERNELS=numpy`
+plans the numpy calls only, as does a missing numba. The choice is read when a program
+is planned (an `Executor` is built). The kernels are compiled on first use and cached on
+disk (NUMBA_CACHE_DIR, by default npuc/numba under the user's cache directory), so a
+process pays only for loading them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from functools import lru_cache, partial
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from npuc.diagnostics import NpucError
+
+if TYPE_CHECKING:
+    from .npu_conv import ConvGeometry, Operand
+    from .npu_requant import Action, FloatForm
+
+ENV = "NPUC_KERNELS"
+CHOICES = ("numba", "numpy")
+# a depthwise convolution with at least this many channels and at most this many outputs
+# a channel runs channels last (`jit_kernels.depthwise_channels_last`): rows of a small
+# image are too short for the channels-first loops
+CHANNELS_LAST_CHANNELS = 64
+CHANNELS_LAST_PIXELS = 64
+F32_EXACT = 1 << 24  # float32 sums of integers are exact below this
+
+
+def choice() -> str:
+    """The kernels NPUC_KERNELS asks for (numba when unset)."""
+    value = os.environ.get(ENV, "") or CHOICES[0]
+    if value not in CHOICES:
+        raise NpucError(f"{ENV}={value}: expected one of {', '.join(CHOICES)}")
+    return value
+
+
+def enabled() -> bool:
+    """Whether plans made now use the compiled kernels."""
+    return choice() == "numba" and kernels() is not None
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "npuc" / "numba"
+
+
+@lru_cache(maxsize=1)
+def kernels() -> ModuleType | None:
+    """runtime/jit_kernels.py, imported on first use (numba's import is slow), or None
+    without numba."""
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(_cache_dir()))
+    try:
+        return importlib.import_module(".jit_kernels", __package__)
+    except ImportError:
+        return None
+
+
+def _stage_arguments(
+    form: FloatForm, clamp: tuple[int, int], wrap: bool
+) -> tuple[np.ndarray, tuple[float, bool, bool, int, int, int]]:
+    """(the per-channel constants [scale, offset, tie] as rows [3, C], the stage's scalars)
+    as `jit_kernels` takes them."""
+    constants = np.stack([v.reshape(-1) for v in (form.scale, form.offset, form.tie)])
+    constants = np.ascontiguousarray(constants, dtype=np.float64)
+    return constants, (float(form.half), form.signed, wrap, clamp[0], clamp[1], form.lift)
+
+
+def requant_action(
+    acc: np.ndarray,
+    out: np.ndarray,
+    form: FloatForm,
+    clamp: tuple[int, int],
+    wrap: bool,
+) -> Action | None:
+    """The float64 output stage (`npu_requant.float_actions`) as one compiled call, or None
+    when the compiled kernels are off or the arrays are not channels first [C, rows, ...]
+    with out's rows at most as long as acc's. `wrap`: the output's lift is its type's range."""
+    if not enabled() or not form.channels_first or out.dtype.kind not in "iu":
+        return None
+    if acc.ndim == 2 and out.ndim == 2:
+        acc, out = acc[:, None], out[:, None]
+    if acc.ndim != 3 or out.ndim != 3 or acc.shape[:2] != out.shape[:2]:
+        return None
+    if out.shape[2] > acc.shape[2]:
+        return None
+    if acc.shape == out.shape:  # each channel's rows as one, where both arrays allow it
+        try:
+            flat = (-1, 1, acc.shape[1] * acc.shape[2])
+            acc, out = acc.reshape(flat, copy=False), out.reshape(flat, copy=False)
+        except ValueError:
+            pass
+    jit = kernels()
+    assert jit is not None
+    arguments = _stage_arguments(form, clamp, wrap)
+    return partial(jit.requantize_rows, acc, out, *arguments)
+
+
+def depthwise_actions(
+    x: np.ndarray,
+    out: np.ndarray,
+    zero_point: int,
+    weights: Operand,
+    form: FloatForm | None,
+    clamp: tuple[int, int],
+    wrap: bool,
+    geo: ConvGeometry,
+) -> list[Action] | None:
+    """One image's depthwise convolution, x [Ci, H, W] into out [Co, OH, OW], as one
+    compiled call, or None when the compiled kernels are off, `form` is None (the float64
+    stage is not exact for these accumulators) or a float32 partial sum could reach 2^24."""
+    if form is None or not enabled() or x.dtype.kind not in "iu" or out.dtype.kind not in "iu":
+        return None
+    info = np.iinfo(x.dtype)
+    peak = max(-int(info.min), int(info.max))
+    # float32 partial sums of x * w stay exact
+    if peak * weights.reach >= F32_EXACT:
+        return None
+    (kh, kw), (sh, sw), (dh, dw) = geo.kernel, geo.strides, geo.dilations
+    top, left, bottom, right = geo.pads
+    (oh, ow), co = geo.out_hw, out.shape[0]
+    taps = np.ascontiguousarray(weights.values.T.reshape(co, kh, kw).astype(np.float32))
+    height = max(x.shape[1] + top + bottom, (oh - 1) * sh + (kh - 1) * dh + 1)
+    width = max(x.shape[2] + left + right, (ow - 1) * sw + (kw - 1) * dw + 1)
+    jit = kernels()
+    assert jit is not None
+    geometry = (sh, sw, dh, dw, top, left)
+    arguments = _stage_arguments(form, clamp, wrap)
+    if co == x.shape[0] and co >= CHANNELS_LAST_CHANNELS and oh * ow <= CHANNELS_LAST_PIXELS:
+        weights_last = np.ascontiguousarray(taps.transpose(1, 2, 0))
+        padded = np.full((height, width, co), zero_point, np.float32)  # the padding holds zp
+        acc_last = np.empty(co, np.float32)
+        return [
+            partial(
+                jit.depthwise_channels_last,
+                x,
+                weights_last,
+                geometry,
+                padded,
+                acc_last,
+                out,
+                *arguments,
+            )
+        ]
+    # the stride phases of the padded image, with rows and columns enough for every
+    # tap's run over all outputs (`jit_kernels.depthwise`)
+    wq = -(-width // sw)
+    hq = -(-height // sh) + 1  # the last tap's run reads past its last row's junk columns
+    phases = np.full((sh * sw, hq * wq), zero_point, np.float32)  # the padding holds zp
+    padded_row = np.full(sw * wq, zero_point, np.float32)
+    acc = np.empty(oh * wq, np.float32)
+    staged = np.empty(oh * wq, out.dtype)
+    return [
+        partial(jit.depthwise, x, taps, geometry, phases, padded_row, acc, staged, out, *arguments)
+    ]
+
+
+def lookup_action(
+    lhs: np.ndarray, rhs: np.ndarray, table: np.ndarray, out: np.ndarray
+) -> Action | None:
+    """`npu_kernels.eltwise_lookup` as one compiled call on 8-bit operands of one shape of
+    rank at most 4, or None."""
+    arrays = (lhs, rhs, out)
+    if not enabled() or any(a.dtype.itemsize != 1 or a.shape != out.shape for a in arrays):
+        return None
+    if out.ndim > 4 or table.dtype.itemsize != 1:
+        return None
+    lead = (1,) * (4 - out.ndim)
+    views = [a.view(np.uint8).reshape(lead + a.shape) for a in arrays]
+    jit = kernels()
+    assert jit is not None
+    return partial(jit.lookup_pairs, views[0], views[1], table.view(np.uint8), views[2])

@@ -1,0 +1,157 @@
+"""The NPU runtime's two kernel paths (runtime/npu_jit.py): the compiled kernels and the
+numpy calls give the same bytes on the same programs, and both equal a reference outside
+the runtime (the qnn interpreter on the shared MobileNetV2, itself bit-exact with LiteRT's
+reference kernels; `qnn.conv2d` on hand-built programs, tests/npu_programs.py).
+NPUC_KERNELS selects the path.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from npu_programs import Builder, inst, nhwc, qnn_conv, random_table
+from shared_models import MBV2
+
+from npuc.api import apply_pipeline, load_model
+from npuc.diagnostics import NpucError
+from npuc.dialects import npu_isa as isa
+from npuc.passes.lower_to_npu import program_of
+from npuc.runtime import jit_kernels, npu_jit
+from npuc.runtime.executor import Executor
+from npuc.runtime.qnn_interpreter import run_module
+
+COMPILED = (
+    jit_kernels.depthwise,
+    jit_kernels.depthwise_channels_last,
+    jit_kernels.requantize_rows,
+    jit_kernels.lookup_pairs,
+)
+
+
+def run_both(
+    program: isa.Program, feeds: dict[str, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> tuple[dict[str, np.ndarray], list[object]]:
+    """The outputs, asserted equal on both paths, and the compiled kernels called."""
+    outputs, compiled = {}, {}
+    for path in ("numba", "numpy"):
+        monkeypatch.setenv("NPUC_KERNELS", path)
+        executor = Executor(program)
+        calls = executor.timed_run(feeds)
+        kernels = [getattr(call, "func", None) for _, call, _ in calls]
+        compiled[path] = [kernel for kernel in kernels if kernel in COMPILED]
+        outputs[path] = executor.run(feeds)
+    assert compiled["numpy"] == []
+    for name, values in outputs["numpy"].items():
+        np.testing.assert_array_equal(outputs["numba"][name], values, err_msg=name)
+    return outputs["numba"], compiled["numba"]
+
+
+# name: x shape, weights shape, strides, pads, dilations, groups, x dtype, output dtype,
+# clamp (the output zero point is 5: a low end of 5 is a fused ReLU)
+CASES = {
+    "dw3x3_s1_relu": ((1, 16, 14, 14), (16, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 16,
+                      "i8", "i8", (5, 127)),
+    "dw3x3_s2_signed": ((2, 12, 15, 16), (12, 1, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 12,
+                        "i8", "i8", (-128, 127)),
+    "dw3x3_dilated_mult2_u8": ((1, 4, 11, 10), (8, 1, 3, 3), (1, 2), (2, 2, 2, 2), (2, 2), 4,
+                               "u8", "i8", (-100, 120)),
+    "dw5x5_s3_generic": ((1, 6, 17, 19), (6, 1, 5, 5), (3, 3), (2, 1, 0, 3), (2, 2), 6,
+                         "i8", "i8", (-128, 127)),
+    "dw3x4_s2x3": ((1, 6, 17, 19), (6, 1, 3, 4), (2, 3), (1, 0, 2, 2), (3, 1), 6,
+                   "i8", "i8", (5, 127)),
+    "dw3x3_i16_output_floor": ((1, 8, 9, 9), (8, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 8,
+                               "i8", "i16", (-32768, 32767)),
+    "dw3x3_channels_last": ((2, 64, 7, 8), (64, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 64,
+                            "i8", "i8", (5, 127)),
+    "dw3x3_channels_last_s2_signed": ((1, 96, 14, 13), (96, 1, 3, 3), (2, 2), (0, 0, 1, 1),
+                                      (1, 1), 96, "u8", "i8", (-128, 127)),
+    "pw_small_k": ((1, 16, 24, 24), (40, 16, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1,
+                   "i8", "i8", (5, 127)),
+    "pw_long_k_signed": ((1, 96, 7, 7), (24, 96, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1,
+                         "i8", "i8", (-128, 127)),
+    "full3x3_s2": ((1, 3, 20, 20), (16, 3, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 1,
+                   "i8", "i8", (5, 127)),
+}  # fmt: skip
+
+
+def case_program(case: str) -> tuple[isa.Program, dict[str, np.ndarray], np.ndarray]:
+    """(the program of one conv2d, its feeds, qnn.conv2d's output) for a case of CASES."""
+    xs, ws, strides, pads, dilations, groups, xd, yd, clamp = CASES[case]
+    rng = np.random.default_rng(len(case))
+    info = np.iinfo({"i8": np.int8, "u8": np.uint8}[xd])
+    x = rng.integers(info.min, int(info.max) + 1, xs)
+    w = rng.integers(-128, 128, ws)
+    wzp = rng.integers(-20, 20, ws[0])
+    table = random_table(rng, ws[0], (38, 42) if yd == "i8" else (31, 34), wzp)
+    p = dict(
+        strides=strides,
+        pads=pads,
+        dilations=dilations,
+        groups=groups,
+        ifm_zero_point=-7 if xd == "i8" else 131,
+        ofm_zero_point=5,
+        clamp_min=clamp[0],
+        clamp_max=clamp[1],
+        rounding="tflite",
+    )
+    oh = (xs[2] + pads[0] + pads[2] - dilations[0] * (ws[2] - 1) - 1) // strides[0] + 1
+    ow = (xs[3] + pads[1] + pads[3] - dilations[1] * (ws[3] - 1) - 1) // strides[1] + 1
+    out_shape = (xs[0], ws[0], oh, ow)
+    b = Builder()
+    xt = b.input("x", x, xd, nhwc(xs))  # strided views, as the arenas hold them
+    yt = b.output("y", out_shape, yd)
+    body = [inst("conv2d", (xt, b.const(w, "i8"), b.const(table, "i32"), yt), **p)]
+    want = qnn_conv(x, xd, w, wzp, table, p, out_shape, out_dtype=yd)
+    return b.program(body, sram=1 << 18), b.feeds, want
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_paths_agree_with_each_other_and_qnn(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    program, feeds, want = case_program(case)
+    got, compiled = run_both(program, feeds, monkeypatch)
+    assert compiled
+    np.testing.assert_array_equal(got["y"], want)
+    assert len(np.unique(got["y"])) > 10  # not a saturated output
+
+
+def test_mobilenet_v2_paths_equal_the_qnn_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared MobileNetV2, tiled for ethos-u55-256-hee as npu-compile does: both paths
+    give the qnn interpreter's softmax bytes (which are LiteRT's reference kernels':
+    tests/frontends/test_tflite_model.py)."""
+    module = load_model(MBV2)
+    target = "ethos-u55-256-hee"
+    apply_pipeline(
+        module,
+        f"tile{{target={target} optimise=performance}},plan-memory{{target={target} io=arena}},"
+        "lower-to-npu",
+    )
+    program = program_of(module)
+    x = np.random.default_rng(5).integers(-128, 128, (1, 224, 224, 3)).astype(np.int8)
+    got, compiled = run_both(program, {program.inputs[0].name: x}, monkeypatch)
+    assert all(kernel in compiled for kernel in COMPILED)
+    want = run_module(load_model(MBV2), {"input": x})["softmax"]
+    np.testing.assert_array_equal(next(iter(got.values())), want)
+
+
+def test_unknown_kernel_choice_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NPUC_KERNELS", "cuda")
+    with pytest.raises(NpucError, match="NPUC_KERNELS=cuda: expected one of numba, numpy"):
+        npu_jit.enabled()
+
+
+def test_without_numba_the_numpy_path_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An environment without numba plans the numpy calls (the import fails)."""
+    monkeypatch.delenv("NPUC_KERNELS", raising=False)
+    monkeypatch.setitem(sys.modules, "npuc.runtime.jit_kernels", None)
+    npu_jit.kernels.cache_clear()
+    try:
+        assert not npu_jit.enabled()
+        program, feeds, want = case_program("dw3x3_s1_relu")
+        executor = Executor(program)
+        calls = executor.timed_run(feeds)
+        assert not any(getattr(call, "func", None) in COMPILED for _, call, _ in calls)
+        np.testing.assert_array_equal(executor.run(feeds)["y"], want)
+    finally:
+        npu_jit.kernels.cache_clear()
