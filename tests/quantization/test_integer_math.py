@@ -44,11 +44,25 @@ def test_quantize_multiplier_is_normalised_and_close(real):
     assert abs(approx - Fraction(real)) <= Fraction(real) * Fraction(1, 2**31)
 
 
-@given(st.integers(1, 62), st.integers(-(2**62), 2**62))
+@given(st.integers(0, 62), st.integers(-(2**62), 2**62))
 def test_rounding_shift_matches_exact_division(shift, x):
     for mode in ("half_away_from_zero", "half_to_even"):
         got = int(rounding_shift(np.array([x], np.int64), shift, mode)[0])
         assert got == round_fraction(Fraction(x, 2**shift), mode), mode
+
+
+def test_rounding_shift_by_zero_and_per_element_shifts():
+    """Shift 0 leaves x as it is; per-element shifts (per-channel requantization) mix it with
+    others."""
+    rng = np.random.default_rng(0)
+    x = rng.integers(-(2**40), 2**40, 64)
+    shifts = rng.integers(0, 4, 64)
+    for mode in ("half_away_from_zero", "half_to_even"):
+        assert np.array_equal(rounding_shift(x, 0, mode), x)
+        got = rounding_shift(x, shifts, mode)
+        pairs = zip(x.tolist(), shifts.tolist(), strict=True)
+        want = [round_fraction(Fraction(v, 2**s), mode) for v, s in pairs]
+        assert got.tolist() == want, mode
 
 
 @settings(max_examples=300)
