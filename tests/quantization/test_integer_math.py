@@ -32,6 +32,8 @@ def round_fraction(value: Fraction, mode: str) -> int:
         return floor
     if mode == "half_to_even":
         return floor + (floor % 2)
+    if mode == "half_up":
+        return floor + 1
     return floor + 1 if value > 0 else floor  # half away from zero
 
 
@@ -121,12 +123,24 @@ def test_tflite_double_rounding_differs_from_single_rounding_somewhere():
 )
 def test_quantize_saturates_and_rounds(values, scale, zp):
     x = np.array(values)
-    q = quantize(x, scale, zp, -128, 127)
-    assert q.min() >= -128 and q.max() <= 127
-    for value, got in zip(values, q, strict=True):
-        # The spec divides in float64, then rounds that quotient exactly.
-        exact = round_fraction(Fraction(value / scale), "half_away_from_zero") + zp
-        assert got == min(max(exact, -128), 127)
+    for mode in ("half_away_from_zero", "half_to_even", "half_up"):
+        q = quantize(x, scale, zp, -128, 127, mode)
+        assert q.min() >= -128 and q.max() <= 127
+        for value, got in zip(values, q, strict=True):
+            # The spec divides in float64, then rounds that quotient exactly.
+            exact = round_fraction(Fraction(value / scale), mode) + zp
+            assert got == min(max(exact, -128), 127), mode
+
+
+def test_quantize_rounds_ties_by_its_mode():
+    ties = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5])
+    want = {
+        "half_away_from_zero": [-3, -2, -1, 1, 2, 3],
+        "half_to_even": [-2, -2, 0, 0, 2, 2],
+        "half_up": [-2, -1, 0, 1, 2, 3],
+    }
+    for mode, expected in want.items():
+        assert quantize(ties, 1.0, 0, -128, 127, mode).tolist() == expected, mode
 
 
 def test_per_channel_parameters_broadcast():
