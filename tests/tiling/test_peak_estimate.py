@@ -17,18 +17,16 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from compile_helpers import quantize_float
+from compile_helpers import aligned_bytes, quantize_float
 from onnx import helper
 from onnx_models import float_graph, random_init
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
 import npuc
-from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.graph_io import entry_function
 from npuc.passes.tile import TilePass, tile_module
 from npuc.target import load_target
-from npuc.tensors import numpy_dtype
 
 TARGET = "mid-256"
 
@@ -42,18 +40,6 @@ def conv(tmp_path_factory: pytest.TempPathFactory) -> ModuleOp:
     path = Path(tmp_path_factory.mktemp("conv")) / "conv.onnx"
     onnx.save(float_graph(nodes, inits, [1, 4, 32, 32], [1, 16, 32, 32]), path)
     return quantize_float(npuc.load_model(path))
-
-
-def aligned_bytes(value: SSAValue, alignment: int) -> int:
-    ty = value.type
-    assert isinstance(ty, TensorType)
-    element = ty.element_type
-    item = (
-        element.storage_dtype().itemsize
-        if isinstance(element, UniformQuantizedType)
-        else numpy_dtype(element).itemsize
-    )
-    return -(-math.prod(ty.get_shape()) * item // alignment) * alignment
 
 
 def elements(value: SSAValue) -> int:
