@@ -3,16 +3,19 @@ reload and run the binary, and compare it with the qnn interpreter."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import SSAValue
 
 import npuc
 from npuc.backend.bundle import header_text
 from npuc.backend.npubin import encode_program
 from npuc.backend.outputs import with_program_constants
 from npuc.dialects.npu_isa import Program
+from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.passes.lower_to_npu import program_of
 from npuc.passes.memory.ir import PlannedModule, read_plan
 from npuc.passes.quantization.datasets import random_dataset
@@ -22,6 +25,7 @@ from npuc.registry import DEFAULT_PIPELINE
 from npuc.runtime.executor import Executor
 from npuc.runtime.loader import load
 from npuc.runtime.qnn_interpreter import random_inputs, run_module
+from npuc.tensors import numpy_dtype
 
 CALIB_SAMPLES = 4
 
@@ -118,3 +122,17 @@ def quantize_float(module: ModuleOp, samples: int = CALIB_SAMPLES) -> ModuleOp:
     statistics = calibrate(module, random_dataset(module, samples, seed=0), progress=False)
     quantized, _ = quantize(module, statistics, QuantizeConfig(scheme="int8", io="quantized"))
     return quantized
+
+
+def aligned_bytes(value: SSAValue, alignment: int) -> int:
+    """A tensor value's bytes (storage type for quantized elements), rounded up to `alignment`."""
+    ty = value.type
+    assert isinstance(ty, TensorType)
+    element = ty.element_type
+    size = (
+        element.storage_dtype().itemsize
+        if isinstance(element, UniformQuantizedType)
+        else numpy_dtype(element).itemsize
+    )
+    n = math.prod(ty.get_shape()) * size
+    return -(-n // alignment) * alignment

@@ -376,7 +376,16 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help="test these mutants instead of a sample (as a report names them)",
     )
+    parser.add_argument(
+        "--tests",
+        metavar="TEST",
+        action="append",
+        help="with --only: run these tests (pytest ids) instead of the covering ones, with no "
+        "coverage map (the re-check of a survivor by the test added for it)",
+    )
     args = parser.parse_args(argv)
+    if args.tests and not args.only:
+        parser.error("--tests needs --only")
     areas = args.areas.split(",")
     unknown = [a for a in areas if a not in AREAS]
     if unknown:
@@ -402,11 +411,11 @@ def main(argv: list[str] | None = None) -> int:
             chosen = rng.sample(every, min(args.per_area, len(every)))
         if not chosen:
             continue
-        if not covering:  # once, and only when a mutant is to run (not for --list)
+        if not covering and not args.tests:  # once, and only when a mutant is to run
             covering = line_tests(head)
             by_module = module_tests(covering)
         for i, mutant in enumerate(sorted(chosen, key=lambda m: (m.module, m.line)), 1):
-            tests = set(covering.get((mutant.module, mutant.line), []))
+            tests = set(args.tests or covering.get((mutant.module, mutant.line), []))
             if IMPORTED in tests:  # run at import: any test of the module may see it
                 tests = (tests - {IMPORTED}) | by_module[mutant.module]
             tests = sorted(tests)

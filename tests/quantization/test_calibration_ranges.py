@@ -496,3 +496,72 @@ def test_mse_asymmetric_block_search_picks_the_whole_grids_first_least(case, mon
     a, b = np.unravel_index(int(np.argmin(loss)), loss.shape)
     monkeypatch.setattr(ranges, "MSE_BLOCK", 3)
     assert ranges._mse_range(counts, edges, vmin, vmax, bits, False) == (los[a], his[b])
+
+
+# ------------------------------------------------- mse: the histogram objective, bin by bin
+
+
+def uniform_bin_loss(counts, edges, lo: float, hi: float, step: float) -> float:
+    """The mse objective the module docstring states, written bin by bin: each bin's values
+    spread uniformly over it; the squared distance to the clip bound of the parts beyond
+    [lo, hi], plus step^2 / 12 for each value inside."""
+    a, b = edges[:-1], edges[1:]
+    density = counts / (b - a)
+    top = np.clip(a, hi, None), np.clip(b, hi, None)  # the part of each bin above hi
+    bottom = np.clip(a, None, lo), np.clip(b, None, lo)  # the part below lo
+    clipped = density * (((top[1] - hi) ** 3 - (top[0] - hi) ** 3) / 3)
+    clipped += density * (((lo - bottom[0]) ** 3 - (lo - bottom[1]) ** 3) / 3)
+    outside = density * ((top[1] - top[0]) + (bottom[1] - bottom[0]))
+    inside = counts.sum() - outside.sum()
+    return float(clipped.sum() + inside * step**2 / 12.0)
+
+
+def mse_candidates(edges, vmin: float, vmax: float) -> tuple[list[float], list[float]]:
+    """Clip bounds tried: the bin edges inside the data, zero and the extrema; a bound must
+    keep zero inside the range."""
+    inner = [float(e) for e in edges if vmin < e < vmax]
+    his = sorted({e for e in inner if e > 0} | {max(vmax, 0.0)})
+    los = sorted({e for e in inner if e < 0} | {min(vmin, 0.0)})
+    return los, his
+
+
+MSE_SIDES = {
+    "all negative": lambda rng: np.concatenate([rng.normal(-4, 1, 3000), [-13.0, -11.5]]),
+    "all negative, a tail": lambda rng: (
+        -np.concatenate([rng.uniform(1.5, 2.5, 3000), rng.exponential(1.0, 300) + 2.5])
+    ),
+    "all negative, close to zero": lambda rng: -np.abs(rng.normal(0.6, 0.3, 3000)) - 0.05,
+    "all positive": lambda rng: np.concatenate([rng.normal(5, 1, 3000), [16.0, 14.0]]),
+    "both signs": lambda rng: np.concatenate([rng.normal(0.5, 1, 3000), [-9.0, 12.0]]),
+}
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("case", list(MSE_SIDES))
+def test_mse_asymmetric_range_is_the_least_of_the_bin_by_bin_objective(case, bits):
+    """The chosen range minimises the documented objective over every candidate pair, for
+    tensors on one side of zero too, where the other bound can only be zero."""
+    x = MSE_SIDES[case](np.random.default_rng(bits))
+    stats = gather(np.array_split(x, 3), bins=64)
+    lo, hi = activation_range(stats, "mse", bits=bits)
+    counts, edges = stats.histogram.counts, stats.histogram.edges()
+    los, his = mse_candidates(edges, float(x.min()), float(x.max()))
+    assert lo in los and hi in his
+    levels = 2**bits - 1
+    best = min(uniform_bin_loss(counts, edges, a, b, (b - a) / levels) for a in los for b in his)
+    assert uniform_bin_loss(counts, edges, lo, hi, (hi - lo) / levels) <= best * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("case", list(MSE_SIDES))
+def test_mse_symmetric_range_is_the_least_of_the_bin_by_bin_objective(case, bits):
+    x = MSE_SIDES[case](np.random.default_rng(bits))
+    stats = gather(np.array_split(x, 3), bins=64)
+    lo, t = activation_range(stats, "mse", bits=bits, symmetric=True)
+    counts, edges = stats.histogram.counts, stats.histogram.edges()
+    amax = float(np.abs(x).max())
+    ts = sorted({abs(float(e)) for e in edges if 0 < abs(e) < amax} | {amax})
+    assert lo == -t and t in ts
+    levels = 2 ** (bits - 1) - 1
+    best = min(uniform_bin_loss(counts, edges, -c, c, c / levels) for c in ts)
+    assert uniform_bin_loss(counts, edges, -t, t, t / levels) <= best * (1 + 1e-9)

@@ -32,6 +32,8 @@ def round_fraction(value: Fraction, mode: str) -> int:
         return floor
     if mode == "half_to_even":
         return floor + (floor % 2)
+    if mode == "half_up":
+        return floor + 1
     return floor + 1 if value > 0 else floor  # half away from zero
 
 
@@ -44,11 +46,25 @@ def test_quantize_multiplier_is_normalised_and_close(real):
     assert abs(approx - Fraction(real)) <= Fraction(real) * Fraction(1, 2**31)
 
 
-@given(st.integers(1, 62), st.integers(-(2**62), 2**62))
+@given(st.integers(0, 62), st.integers(-(2**62), 2**62))
 def test_rounding_shift_matches_exact_division(shift, x):
     for mode in ("half_away_from_zero", "half_to_even"):
         got = int(rounding_shift(np.array([x], np.int64), shift, mode)[0])
         assert got == round_fraction(Fraction(x, 2**shift), mode), mode
+
+
+def test_rounding_shift_by_zero_and_per_element_shifts():
+    """Shift 0 leaves x as it is; per-element shifts (per-channel requantization) mix it with
+    others."""
+    rng = np.random.default_rng(0)
+    x = rng.integers(-(2**40), 2**40, 64)
+    shifts = rng.integers(0, 4, 64)
+    for mode in ("half_away_from_zero", "half_to_even"):
+        assert np.array_equal(rounding_shift(x, 0, mode), x)
+        got = rounding_shift(x, shifts, mode)
+        pairs = zip(x.tolist(), shifts.tolist(), strict=True)
+        want = [round_fraction(Fraction(v, 2**s), mode) for v, s in pairs]
+        assert got.tolist() == want, mode
 
 
 @settings(max_examples=300)
@@ -107,12 +123,24 @@ def test_tflite_double_rounding_differs_from_single_rounding_somewhere():
 )
 def test_quantize_saturates_and_rounds(values, scale, zp):
     x = np.array(values)
-    q = quantize(x, scale, zp, -128, 127)
-    assert q.min() >= -128 and q.max() <= 127
-    for value, got in zip(values, q, strict=True):
-        # The spec divides in float64, then rounds that quotient exactly.
-        exact = round_fraction(Fraction(value / scale), "half_away_from_zero") + zp
-        assert got == min(max(exact, -128), 127)
+    for mode in ("half_away_from_zero", "half_to_even", "half_up"):
+        q = quantize(x, scale, zp, -128, 127, mode)
+        assert q.min() >= -128 and q.max() <= 127
+        for value, got in zip(values, q, strict=True):
+            # The spec divides in float64, then rounds that quotient exactly.
+            exact = round_fraction(Fraction(value / scale), mode) + zp
+            assert got == min(max(exact, -128), 127), mode
+
+
+def test_quantize_rounds_ties_by_its_mode():
+    ties = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5])
+    want = {
+        "half_away_from_zero": [-3, -2, -1, 1, 2, 3],
+        "half_to_even": [-2, -2, 0, 0, 2, 2],
+        "half_up": [-2, -1, 0, 1, 2, 3],
+    }
+    for mode, expected in want.items():
+        assert quantize(ties, 1.0, 0, -128, 127, mode).tolist() == expected, mode
 
 
 def test_per_channel_parameters_broadcast():

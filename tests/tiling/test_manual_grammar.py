@@ -58,6 +58,10 @@ def test_entries_keep_their_source_text():
             "line 2, column 6: expected a number, got ','\n  (2,2,,1)\n       ^",
         ),
         ("(3,7,4,1,1)", "line 1, column 9: expected ')', got ','"),
+        (
+            "(1,1,1,1);\n(3,7",
+            "line 2, column 5: expected ',', got end of input\n  (3,7\n      ^",
+        ),
     ],
 )
 def test_bad_strings_point_at_the_bad_token(text: str, message: str):

@@ -12,35 +12,21 @@ import math
 
 import numpy as np
 import pytest
+from compile_helpers import aligned_bytes
 from shared_models import MBV2
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import ReturnOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from npuc.api import load_model
-from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.dialects.tile import LAYER_ATTR
 from npuc.graph_io import entry_function
 from npuc.passes.tile import TilePass, TilingPlan, tile_module
 from npuc.passes.tiling.layers import Graph, find_layers
 from npuc.runtime.qnn_interpreter import random_inputs, run_module
 from npuc.target import load_target
-from npuc.tensors import numpy_dtype
 
 VELA_SIZE_PEAK = int(353.50 * 1024)  # Vela 5.2 --optimise Size on ethos-u55-256 (README)
-
-
-def _bytes(value: SSAValue, alignment: int) -> int:
-    ty = value.type
-    assert isinstance(ty, TensorType)
-    element = ty.element_type
-    size = (
-        element.storage_dtype().itemsize
-        if isinstance(element, UniformQuantizedType)
-        else numpy_dtype(element).itemsize
-    )
-    n = math.prod(ty.get_shape()) * size
-    return -(-n // alignment) * alignment
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +111,7 @@ def live_peak(module: ModuleOp, alignment: int, io_in_arena: bool) -> int:
     delta = [0] * (len(ops) + 3)
     for v in owned:
         start = -1 if isinstance(v, BlockArgument) else pos[v.owner]  # type: ignore[index]
-        size = _bytes(v, alignment)
+        size = aligned_bytes(v, alignment)
         delta[start + 1] += size
         delta[end.get(v, start) + 2] -= size
     live, peak = 0, 0
@@ -146,13 +132,13 @@ def test_every_tile_fits_the_sram(tiled, target: str):
         for op in _compute_ops(module):
             twice = [2 if v.owner.name == "tile.load" else 1 for v in op.operands]  # type: ignore[union-attr]
             inputs = sum(
-                k * _bytes(v, t.alignment) for k, v in zip(twice, op.operands, strict=True)
+                k * aligned_bytes(v, t.alignment) for k, v in zip(twice, op.operands, strict=True)
             )
             out = op.results[0]
             acc = 0
             if op.name in ("qnn.conv2d", "qnn.fully_connected"):
                 acc = -(-math.prod(out.type.get_shape()) * 4 // t.alignment) * t.alignment  # type: ignore[attr-defined]
-            assert inputs + _bytes(out, t.alignment) + acc <= t.sram.size, op.name
+            assert inputs + aligned_bytes(out, t.alignment) + acc <= t.sram.size, op.name
 
 
 @pytest.mark.parametrize("target", ["mcu-64", "ethos-u55-256-hee"])
