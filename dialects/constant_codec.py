@@ -160,9 +160,8 @@ def encode(data: bytes, dtype: str) -> bytes:
         bits = np.zeros(int(ones[-1]) + 1 if len(ones) else 0, np.uint8)
         bits[ones.astype(np.int64)] = 1
         unary = np.packbits(bits, bitorder="little").tobytes()
-        words = u.astype("<u8").view(np.uint8).reshape(-1, 8)
-        fields = np.unpackbits(words, axis=1, bitorder="little")[:, : lane.k]
-        remainder = np.packbits(fields.ravel(), bitorder="little").tobytes()
+        fields = (u[:, None] >> np.arange(lane.k, dtype=np.uint64)) & np.uint64(1)
+        remainder = np.packbits(fields.astype(np.uint8).ravel(), bitorder="little").tobytes()
         flags = MASKED if lane.masked else 0
         heads.append(LANE.pack(lane.base, lane.k, flags, len(unary), 0))
         if mask is not None:
