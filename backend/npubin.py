@@ -125,8 +125,9 @@ def _io(program: isa.Program, strings: _Strings) -> bytes:
     return b"".join(parts)
 
 
-def encode_program(program: isa.Program) -> bytes:
-    """The binary of a program (checked first: invalid programs raise NpucError)."""
+def encode_program(program: isa.Program, section: bytes | None = None) -> bytes:
+    """The binary of a program (checked first: invalid programs raise NpucError).
+    `section`: its `constants_section`, when the caller has it already."""
     from npuc.dialects.npu_rules import check_instruction, check_program
 
     try:
@@ -149,7 +150,7 @@ def encode_program(program: isa.Program) -> bytes:
         _instruction(inst, strings) for inst in program.instructions
     )
     layers = layers.ljust(pad8(len(layers)), b"\0")
-    constants = _streams(program) if program.streams else program.constants
+    constants = constants_section(program) if section is None else section
     sections = [
         ("REGIONS", regions),
         ("IO", io),
@@ -168,11 +169,17 @@ def encode_program(program: isa.Program) -> bytes:
     return _assemble(sections, STREAMS_SINCE if program.streams else None)
 
 
-def constants_image(program: isa.Program) -> bytes:
+def constants_section(program: isa.Program) -> bytes:
+    """The binary's CONSTANTS section: with streams, their table and the encoded bytes (the
+    costly part of encoding a program with streams)."""
+    return _streams(program) if program.streams else program.constants
+
+
+def constants_image(program: isa.Program, section: bytes | None = None) -> bytes:
     """The bytes the constants occupy in the target's memory: the CONSTANTS section (with
-    encoded streams), or the region's bytes as they are."""
+    encoded streams; `section` when the caller has it), or the region's bytes as they are."""
     if program.streams:
-        return _streams(program)
+        return constants_section(program) if section is None else section
     region = program.region("constants")
     size = 0 if region is None else region.size
     return program.constants + bytes(size - len(program.constants))

@@ -29,17 +29,19 @@ def memory_files(
     model: str,
     with_ir: bool = True,
     program: Program | None = None,
+    section: bytes | None = None,
 ) -> dict[str, bytes]:
     """NAME.h, NAME.weights.bin/.txt, NAME.mem.mlir (`with_ir`), NAME.memory.txt/.json/.png.
 
-    With the lowered `program`, the constants are the program's (`with_program_constants`).
+    With the lowered `program`, the constants are the program's (`with_program_constants`;
+    `section`: its constants_section, when the caller has it).
     """
     from npuc.printing import print_module
 
     if program is not None:
         region = program.region("constants")
         contents = region_contents(planned, region.size if region is not None else None)
-        planned, weights = with_program_constants(planned, program)
+        planned, weights = with_program_constants(planned, program, section)
     else:
         contents = region_contents(planned)
         weights = weights_bytes(planned)
@@ -58,7 +60,9 @@ def memory_files(
     }
 
 
-def with_program_constants(planned: PlannedModule, program: Program) -> tuple[PlannedModule, bytes]:
+def with_program_constants(
+    planned: PlannedModule, program: Program, section: bytes | None = None
+) -> tuple[PlannedModule, bytes]:
     """The plan with the constants region of the lowered program, and that region's bytes.
 
     Lowering appends the bias/scale tables and LUTs after the planned constants, so the
@@ -66,7 +70,7 @@ def with_program_constants(planned: PlannedModule, program: Program) -> tuple[Pl
     the reports must describe the binary's. With encoded streams (compress-constants) the
     bytes are the binary's CONSTANTS section, what the target's flash holds.
     """
-    data = constants_image(program)
+    data = constants_image(program, section)
     size = len(data)
     if CONSTANTS not in planned.regions:
         return planned, data

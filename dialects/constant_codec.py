@@ -18,6 +18,7 @@ model.
 
 from __future__ import annotations
 
+import hashlib
 import struct
 from dataclasses import dataclass
 
@@ -34,6 +35,7 @@ LANE_CHOICES = (1, 2, 4)
 HEAD = struct.Struct("<B7x")  # lanes, reserved
 LANE = struct.Struct("<iBB2xII")  # base, k, flags, reserved, unary bytes, reserved
 MASKED = 1  # lane flag: a mask of the elements that differ from the base comes first
+MAX_PLANS = 8192  # streams whose plans are remembered (a few hundred bytes each)
 
 
 class CodecError(ValueError):
@@ -48,17 +50,23 @@ class CodecError(ValueError):
 class _Lane:
     base: int
     k: int
-    values: np.ndarray  # the coded values (zigzag differences, minus 1 when masked), uint64
-    mask: np.ndarray | None = None  # with MASKED: per element, whether it is coded
-
-    @property
-    def unary_bits(self) -> int:
-        return int((self.values >> np.uint64(self.k)).sum()) + len(self.values)
+    masked: bool  # MASKED: only the elements that differ from `base` are coded
+    count: int  # elements in the lane
+    coded: int  # elements Rice coded (all of them unless masked)
+    unary_bits: int
 
     @property
     def size(self) -> int:
-        mask = 0 if self.mask is None else -(-len(self.mask) // 8)
-        return LANE.size + mask + -(-self.unary_bits // 8) + -(-len(self.values) * self.k // 8)
+        mask = -(-self.count // 8) if self.masked else 0
+        return LANE.size + mask + -(-self.unary_bits // 8) + -(-self.coded * self.k // 8)
+
+    def coded_values(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """The Rice-coded values of the lane's elements `values` (zigzag differences from
+        the base, minus 1 when masked), and the mask when masked."""
+        if not self.masked:
+            return _zigzag(values.astype(np.int64) - self.base), None
+        mask = values != self.base
+        return _zigzag(values[mask].astype(np.int64) - self.base) - np.uint64(1), mask
 
 
 def _zigzag(d: np.ndarray) -> np.ndarray:
@@ -66,58 +74,73 @@ def _zigzag(d: np.ndarray) -> np.ndarray:
     return ((d << 1) ^ (d >> 63)).view(np.uint64)
 
 
-def _median(values: np.ndarray) -> int:
-    """The lower median (0 for no values); by counting for 8 and 16-bit values."""
-    if not len(values):
-        return 0
-    middle = (len(values) - 1) // 2
-    if values.itemsize <= 2:
+def _histogram(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values (ascending, int64) and how often each occurs; by counting for 8
+    and 16-bit values."""
+    if values.itemsize <= 2 and len(values):
         low = int(values.min())
-        counts = np.cumsum(np.bincount(values.astype(np.int64) - low))
-        return low + int(np.searchsorted(counts, middle + 1))
-    return int(np.partition(values, middle)[middle])
+        counts = np.bincount(values.astype(np.int64) - low)
+        found = np.flatnonzero(counts)
+        return found + low, counts[found]
+    found, counts = np.unique(values.astype(np.int64), return_counts=True)
+    return found, counts
 
 
 def _lane(values: np.ndarray, width: int) -> _Lane:
-    """The smaller of: every element coded from the median, or the elements that differ
-    from the most frequent value coded from it, behind a mask."""
-    plain = _rice(_median(values), _zigzag(values.astype(np.int64) - _median(values)), width)
-    if not len(values):
+    """The smaller of: every element coded from the (lower) median, or the elements that
+    differ from the most frequent value coded from it, behind a mask. Sizes come from the
+    value histogram: each distinct value's code length times its count."""
+    found, counts = _histogram(values)
+    n = len(values)
+    median = int(found[np.searchsorted(np.cumsum(counts), (n - 1) // 2 + 1)]) if n else 0
+    plain = _rice(median, False, n, _zigzag(found - median), counts, width)
+    if not n:
         return plain
-    found, counts = np.unique(values, return_counts=True)
-    mode = int(found[np.argmax(counts)])
-    coded = values != mode
-    u = _zigzag(values[coded].astype(np.int64) - mode) - np.uint64(1)
-    masked = _rice(mode, u, width, coded)
+    at = int(np.argmax(counts))  # the first of the most frequent: the smallest value
+    mode = int(found[at])
+    others = np.arange(len(found)) != at
+    u = _zigzag(found[others] - mode) - np.uint64(1)
+    masked = _rice(mode, True, n, u, counts[others], width)
     return masked if masked.size < plain.size else plain
 
 
-def _rice(base: int, u: np.ndarray, width: int, mask: np.ndarray | None = None) -> _Lane:
-    """The lane coding `u` with the Rice parameter that takes the fewest bits."""
-
-    def bits(k: int) -> int:
-        return int((u >> np.uint64(k)).sum()) + len(u) * (1 + k)
-
-    mean = float(u.mean()) if len(u) else 0.0
-    k = min(max(int(np.log2(mean + 1)), 0), width)
-    while k > 0 and bits(k - 1) <= bits(k):
-        k -= 1
-    while k < width and bits(k + 1) < bits(k):
-        k += 1
-    return _Lane(base, k, u, mask)
+def _rice(base: int, masked: bool, n: int, u: np.ndarray, counts: np.ndarray, width: int) -> _Lane:
+    """The lane coding values `u` (each `counts` times) with the Rice parameter that takes
+    the fewest bits, the smallest such (the bit count is convex in k)."""
+    coded = int(counts.sum())
+    shifts = np.arange(width + 1, dtype=np.uint64)
+    quotients = (u[None, :] >> shifts[:, None]).astype(np.int64) @ counts.astype(np.int64)
+    bits = quotients + coded * (1 + np.arange(width + 1))
+    k = int(np.argmin(bits))
+    return _Lane(base, k, masked, n, coded, int(quotients[k]) + coded)
 
 
-def _plan(data: bytes, dtype: str) -> list[_Lane]:
+def _plan(data: bytes, dtype: str) -> tuple[_Lane, ...]:
+    # compress-constants, the encoder, the flash image and the cycle model each ask for the
+    # same streams: plan each once (keyed by a digest, so no model data is kept alive)
+    key = (hashlib.blake2b(data, digest_size=20).digest(), dtype)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = _new_plan(data, dtype)
+        if len(_PLANS) > MAX_PLANS:
+            del _PLANS[next(iter(_PLANS))]  # the oldest
+    return plan
+
+
+def _new_plan(data: bytes, dtype: str) -> tuple[_Lane, ...]:
     values = np.frombuffer(data, ELEMENT_TYPES[dtype])
     width = 8 * values.itemsize + 1  # a zigzag difference needs at most one bit more
-    best: list[_Lane] = []
+    best: tuple[_Lane, ...] = ()
     for lanes in LANE_CHOICES:
         if len(values) % lanes:
             continue
-        plan = [_lane(values[i::lanes], width) for i in range(lanes)]
+        plan = tuple(_lane(values[i::lanes], width) for i in range(lanes))
         if not best or sum(x.size for x in plan) < sum(x.size for x in best):
             best = plan
     return best
+
+
+_PLANS: dict[tuple[bytes, str], tuple[_Lane, ...]] = {}
 
 
 def encoded_size(data: bytes, dtype: str) -> int:
@@ -129,19 +152,20 @@ def encode(data: bytes, dtype: str) -> bytes:
     """The payload of a stream of `dtype` elements (little-endian `data`)."""
     plan = _plan(data, dtype)
     heads, bodies = [], []
-    for lane in plan:
-        q = lane.values >> np.uint64(lane.k)
+    values = np.frombuffer(data, ELEMENT_TYPES[dtype])
+    for i, lane in enumerate(plan):
+        u, mask = lane.coded_values(values[i :: len(plan)])
+        q = u >> np.uint64(lane.k)
         ones = np.cumsum(q + np.uint64(1)) - np.uint64(1)
         bits = np.zeros(int(ones[-1]) + 1 if len(ones) else 0, np.uint8)
         bits[ones.astype(np.int64)] = 1
         unary = np.packbits(bits, bitorder="little").tobytes()
-        words = lane.values.astype("<u8").view(np.uint8).reshape(-1, 8)
-        fields = np.unpackbits(words, axis=1, bitorder="little")[:, : lane.k]
-        remainder = np.packbits(fields.ravel(), bitorder="little").tobytes()
-        flags = 0 if lane.mask is None else MASKED
+        fields = (u[:, None] >> np.arange(lane.k, dtype=np.uint64)) & np.uint64(1)
+        remainder = np.packbits(fields.astype(np.uint8).ravel(), bitorder="little").tobytes()
+        flags = MASKED if lane.masked else 0
         heads.append(LANE.pack(lane.base, lane.k, flags, len(unary), 0))
-        if lane.mask is not None:
-            bodies.append(np.packbits(lane.mask, bitorder="little").tobytes())
+        if mask is not None:
+            bodies.append(np.packbits(mask, bitorder="little").tobytes())
         bodies += [unary, remainder]
     return HEAD.pack(len(plan)) + b"".join(heads) + b"".join(bodies)
 

@@ -201,7 +201,7 @@ def lower_model(
     """Tile, plan memory, lower and emit `front.module` (changed in place) for `target`
     (an npuc.target.Target; `options.target` names it in the binary). `files=False`: only
     the binary and the figures, not the reports (what a sweep needs)."""
-    from .backend.npubin import encode_program
+    from .backend.npubin import constants_section, encode_program
     from .backend.outputs import memory_files, memory_summary, with_program_constants
     from .passes.lower_to_npu import program_of
     from .passes.memory.ir import read_plan
@@ -248,10 +248,12 @@ def lower_model(
         # check_program, check_hazards) before it becomes npu ops: not again as ops
         apply_pipeline(module, f"lower-to-npu{{host={host}}}", verify=False)
         if target.weight_decoder is not None:  # the NPU decodes constants it reads
-            apply_pipeline(module, "compress-constants")
+            # it only marks streams, which encode_program checks with the whole program
+            apply_pipeline(module, "compress-constants", verify=False)
         _name_target(module, options.target)
         program = program_of(module)
     with stages.stage("emit", str(options.output)):
+        section = constants_section(program)  # encoded once for the binary and the reports
         if files:
             outputs.update(
                 memory_files(
@@ -262,14 +264,15 @@ def lower_model(
                     options.model.name,
                     with_ir=False,
                     program=program,
+                    section=section,
                 )
             )
-        outputs[f"{name}.npubin"] = encode_program(program)
+        outputs[f"{name}.npubin"] = encode_program(program, section)
         if files:  # reassembles to the binary
             outputs[f"{name}.npu.mlir"] = print_module(module).encode()
         profile = estimate(program, target)
         profile.sram = layer_peaks(planned, target.sram.name)
-        binary_plan = with_program_constants(planned, program)[0]
+        binary_plan = with_program_constants(planned, program, section)[0]
         rows = layer_rows(profile, program)
         if files:
             figures = plan_figures(planned, binary_plan, target, program)

@@ -13,15 +13,38 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IndexType, IntegerType, ModuleOp
 from xdsl.ir import Attribute
 from xdsl.printer import Printer
 from xdsl.targets.mlir import MLIRTarget
 
 ELIDE_OPTION = "--mlir-elide-elementsattrs-if-larger"
+HEX_ABOVE = 100  # elements: xDSL prints larger constants as hex (print_without_type)
 
 
-class _ElidingPrinter(Printer):
+class _Printer(Printer):
+    """xDSL's printer, with large integer constants printed as xDSL prints them (hex) but
+    straight from their bytes: xDSL unpacks every element into a tuple, twice, first."""
+
+    def print_attribute(self, attribute: Attribute) -> None:
+        if (
+            isinstance(attribute, DenseIntOrFPElementsAttr)
+            and len(attribute) > HEX_ABOVE
+            and isinstance(attribute.get_element_type(), IntegerType | IndexType)
+            and attribute.shape_is_complete
+            and not _is_splat(attribute.data.data, attribute.get_element_type().compile_time_size)
+        ):
+            self.print_string(f'dense<"0x{attribute.data.data.hex().upper()}"> : ')
+            super().print_attribute(attribute.get_type())
+            return
+        super().print_attribute(attribute)
+
+
+def _is_splat(data: bytes, size: int) -> bool:
+    return data == data[:size] * (len(data) // size)
+
+
+class _ElidingPrinter(_Printer):
     def __init__(self, *args: Any, elide_above: int, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._elide_above = elide_above
@@ -45,7 +68,7 @@ def make_printer(
     """xDSL's printer with its flags, eliding constants of more than `elide_above` elements
     when that is given."""
     if elide_above is None:
-        return Printer(
+        return _Printer(
             stream=stream,
             print_generic_format=print_generic_format,
             print_properties_as_attributes=print_properties_as_attributes,

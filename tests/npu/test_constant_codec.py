@@ -67,6 +67,31 @@ def test_decode_of_encode_is_the_identity(run):
     assert constant_codec.encoded_size(data, dtype) == len(payload)
 
 
+@settings(max_examples=200, deadline=None)
+@given(runs())
+def test_each_lane_takes_the_smallest_k_of_fewest_bits(run):
+    """The encoder's choice within a lane, from the document alone: the lane's values
+    (elements j with j mod L = l), its base and mask flag as the header states, and the
+    bits each k would take (unary: sum of u >> k plus one per coded element; remainders:
+    k per coded element). Its k is the smallest of those with the fewest bits."""
+    dtype, data = run
+    payload = encode(data, dtype)
+    values = np.frombuffer(data, constant_codec.ELEMENT_TYPES[dtype]).astype(np.int64)
+    lanes = payload[0]
+    width = 8 * np.dtype(constant_codec.ELEMENT_TYPES[dtype]).itemsize + 1
+    for lane in range(lanes):
+        base, k, flags = struct.unpack_from("<iBB", payload, 8 + 16 * lane)
+        mine = [int(v) for v in values[lane::lanes]]
+        if flags & 1:
+            coded = [
+                2 * (v - base) - 1 if v > base else 2 * (base - v) - 2 for v in mine if v != base
+            ]
+        else:
+            coded = [2 * (v - base) if v >= base else 2 * (base - v) - 1 for v in mine]
+        bits = [sum(u >> j for u in coded) + len(coded) * (1 + j) for j in range(width + 1)]
+        assert k == bits.index(min(bits)), (lane, k, bits)
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.sampled_from(["i8", "u8", "i16"]), st.data())
 def test_int8_uint8_int16_arrays_of_any_values_round_trip(dtype, data):
