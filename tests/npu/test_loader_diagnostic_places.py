@@ -1,0 +1,66 @@
+"""The loader names the right field: each diagnostic's byte offset and subject, with the
+places worked out from docs/binary-format.md's layout (struct formats written here from the
+document, not taken from npuc)."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from npu_programs import fix_crcs
+
+from npuc.backend.npubin import encode_program
+from npuc.diagnostics import NpucError
+from npuc.runtime.loader import load
+
+HEADER_SIZE = 32
+SECTION = "<IIQQII"  # kind, alignment, offset, size, crc32, reserved
+IO, COMMANDS = 3, 5
+IO_HEAD_SIZE = 16  # program name, inputs, outputs, reserved
+IO_ENTRY_SIZE = 16  # name, zero point, scale
+TENSOR_SIZE, DIM_SIZE = 16, 8  # region, dtype, rank, 2 reserved, offset; then (size, stride)
+COUNT_SIZE = 8  # count, reserved: the head of COMMANDS
+PARAMS_SIZE_AT = 6  # in an instruction record: opcode H, engine B, operands B, deps H, params H
+
+
+def section(data: bytes, kind: int) -> int:
+    """The offset of the section of `kind`, from the section table."""
+    (count,) = struct.unpack_from("<I", data, 12)
+    for i in range(count):
+        found, _, offset, _, _, _ = struct.unpack_from(SECTION, data, HEADER_SIZE + 32 * i)
+        if found == kind:
+            return offset
+    raise AssertionError(f"no section of kind {kind}")
+
+
+def refused(data: bytearray) -> str:
+    fix_crcs(data)
+    with pytest.raises(NpucError) as info:
+        load(bytes(data))
+    return info.value.message
+
+
+@pytest.mark.parametrize("name", ["eltwise", "conv_pool"])
+def test_a_wrong_parameter_block_size_is_reported_at_its_field(programs, name):
+    data = bytearray(encode_program(programs[name]))
+    record = section(data, COMMANDS) + COUNT_SIZE
+    field = record + PARAMS_SIZE_AT
+    (size,) = struct.unpack_from("<H", data, field)
+    struct.pack_into("<H", data, field, size + 8)
+    message = refused(data)
+    assert message.startswith(f"byte {field} ({field:#x}): "), message
+    assert f"parameter block of {size + 8} bytes, expected {size}" in message, message
+
+
+def test_the_first_output_descriptor_is_named_output_0(programs):
+    data = bytearray(encode_program(programs["eltwise"]))
+    io = section(data, IO)
+    _, inputs, outputs, _ = struct.unpack_from("<IIII", data, io)
+    assert inputs >= 1 and outputs >= 1
+    at = io + IO_HEAD_SIZE
+    for _ in range(inputs):  # past each input's entry and tensor descriptor
+        rank = data[at + IO_ENTRY_SIZE + 2]
+        at += IO_ENTRY_SIZE + TENSOR_SIZE + DIM_SIZE * rank
+    struct.pack_into("<I", data, at, 0xFFFF_FFFF)  # the first output's name: no such string
+    message = refused(data)
+    assert message.startswith(f"byte {at} ({at:#x}): output 0: string 4294967295"), message
