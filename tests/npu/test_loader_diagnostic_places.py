@@ -15,7 +15,7 @@ from npuc.runtime.loader import load
 
 HEADER_SIZE = 32
 SECTION = "<IIQQII"  # kind, alignment, offset, size, crc32, reserved
-IO, COMMANDS = 3, 5
+IO, COMMANDS, CONSTANTS = 3, 5, 6
 IO_HEAD_SIZE = 16  # program name, inputs, outputs, reserved
 IO_ENTRY_SIZE = 16  # name, zero point, scale
 TENSOR_SIZE, DIM_SIZE = 16, 8  # region, dtype, rank, 2 reserved, offset; then (size, stride)
@@ -64,3 +64,23 @@ def test_the_first_output_descriptor_is_named_output_0(programs):
     struct.pack_into("<I", data, at, 0xFFFF_FFFF)  # the first output's name: no such string
     message = refused(data)
     assert message.startswith(f"byte {at} ({at:#x}): output 0: string 4294967295"), message
+
+
+def test_a_version_2_constants_section_with_no_streams_and_no_bytes_loads(programs):
+    """docs/binary-format.md: version 2.0's CONSTANTS is a 16-byte header (decoded size S,
+    stream count N, reserved), N entries, then the data area; S = N = 0 is a valid section of
+    16 bytes, whose empty table exactly fills what follows the header."""
+    data = bytearray(encode_program(programs["empty"]))
+    assert struct.unpack_from("<HH", data, 4) == (1, 0)
+    (count,) = struct.unpack_from("<I", data, 12)
+    entries = [struct.unpack_from(SECTION, data, HEADER_SIZE + 32 * i) for i in range(count)]
+    i = next(i for i, e in enumerate(entries) if e[0] == CONSTANTS)
+    kind, alignment, offset, size, crc, _ = entries[i]
+    assert size == 0 and offset == len(data)  # the last section, empty
+    data += bytes(16)  # S = 0, N = 0, reserved
+    struct.pack_into(SECTION, data, HEADER_SIZE + 32 * i, kind, alignment, offset, 16, crc, 0)
+    struct.pack_into("<HH", data, 4, 2, 0)
+    struct.pack_into("<Q", data, 16, len(data))  # the header's total size
+    fix_crcs(data)
+    program = load(bytes(data))
+    assert program.constants == b"" and program.streams == ()
