@@ -93,6 +93,7 @@ def test_dma_cycles_bursts_and_latency() -> None:
     # flash side: 4096 B at 1 B/cycle + 64; sram side 4096 / 8 + 32; the slower side counts
     assert costs[0].memory_cycles == {"flash": 4096 + 64, "sram": 512 + 32}
     assert costs[0].cycles == 4160
+    assert costs[0].compute_cycles == 0 and compute_cycles(dma, U55) == 0  # no MAC array work
     # 10 rows of 20 contiguous bytes, 64 apart: each row costs a whole 128-byte flash burst
     strided = tensor("constants", 0, (10, 20), strides=(64, 1))
     assert burst_bytes(strided, 128) == 10 * 128
