@@ -252,14 +252,14 @@ def select_for_model(
         pairs = zip(errors, energies, strict=True)
         probe.call_errors[candidate] = [e / max(n, 1e-30) for e, n in pairs]
         probe.errors[candidate] = sum(errors) / max(sum(energies), 1e-30)
-    probe.winner = _whole_model_winner(probe.errors, probe.call_errors)
+    probe.winner = whole_model_winner(probe.errors, probe.call_errors)
     if probe.winner != "local":
         for tensor in stats.values():
             for key in tensor.auto:
                 tensor.auto[key] = probe.winner
 
 
-def _whole_model_winner(errors: Mapping[str, float], call_errors: Mapping[str, list[float]]) -> str:
+def whole_model_winner(errors: Mapping[str, float], call_errors: Mapping[str, list[float]]) -> str:
     """The strategy of least total error among those whose model is no worse than the
     local choices' on any held-out call and better in total; else "local"."""
     local = call_errors["local"]

@@ -15,7 +15,12 @@ from onnxruntime_reference import reference_session
 from npuc import graph_io
 from npuc.diagnostics import NpucError
 from npuc.frontends.onnx import import_onnx
-from npuc.passes.quantization.auto_strategy import CANDIDATES, CLIP_COST, PROBE_CALLS
+from npuc.passes.quantization.auto_strategy import (
+    CANDIDATES,
+    CLIP_COST,
+    PROBE_CALLS,
+    whole_model_winner,
+)
 from npuc.passes.quantization.ranges import activation_range
 from npuc.passes.quantization.statistics import (
     collect_statistics,
@@ -221,14 +226,22 @@ def test_calibration_holds_out_every_fourth_batch_for_the_selection(calibrated):
     assert train["x"].max == pytest.approx(float(kept.max()))
 
 
-def test_the_whole_model_winner_is_the_least_error_and_is_what_auto_quantizes(qm):
+def test_thewhole_model_winner_is_the_least_error_and_is_what_auto_quantizes(qm):
     module, _, _, stats = calibrate(qm, 5)  # data on which one strategy beats local choices
     config = QuantizeConfig(activation_strategy="auto")
     auto = quantize_module(module.clone(), ranges_from_statistics(stats), config)
     probe = stats["x"].probe
     assert set(probe.errors) == {"local", *CANDIDATES}
-    assert probe.errors[probe.winner] == min(probe.errors.values())
     assert probe.winner != "local"
+    local = probe.call_errors["local"]
+    assert all(e <= mine for e, mine in zip(probe.call_errors[probe.winner], local, strict=True))
+    no_worse = [
+        c
+        for c in CANDIDATES
+        if all(e <= mine for e, mine in zip(probe.call_errors[c], local, strict=True))
+    ]
+    assert probe.errors[probe.winner] == min(probe.errors[c] for c in no_worse)
+    assert probe.errors[probe.winner] < probe.errors["local"]
     assert all(s.auto["a8"] == probe.winner for s in stats.values())
     direct = QuantizeConfig(activation_strategy=probe.winner)
     same = quantize_module(module.clone(), ranges_from_statistics(stats), direct)
@@ -302,3 +315,24 @@ def test_a_softmax_output_is_compared_through_the_float_softmax(qm):
     first, *others = grid_outputs.values()
     assert all(np.array_equal(a, b) for o in others for a, b in zip(first, o, strict=True))
     assert len({round(e, 15) for e in probe.errors.values()}) > 1
+
+
+def test_a_strategy_worse_than_the_local_choices_on_one_held_out_call_does_not_replace_them():
+    """The PP-OCR recognizer's held-out figures (rounded): mse had the least error in total
+    but more than the local choices on the first call; on the test lines the local choices
+    were better (docs/quantization.md). A candidate no worse on every call wins instead."""
+    calls = {
+        "local": [0.0015, 0.0067, 0.2071, 0.0831, 0.0680],
+        "extrema": [0.0014, 0.0028, 0.0690, 0.0390, 0.0688],
+        "percentile": [0.0063, 0.0221, 0.3971, 0.2365, 0.1076],
+        "mse": [0.0096, 0.0031, 0.0148, 0.0005, 0.0254],
+        "kl": [0.0071, 0.1103, 0.0342, 0.0118, 0.0298],
+    }
+    totals = {c: sum(e) / len(e) for c, e in calls.items()}
+    assert whole_model_winner(totals, calls) == "local"
+    calls["kl"] = [0.0010, 0.0060, 0.0400, 0.0300, 0.0600]
+    totals["kl"] = sum(calls["kl"]) / 5
+    assert whole_model_winner(totals, calls) == "kl"
+    calls["extrema"] = [0.0010, 0.0028, 0.0300, 0.0300, 0.0600]
+    totals["extrema"] = sum(calls["extrema"]) / 5
+    assert whole_model_winner(totals, calls) == "extrema"  # the least total of the two
