@@ -2,7 +2,8 @@
 onnxruntime's `quantize_static`, on meaningful data (tests/fidelity/datasets.py).
 
     PYTHONPATH=tests:tests/models .venv/bin/python tests/fidelity/harness.py \
-        [--models ppocr_cls,...] [--calib N --test N] [--write FILE] [--kl-report]
+        [--models ppocr_cls,...] [--calib N --test N] [--write FILE] [--kl-report] \
+        [--strategies auto,kl,...] [--no-onnxruntime]
 
 For each model, both sides calibrate on the same calibration set and are measured on a disjoint
 test set against their own float run (npuc's float import with the qnn interpreter; float
@@ -605,14 +606,22 @@ def table(spec: Spec, calib: int, test: int, rows: list[Row]) -> str:
     return "\n".join(head + body)
 
 
-def evaluate(name: str, calib_n: int, test_n: int, kl: bool = False, log=print) -> str:
+def evaluate(
+    name: str,
+    calib_n: int,
+    test_n: int,
+    kl: bool = False,
+    log=print,
+    strategies=STRATEGIES,
+    onnxruntime: bool = True,
+) -> str:
     spec = SPECS[name]
     make = GENERATORS[name]
     calib, test = make(calib_n, seed=0), make(test_n, seed=1)
     start = time.perf_counter()
     log(f"{name}: {calib_n} calibration, {test_n} test samples")
-    result = npuc_rows(spec, calib, test, log=log)
-    rows = result.rows + ort_rows(spec, calib, test, log=log)
+    result = npuc_rows(spec, calib, test, strategies, log=log)
+    rows = result.rows + (ort_rows(spec, calib, test, log=log) if onnxruntime else [])
     text = table(spec, calib_n, test_n, rows)
     log(f"{name}: {time.perf_counter() - start:.0f} s")
     if kl:
@@ -627,17 +636,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--test", type=int, help="test samples (default: per model)")
     parser.add_argument("--write", metavar="FILE", help="also write the Markdown tables here")
     parser.add_argument("--kl-report", action="store_true", help="diagnose the kl ranges")
+    parser.add_argument(
+        "--strategies", default=",".join(STRATEGIES), help="npuc's activation strategies to measure"
+    )
+    parser.add_argument(
+        "--no-onnxruntime", action="store_true", help="leave out onnxruntime's methods"
+    )
     args = parser.parse_args(argv)
     names = args.models.split(",")
     unknown = [n for n in names if n not in SPECS]
     if unknown:
         parser.error(f"no data for {', '.join(unknown)} (have {', '.join(SPECS)})")
+    strategies = tuple(args.strategies.split(",")) if args.strategies else ()
+    wrong = [s for s in strategies if s not in STRATEGIES]
+    if wrong:
+        parser.error(f"no strategy {', '.join(wrong)} (have {', '.join(STRATEGIES)})")
     log = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     tables = []
     for name in names:
         spec = SPECS[name]
+        calib_n, test_n = args.calib or spec.calib, args.test or spec.test
         tables.append(
-            evaluate(name, args.calib or spec.calib, args.test or spec.test, args.kl_report, log)
+            evaluate(
+                name, calib_n, test_n, args.kl_report, log, strategies, not args.no_onnxruntime
+            )
         )
         print(tables[-1] + "\n", flush=True)
     if args.write:
