@@ -301,11 +301,14 @@ class Planner:
             self._chain_from[k] = self._chain_from[k - 1] if single else k
         self._added: set[tuple[int, int]] = set()
         self._layers: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        self._layers_by_content: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        self._part_models: dict[tuple[int, tuple[int, ...], int], tuple[int, ...]] = {}
         self._crossing: dict[tuple[int, int], list[tuple[int, ...]] | None] = {}
         self._linked: dict[tuple[int, int], tuple[int, ...]] = {}
         self._spans: dict[tuple[int, int, int], list[list[Span]]] = {}
         self._rolls: dict[tuple[int, int], list[list[Roll]]] = {}
         self._classes: dict[tuple[int, int, int, bool], list[list[tuple[Any, ...]]]] = {}
+        self._window_classes: dict[tuple[int, ...], list[list[tuple[Any, ...]]]] = {}
         self._models: dict[tuple[Any, ...], TileModel] = {}
         self._distinct: dict[TileModel, TileModel] = {}
         self._shared: dict[tuple[Any, ...], tuple[int, int, float, float, int, int]] = {}
@@ -468,6 +471,17 @@ class Planner:
             base, extra = divmod(layer.extent(axis), parts)
             sizes = ((base + 1, extra), (base, parts - extra))
             cached = self._classes[key] = [[(o, o, n) for o, n in sizes if n]]
+        geometry = None
+        if cached is None and first == last and layer.kind is Kind.WINDOW and not rolling:
+            # a window layer alone: its parts' lengths depend only on its geometry along
+            # `axis`, which layers of a repeated shape share
+            window = layer.window
+            assert window is not None
+            geometry = (axis, parts, layer.extent(axis), layer.in_shape[2 + axis])
+            geometry += (window.strides[axis], window.pads[axis], window.extent(axis))
+            cached = self._window_classes.get(geometry)
+            if cached is not None:
+                self._classes[key] = cached
         if cached is None or len(cached) < last - start + 1:
             if rolling:
                 per_layer = [
@@ -486,6 +500,8 @@ class Planner:
                 ]
                 for spans in per_layer[: len(per_layer) - len(known)]
             ] + known
+            if geometry is not None:
+                self._window_classes[geometry] = cached
         return cached[len(cached) - (last - first + 1) :]
 
     def resident_tensors(self, first: int, last: int) -> list[tuple[SSAValue, int]]:
@@ -607,6 +623,14 @@ class Planner:
             rest = math.prod(layer.out_shape) // (rows * cols)
             computed = rest * sum(o * t for o, _, t in hcls) * sum(o * t for o, _, t in wcls)
             needed = rest * rows * cols
+        # Everything below depends only on these: layers of equal shapes (repeated blocks,
+        # a chain of equal convolutions) share their values.
+        content = (self.part_models(index, linked, c), *map(tuple, (hcls, wcls)))
+        content += (streamed, computed, needed)
+        found = self._layers_by_content.get(content)
+        if found is not None:
+            self._layers[key] = found
+            return found
         part_weights = []
         most = extra = output = 0
         compute = activation_dma = streamed_dma = first_dma = once = 0.0
@@ -659,7 +683,18 @@ class Planner:
             weights,
             output,
         )
-        self._layers[key] = found
+        self._layers[key] = self._layers_by_content[content] = found
+        return found
+
+    def part_models(self, k: int, linked: tuple[int, ...], c: int) -> tuple[int, ...]:
+        """The identities of layer k's tile models in each of its `c` channel parts (equal
+        models are one object, kept for the planner's life)."""
+        key = (k, linked, c)
+        found = self._part_models.get(key)
+        if found is None:
+            parts = c if self.layers[k].channel_units > 1 else 1
+            found = tuple(id(self.model(k, linked, c, p)) for p in range(parts))
+            self._part_models[key] = found
         return found
 
     # ------------------------------------------------------------------ choices
