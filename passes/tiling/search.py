@@ -471,14 +471,15 @@ class Planner:
             base, extra = divmod(layer.extent(axis), parts)
             sizes = ((base + 1, extra), (base, parts - extra))
             cached = self._classes[key] = [[(o, o, n) for o, n in sizes if n]]
-        geometry = None
+        geometry: tuple[int, ...] | None = None
         if cached is None and first == last and layer.kind is Kind.WINDOW and not rolling:
             # a window layer alone: its parts' lengths depend only on its geometry along
             # `axis`, which layers of a repeated shape share
             window = layer.window
             assert window is not None
-            geometry = (axis, parts, layer.extent(axis), layer.in_shape[2 + axis])
-            geometry += (window.strides[axis], window.pads[axis], window.extent(axis))
+            size, stride = layer.in_shape[2 + axis], window.strides[axis]
+            pad, extent = window.pads[axis], window.extent(axis)
+            geometry = (axis, parts, layer.extent(axis), size, stride, pad, extent)
             cached = self._window_classes.get(geometry)
             if cached is not None:
                 self._classes[key] = cached
@@ -625,8 +626,8 @@ class Planner:
             needed = rest * rows * cols
         # Everything below depends only on these: layers of equal shapes (repeated blocks,
         # a chain of equal convolutions) share their values.
-        content = (self.part_models(index, linked, c), *map(tuple, (hcls, wcls)))
-        content += (streamed, computed, needed)
+        models = self.part_models(index, linked, c)
+        content = (models, tuple(hcls), tuple(wcls), streamed, computed, needed)
         found = self._layers_by_content.get(content)
         if found is not None:
             self._layers[key] = found
