@@ -160,14 +160,25 @@ def encode(data: bytes, dtype: str) -> bytes:
         bits = np.zeros(int(ones[-1]) + 1 if len(ones) else 0, np.uint8)
         bits[ones.astype(np.int64)] = 1
         unary = np.packbits(bits, bitorder="little").tobytes()
-        fields = (u[:, None] >> np.arange(lane.k, dtype=np.uint64)) & np.uint64(1)
-        remainder = np.packbits(fields.astype(np.uint8).ravel(), bitorder="little").tobytes()
+        remainder = _remainders(u, lane.k)
         flags = MASKED if lane.masked else 0
         heads.append(LANE.pack(lane.base, lane.k, flags, len(unary), 0))
         if mask is not None:
             bodies.append(np.packbits(mask, bitorder="little").tobytes())
         bodies += [unary, remainder]
     return HEAD.pack(len(plan)) + b"".join(heads) + b"".join(bodies)
+
+
+def _remainders(u: np.ndarray, k: int) -> bytes:
+    """The low k bits of each of `u`, one field after another, least significant bit first."""
+    if 0 < k <= 8:  # 8 fields fill k bytes: pack them into one 64-bit word, keep k bytes
+        fields = np.zeros(-(-len(u) // 8) * 8, np.uint64)
+        fields[: len(u)] = u & np.uint64((1 << k) - 1)
+        groups = fields.reshape(-1, 8) << (np.arange(8, dtype=np.uint64) * np.uint64(k))
+        words = np.bitwise_or.reduce(groups, axis=1).astype("<u8")
+        return words.view(np.uint8).reshape(-1, 8)[:, :k].tobytes()[: -(-len(u) * k // 8)]
+    bits = (u[:, None] >> np.arange(k, dtype=np.uint64)) & np.uint64(1)
+    return np.packbits(bits.astype(np.uint8).ravel(), bitorder="little").tobytes()
 
 
 def decode(payload: bytes, dtype: str, size: int) -> bytes:
