@@ -322,17 +322,20 @@ def _lower(module: ModuleOp, host: str, decoder: bool, target: str):
     from xdsl.dialects.builtin import DictionaryAttr, StringAttr
 
     from .dialects.npu import program_op
-    from .passes.compress_constants import choose_streams, mark_streams
-    from .passes.lower_to_npu import install_program, lower_program
+    from .passes.compress_constants import CompressConstantsPass, choose_streams, mark_streams
+    from .passes.lower_to_npu import LowerToNpuPass, install_program, lower_program
+    from .registry import applying
 
     # the lowering checks its program against every rule (check_instruction,
     # check_program, check_hazards) before it becomes npu ops: not again as ops
-    program, host_bodies = lower_program(module, host)
-    install_program(module, program, host_bodies)
+    with applying(LowerToNpuPass(host=host)):  # named in an internal error, as the pass is
+        program, host_bodies = lower_program(module, host)
+        install_program(module, program, host_bodies)
     op = program_op(module)
     if decoder:  # it only marks streams, which encode_program checks with the whole program
-        program = replace(program, streams=choose_streams(program))
-        mark_streams(op, program.streams)
+        with applying(CompressConstantsPass()):
+            program = replace(program, streams=choose_streams(program))
+            mark_streams(op, program.streams)
     debug = {**dict(program.debug), TARGET_KEY: target}
     program = replace(program, debug=tuple(debug.items()))
     op.debug = DictionaryAttr({k: StringAttr(v) for k, v in debug.items()})
