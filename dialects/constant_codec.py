@@ -19,6 +19,7 @@ model.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import struct
 from dataclasses import dataclass
 
@@ -36,6 +37,8 @@ HEAD = struct.Struct("<B7x")  # lanes, reserved
 LANE = struct.Struct("<iBB2xII")  # base, k, flags, reserved, unary bytes, reserved
 MASKED = 1  # lane flag: a mask of the elements that differ from the base comes first
 MAX_PLANS = 8192  # streams whose plans are remembered (a few hundred bytes each)
+MAX_JOINT_ELEMENTS = 4096  # streams up to this long have their lanes planned jointly,
+MAX_JOINT = 1 << 15  # if their distinct values x Rice parameters are at most this
 
 
 class CodecError(ValueError):
@@ -130,14 +133,70 @@ def _plan(data: bytes, dtype: str) -> tuple[_Lane, ...]:
 def _new_plan(data: bytes, dtype: str) -> tuple[_Lane, ...]:
     values = np.frombuffer(data, ELEMENT_TYPES[dtype])
     width = 8 * values.itemsize + 1  # a zigzag difference needs at most one bit more
+    choices = [lanes for lanes in LANE_CHOICES if len(values) % lanes == 0]
+    # short streams (most bias/scale tables and weights) cost numpy calls, not elements:
+    # plan their lanes together; long ones lane by lane
+    plans = None
+    if 0 < len(values) <= MAX_JOINT_ELEMENTS:
+        found = _histogram(values)[0]
+        if len(found) * (width + 1) <= MAX_JOINT:
+            plans = _joint_lanes(values, choices, found, width)
+    if plans is None:
+        plans = [tuple(_lane(values[i::n], width) for i in range(n)) for n in choices]
     best: tuple[_Lane, ...] = ()
-    for lanes in LANE_CHOICES:
-        if len(values) % lanes:
-            continue
-        plan = tuple(_lane(values[i::lanes], width) for i in range(lanes))
+    for plan in plans:
         if not best or sum(x.size for x in plan) < sum(x.size for x in best):
             best = plan
     return best
+
+
+def _joint_lanes(
+    values: np.ndarray, choices: list[int], found: np.ndarray, width: int
+) -> list[tuple[_Lane, ...]]:
+    """`_lane` of every lane of every interleave in `choices` at once: one histogram row per
+    lane over the stream's distinct values `found` (a value a lane lacks counts 0, which
+    changes no sum, median or mode), and each lane's bit count for every k from the
+    shifted values times their counts, as `_lane` and `_rice` compute them."""
+    where = np.searchsorted(found, values.astype(np.int64))
+    position = np.arange(len(values))
+    firsts = list(itertools.accumulate([0, *choices[:-1]]))  # each interleave's first row
+    index = np.concatenate(
+        [
+            (first + position % lanes) * len(found) + where
+            for lanes, first in zip(choices, firsts, strict=True)
+        ]
+    )
+    row = np.arange(sum(choices))
+    counts = np.bincount(index, minlength=len(row) * len(found)).reshape(len(row), -1)
+    n = counts.sum(axis=1)
+    median = found[(np.cumsum(counts, axis=1) >= ((n - 1) // 2 + 1)[:, None]).argmax(axis=1)]
+    at = counts.argmax(axis=1)  # the first of the most frequent: the smallest value
+    mode = found[at]
+    plain_u = _zigzag(found[None, :] - median[:, None])
+    masked_u = _zigzag(found[None, :] - mode[:, None]) - np.uint64(1)
+    masked_counts = counts.copy()
+    masked_counts[row, at] = 0
+    masked_u[row, at] = 0
+    shifts = np.arange(width + 1, dtype=np.uint64)[None, :, None]
+    lanes_of: dict[bool, list[_Lane]] = {}
+    for masked, u, weights, bases in (
+        (False, plain_u, counts, median),
+        (True, masked_u, masked_counts, mode),
+    ):
+        quotients = ((u[:, None, :] >> shifts).astype(np.int64) * weights[:, None, :]).sum(axis=2)
+        coded = weights.sum(axis=1)
+        k = (quotients + coded[:, None] * np.arange(1, width + 2)).argmin(axis=1)
+        unary = quotients[row, k] + coded
+        lanes_of[masked] = [
+            _Lane(int(bases[r]), int(k[r]), masked, int(n[r]), int(coded[r]), int(unary[r]))
+            for r in row
+        ]
+    chosen = [
+        b if b.size < a.size else a for a, b in zip(lanes_of[False], lanes_of[True], strict=True)
+    ]
+    return [
+        tuple(chosen[first : first + lanes]) for lanes, first in zip(choices, firsts, strict=True)
+    ]
 
 
 _PLANS: dict[tuple[bytes, str], tuple[_Lane, ...]] = {}
@@ -160,14 +219,25 @@ def encode(data: bytes, dtype: str) -> bytes:
         bits = np.zeros(int(ones[-1]) + 1 if len(ones) else 0, np.uint8)
         bits[ones.astype(np.int64)] = 1
         unary = np.packbits(bits, bitorder="little").tobytes()
-        fields = (u[:, None] >> np.arange(lane.k, dtype=np.uint64)) & np.uint64(1)
-        remainder = np.packbits(fields.astype(np.uint8).ravel(), bitorder="little").tobytes()
+        remainder = _remainders(u, lane.k)
         flags = MASKED if lane.masked else 0
         heads.append(LANE.pack(lane.base, lane.k, flags, len(unary), 0))
         if mask is not None:
             bodies.append(np.packbits(mask, bitorder="little").tobytes())
         bodies += [unary, remainder]
     return HEAD.pack(len(plan)) + b"".join(heads) + b"".join(bodies)
+
+
+def _remainders(u: np.ndarray, k: int) -> bytes:
+    """The low k bits of each of `u`, one field after another, least significant bit first."""
+    if 0 < k <= 8:  # 8 fields fill k bytes: pack them into one 64-bit word, keep k bytes
+        fields = np.zeros(-(-len(u) // 8) * 8, np.uint64)
+        fields[: len(u)] = u & np.uint64((1 << k) - 1)
+        groups = fields.reshape(-1, 8) << (np.arange(8, dtype=np.uint64) * np.uint64(k))
+        words = np.bitwise_or.reduce(groups, axis=1).astype("<u8")
+        return words.view(np.uint8).reshape(-1, 8)[:, :k].tobytes()[: -(-len(u) * k // 8)]
+    bits = (u[:, None] >> np.arange(k, dtype=np.uint64)) & np.uint64(1)
+    return np.packbits(bits.astype(np.uint8).ravel(), bitorder="little").tobytes()
 
 
 def decode(payload: bytes, dtype: str, size: int) -> bytes:

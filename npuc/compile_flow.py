@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -203,7 +203,6 @@ def lower_model(
     the binary and the figures, not the reports (what a sweep needs)."""
     from .backend.npubin import constants_section, encode_program
     from .backend.outputs import memory_files, memory_summary, with_program_constants
-    from .passes.lower_to_npu import program_of
     from .passes.memory.ir import read_plan
     from .passes.memory.usage import layer_peaks
     from .pipeline import apply_pipeline
@@ -244,14 +243,7 @@ def lower_model(
     with stages.stage(
         "lower", "npu instructions" + ("" if options.host_fallback else ", no host fallback")
     ):
-        # the lowering checks its program against every rule (check_instruction,
-        # check_program, check_hazards) before it becomes npu ops: not again as ops
-        apply_pipeline(module, f"lower-to-npu{{host={host}}}", verify=False)
-        if target.weight_decoder is not None:  # the NPU decodes constants it reads
-            # it only marks streams, which encode_program checks with the whole program
-            apply_pipeline(module, "compress-constants", verify=False)
-        _name_target(module, options.target)
-        program = program_of(module)
+        program = _lower(module, host, target.weight_decoder is not None, options.target)
     with stages.stage("emit", str(options.output)):
         section = constants_section(program)  # encoded once for the binary and the reports
         if files:
@@ -322,16 +314,32 @@ def plan_figures(planned, binary_plan, target, program) -> dict[str, object]:
     return figures
 
 
-def _name_target(module: ModuleOp, target: str) -> None:
-    """Records the target in the program's debug section (for profiling), in the IR so that
-    NAME.npu.mlir and NAME.npubin state the same program."""
+def _lower(module: ModuleOp, host: str, decoder: bool, target: str):
+    """What `lower-to-npu{host=...}` and, for a target that decodes constants,
+    `compress-constants` make of the module, with the target recorded in the program's debug
+    section (for profiling; in the IR too, so that NAME.npu.mlir and NAME.npubin state the
+    same program). Returns the program without reading it back from the IR it became."""
     from xdsl.dialects.builtin import DictionaryAttr, StringAttr
 
     from .dialects.npu import program_op
+    from .passes.compress_constants import CompressConstantsPass, choose_streams, mark_streams
+    from .passes.lower_to_npu import LowerToNpuPass, install_program, lower_program
+    from .registry import applying
 
+    # the lowering checks its program against every rule (check_instruction,
+    # check_program, check_hazards) before it becomes npu ops: not again as ops
+    with applying(LowerToNpuPass(host=host)):  # named in an internal error, as the pass is
+        program, host_bodies = lower_program(module, host)
+        install_program(module, program, host_bodies)
     op = program_op(module)
-    entries = dict(op.debug.data) if op.debug is not None else {}
-    op.debug = DictionaryAttr({**entries, TARGET_KEY: StringAttr(target)})
+    if decoder:  # it only marks streams, which encode_program checks with the whole program
+        with applying(CompressConstantsPass()):
+            program = replace(program, streams=choose_streams(program))
+            mark_streams(op, program.streams)
+    debug = {**dict(program.debug), TARGET_KEY: target}
+    program = replace(program, debug=tuple(debug.items()))
+    op.debug = DictionaryAttr({k: StringAttr(v) for k, v in debug.items()})
+    return program
 
 
 def profile_files(name: str, profile, rows, figures: dict[str, object]) -> dict[str, bytes]:

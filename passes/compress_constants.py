@@ -20,7 +20,7 @@ from xdsl.passes import ModulePass
 
 from npuc.dialects import constant_codec
 from npuc.dialects import npu_isa as isa
-from npuc.dialects.npu import program_op
+from npuc.dialects.npu import ProgramOp, program_op
 from npuc.dialects.npu_attrs import StreamAttr
 from npuc.dialects.npubin_format import STREAM_ENTRY
 
@@ -68,8 +68,12 @@ class CompressConstantsPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         program = program_op(op)
-        streams = choose_streams(program.program())
-        if streams:
-            program.properties["streams"] = ArrayAttr([StreamAttr.from_stream(s) for s in streams])
-        else:
-            program.properties.pop("streams", None)
+        mark_streams(program, choose_streams(program.program()))
+
+
+def mark_streams(program: ProgramOp, streams: tuple[isa.ConstantStream, ...]) -> None:
+    """State `streams` (the runs stored encoded) on the program op."""
+    if streams:
+        program.properties["streams"] = ArrayAttr([StreamAttr.from_stream(s) for s in streams])
+    else:
+        program.properties.pop("streams", None)

@@ -54,11 +54,15 @@ class LowerToNpuPass(ModulePass):
     host: str = "all"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        program, host_bodies = lower_program(op, self.host)
-        lowered = ProgramOp.from_program(program, host_bodies)
-        for o in list(op.body.block.ops):
-            op.body.block.erase_op(o, safe_erase=False)
-        op.body.block.add_op(lowered)
+        install_program(op, *lower_program(op, self.host))
+
+
+def install_program(module: ModuleOp, program: isa.Program, host_bodies: dict[int, Region]) -> None:
+    """Replace the module's ops by the one `npu.program` stating `program`."""
+    lowered = ProgramOp.from_program(program, host_bodies)
+    for o in list(module.body.block.ops):
+        module.body.block.erase_op(o, safe_erase=False)
+    module.body.block.add_op(lowered)
 
 
 def program_of(module: ModuleOp) -> isa.Program:

@@ -300,12 +300,17 @@ class Planner:
             single = k > 0 and self.graph.is_chain(k - 1, k)
             self._chain_from[k] = self._chain_from[k - 1] if single else k
         self._added: set[tuple[int, int]] = set()
+        # a run's options and their lowest peak, by the options' identity
+        self._lowest: dict[int, tuple[list[Estimate], int]] = {}
         self._layers: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        self._layers_by_content: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        self._part_models: dict[tuple[int, tuple[int, ...], int], tuple[int, ...]] = {}
         self._crossing: dict[tuple[int, int], list[tuple[int, ...]] | None] = {}
         self._linked: dict[tuple[int, int], tuple[int, ...]] = {}
         self._spans: dict[tuple[int, int, int], list[list[Span]]] = {}
         self._rolls: dict[tuple[int, int], list[list[Roll]]] = {}
         self._classes: dict[tuple[int, int, int, bool], list[list[tuple[Any, ...]]]] = {}
+        self._window_classes: dict[tuple[int, ...], list[list[tuple[Any, ...]]]] = {}
         self._models: dict[tuple[Any, ...], TileModel] = {}
         self._distinct: dict[TileModel, TileModel] = {}
         self._shared: dict[tuple[Any, ...], tuple[int, int, float, float, int, int]] = {}
@@ -468,6 +473,18 @@ class Planner:
             base, extra = divmod(layer.extent(axis), parts)
             sizes = ((base + 1, extra), (base, parts - extra))
             cached = self._classes[key] = [[(o, o, n) for o, n in sizes if n]]
+        geometry: tuple[int, ...] | None = None
+        if cached is None and first == last and layer.kind is Kind.WINDOW and not rolling:
+            # a window layer alone: its parts' lengths depend only on its geometry along
+            # `axis`, which layers of a repeated shape share
+            window = layer.window
+            assert window is not None
+            size, stride = layer.in_shape[2 + axis], window.strides[axis]
+            pad, extent = window.pads[axis], window.extent(axis)
+            geometry = (axis, parts, layer.extent(axis), size, stride, pad, extent)
+            cached = self._window_classes.get(geometry)
+            if cached is not None:
+                self._classes[key] = cached
         if cached is None or len(cached) < last - start + 1:
             if rolling:
                 per_layer = [
@@ -486,6 +503,8 @@ class Planner:
                 ]
                 for spans in per_layer[: len(per_layer) - len(known)]
             ] + known
+            if geometry is not None:
+                self._window_classes[geometry] = cached
         return cached[len(cached) - (last - first + 1) :]
 
     def resident_tensors(self, first: int, last: int) -> list[tuple[SSAValue, int]]:
@@ -607,6 +626,14 @@ class Planner:
             rest = math.prod(layer.out_shape) // (rows * cols)
             computed = rest * sum(o * t for o, _, t in hcls) * sum(o * t for o, _, t in wcls)
             needed = rest * rows * cols
+        # Everything below depends only on these: layers of equal shapes (repeated blocks,
+        # a chain of equal convolutions) share their values.
+        models = self.part_models(index, linked, c)
+        content = (models, tuple(hcls), tuple(wcls), streamed, computed, needed)
+        found = self._layers_by_content.get(content)
+        if found is not None:
+            self._layers[key] = found
+            return found
         part_weights = []
         most = extra = output = 0
         compute = activation_dma = streamed_dma = first_dma = once = 0.0
@@ -659,7 +686,18 @@ class Planner:
             weights,
             output,
         )
-        self._layers[key] = found
+        self._layers[key] = self._layers_by_content[content] = found
+        return found
+
+    def part_models(self, k: int, linked: tuple[int, ...], c: int) -> tuple[int, ...]:
+        """The identities of layer k's tile models in each of its `c` channel parts (equal
+        models are one object, kept for the planner's life)."""
+        key = (k, linked, c)
+        found = self._part_models.get(key)
+        if found is None:
+            parts = c if self.layers[k].channel_units > 1 else 1
+            found = tuple(id(self.model(k, linked, c, p)) for p in range(parts))
+            self._part_models[key] = found
         return found
 
     # ------------------------------------------------------------------ choices
@@ -761,24 +799,37 @@ class Planner:
                 break
             for k in above:
                 expanded.add(k)
-                self._add_runs(k, runs, owner)
-        threshold = best_peak
-        if optimise == "performance":
-            # Over the limit anyway, squeezing the last bytes out of the worst group costs
-            # many tiles: allow OVER_LIMIT_SLACK of the lowest peak for fewer cycles.
-            over = best_peak > self.sram_limit
-            threshold = best_peak + int(best_peak * OVER_LIMIT_SLACK) if over else self.sram_limit
+                # P* only falls as runs are added, and so does the threshold: a run that
+                # cannot fit the threshold of the P* so far can never be chosen
+                bound = self._threshold(optimise, self._min_max_peak(runs))
+                self._add_runs(k, runs, owner, bound)
+        threshold = self._threshold(optimise, best_peak)
         # Layers slowed down by the threshold (their fastest way alone is over it) may run
         # faster in a cascade with fewer tiles.
         for k, options in ((k, runs[k][0][1]) for k in alone if k not in expanded):
             best = fastest(options) if options else None
             if best is not None and best.peak > threshold:
                 expanded.add(k)
-                self._add_runs(k, runs, owner)
+                self._add_runs(k, runs, owner, threshold)
         return self._min_cycles(runs, threshold), best_peak
 
-    def _add_runs(self, k: int, runs: Runs, owner: Mapping[int, tuple[int, int, int, int]]) -> None:
-        """Add the cascades through layer k (runs first..last with first <= k <= last)."""
+    def _threshold(self, optimise: str, best_peak: int) -> int:
+        """The largest group peak the cycle choice allows, given the lowest peak P*."""
+        if optimise != "performance":
+            return best_peak
+        # Over the limit anyway, squeezing the last bytes out of the worst group costs
+        # many tiles: allow OVER_LIMIT_SLACK of the lowest peak for fewer cycles.
+        if best_peak > self.sram_limit:
+            return best_peak + int(best_peak * OVER_LIMIT_SLACK)
+        return self.sram_limit
+
+    def _add_runs(
+        self, k: int, runs: Runs, owner: Mapping[int, tuple[int, int, int, int]], bound: int
+    ) -> None:
+        """Add the cascades through layer k (runs first..last with first <= k <= last). A run
+        whose `least_peak` exceeds `bound` gets no options: neither choice takes a group over
+        the threshold (P* or the limit), which is at most `bound`, and below P* it cannot
+        lower P* either."""
         known = self._added
         for b in range(k, min(len(self.layers), k + MAX_CASCADE)):
             if b in owner:
@@ -787,10 +838,27 @@ class Planner:
             while True:
                 if a <= k and a < b and (a, b) not in known:
                     known.add((a, b))
-                    runs[b].append((a, self._feasible(a, b), False))
+                    fits = self.least_peak(a, b) <= bound
+                    runs[b].append((a, self._feasible(a, b) if fits else [], False))
                 if a == 0 or not self.joins(a - 1, b) or a - 1 in owner or b - a + 1 >= MAX_CASCADE:
                     break
                 a -= 1
+
+    def least_peak(self, first: int, last: int) -> int:
+        """A lower bound of the peak of every option of the cascade first..last (parts along H
+        and W, one channel part): its resident bytes and, when weights are loaded, every
+        layer's whole weights (the weight terms that do not scale with the tile)."""
+        least = self.resident(first, last)
+        if self.memories.constants != self.memories.arena and self.layers[last].spatial:
+            alignment = self.memories.alignment
+            for k in range(first, last + 1):
+                terms = self.model(k, self.linked(k, first), 1, 0)[0]
+                least += sum(
+                    align(t.unit, alignment)
+                    for t in terms
+                    if t.role == ROLES["weights"] and t.h == 2 and t.w == 2
+                )
+        return least
 
     def _feasible(self, first: int, last: int) -> list[Estimate]:
         options = self.options(first, last)
@@ -805,8 +873,10 @@ class Planner:
         for b in range(n):
             for a, options, _ in runs[b]:
                 if options and best[a] < NEVER:
-                    peak = max(best[a], min(e.peak for e in options))
-                    best[b + 1] = min(best[b + 1], peak)
+                    known = self._lowest.get(id(options))
+                    if known is None:  # holding the list keeps its identity unique
+                        known = self._lowest[id(options)] = (options, min(e.peak for e in options))
+                    best[b + 1] = min(best[b + 1], max(best[a], known[1]))
         return max(best[n], self.residency.floor())
 
     def _min_cycles(self, runs: Runs, threshold: int) -> list[Group]:

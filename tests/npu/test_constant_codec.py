@@ -92,6 +92,45 @@ def test_each_lane_takes_the_smallest_k_of_fewest_bits(run):
         assert k == bits.index(min(bits)), (lane, k, bits)
 
 
+def random_streams(count: int) -> list[np.ndarray]:
+    """Streams of every encodable type: uniform, normal of any spread, mostly one value, all
+    one value but one, a repeated [C, 4]-like row."""
+    rng = np.random.default_rng(7)
+    streams = []
+    for t in range(count):
+        np_type = np.dtype(constant_codec.ELEMENT_TYPES[["i8", "u8", "i16", "u16", "i32"][t % 5]])
+        info = np.iinfo(np_type)
+        n = int(rng.integers(1, 900)) * int(rng.choice([1, 2, 3, 4]))
+        kind = t // 5 % 5
+        if kind == 0:
+            v = rng.integers(info.min, int(info.max) + 1, n)
+        elif kind == 1:
+            v = (rng.standard_normal(n) * rng.uniform(0.5, 3000)).round()
+        elif kind == 2:
+            v = np.where(rng.random(n) < 0.7, rng.integers(0, 3), rng.integers(0, 50, n))
+        elif kind == 3:
+            v = np.full(n, rng.integers(0, 5))
+            v[rng.integers(0, n)] += 1
+        else:
+            v = np.tile(rng.integers(0, 100, 4), -(-n // 4))[:n] + rng.integers(0, 2, n)
+        streams.append(np.clip(v, info.min, info.max).astype(np_type))
+    return streams
+
+
+@pytest.mark.parametrize("values", random_streams(500), ids=lambda v: f"{v.dtype}x{v.size}")
+def test_lanes_planned_jointly_are_those_planned_one_by_one(values: np.ndarray):
+    """Short streams have the lanes of every interleave planned together from one histogram
+    row per lane; long ones lane by lane (the test above checks the k of whichever ran):
+    the same bases (lower median, or the smallest most frequent value), masks and bits."""
+    width = 8 * values.itemsize + 1
+    choices = [n for n in constant_codec.LANE_CHOICES if len(values) % n == 0]
+    found = np.unique(values.astype(np.int64))
+    one_by_one = [
+        tuple(constant_codec._lane(values[i::n], width) for i in range(n)) for n in choices
+    ]
+    assert constant_codec._joint_lanes(values, choices, found, width) == one_by_one
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.sampled_from(["i8", "u8", "i16"]), st.data())
 def test_int8_uint8_int16_arrays_of_any_values_round_trip(dtype, data):
