@@ -50,6 +50,8 @@ PLAN_BAND_BYTES = 1 << 20  # a pointwise convolution's input and accumulators a 
 FOLDED_CHANNELS = 32
 REQUANT_ELEMENTS = 1 << 16  # float64 outputs of a folded GEMM at once: they stay in cache
 GEMM_BAND = 1 << 18  # accumulators of a GEMM requantized while they are in cache
+# float32 GEMM weights of at least this many bytes are kept as 8- or 16-bit integers
+COMPACT_WEIGHTS = 1 << 15
 
 
 def storage_peak(dtype: np.dtype) -> int:
@@ -130,7 +132,18 @@ def gemm_actions(
     if bound < F32_EXACT:
         actions, a32 = converted(F32)
         acc = scratch.get("acc", shape, F32)
-        return [*actions, product(a32, weights(F32), acc)], acc, bound
+        if b.values[..., columns].size * 4 < COMPACT_WEIGHTS or b.peak >= 1 << 15:
+            w32 = weights(F32)
+        else:
+            # read as 8- or 16-bit integers and converted into a buffer that stays in
+            # cache: a run of the whole model evicts float32 weights between runs, and
+            # these are a quarter or half of their bytes
+            narrow = np.int8 if b.peak < 128 else np.int16
+            small = np.ascontiguousarray(b.as_(narrow)[..., columns])
+            kn = scratch.get("weights_float32", small.shape, F32)
+            actions.append(partial(np.copyto, kn, small, casting="unsafe"))
+            w32 = np.swapaxes(kn, -1, -2) if weights_first else kn
+        return [*actions, product(a32, w32, acc)], acc, bound
     chunk = (F32_EXACT - 1) // term
     if chunk >= 1 and -(-k // chunk) <= MAX_CHUNKS and bound < F64_EXACT:
         actions, a32 = converted(F32)

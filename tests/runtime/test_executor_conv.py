@@ -185,6 +185,48 @@ def test_folded_pointwise_rounds_ties_like_tflite() -> None:
     assert (got < -20).any() and (got > 20).any()
 
 
+@pytest.mark.parametrize(
+    ("kernel", "weight_zero_points", "threshold"),
+    [
+        ((1, 1), False, None),  # 36 KiB of float32 weights: read as int8
+        ((1, 1), True, None),  # centred weights up to 147: read as int16
+        ((3, 3), True, 0),  # the im2col GEMM, every size read narrow
+    ],
+)
+def test_gemm_weights_read_as_narrow_integers(
+    kernel: tuple[int, int],
+    weight_zero_points: bool,
+    threshold: int | None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Large float32 GEMM weights are kept as 8- or 16-bit integers and converted before
+    each GEMM: the results stay those of qnn.conv2d."""
+    from npuc.runtime import npu_conv
+
+    if threshold is not None:
+        monkeypatch.setattr(npu_conv, "COMPACT_WEIGHTS", threshold)
+    rng = np.random.default_rng(sum(kernel) + weight_zero_points)
+    co = ci = 96
+    w = rng.integers(-128 if weight_zero_points else -127, 128, (co, ci, *kernel))
+    wzp = rng.integers(-20, 20, co) if weight_zero_points else np.zeros(co, np.int64)
+    x = rng.integers(-128, 128, (1, ci, 5, 6))
+    pad = kernel[0] // 2
+    p = dict(
+        strides=(1, 1),
+        pads=(pad,) * 4,
+        dilations=(1, 1),
+        groups=1,
+        ifm_zero_point=-7,
+        ofm_zero_point=5,
+        clamp_min=-128,
+        clamp_max=127,
+        rounding="tflite",
+    )
+    table = random_table(rng, co, (40, 44), wzp)
+    got = check_conv(x, "i8", w, wzp, table, "nchw", p)
+    spread(got, -128, 127)
+
+
 def check_conv(
     x: np.ndarray,
     xd: str,
