@@ -205,6 +205,62 @@ def _depthwise_3x3(
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=EXACT)
+def depthwise_3x3_same(
+    x: np.ndarray,
+    weights: np.ndarray,
+    zero_point: float,
+    flat: np.ndarray,
+    out: np.ndarray,
+    constants: np.ndarray,
+    stage: Stage,
+) -> None:
+    """`depthwise` for a 3x3 kernel with unit strides and dilations and one pixel of
+    padding on every side, from x [C, H, W] into out [C, H, W], both contiguous, a
+    channel at a time.
+
+    The channel is converted into `flat` [(H + 2) W + 2] (float32) between a row of zero
+    points above and below (and one more zero point at each end; the caller filled them):
+    without columns of padding, tap (i, j) of output k = y W + x reads flat[k + i W + j],
+    so each tap is one contiguous run over the whole plane and the outputs are written
+    straight into out's plane. The first and last column read their neighbour row's edge
+    where the padding's zero point belongs: they are summed again afterwards with the
+    zero point there (the same exact float32 sums, in another order).
+    """
+    c, h, w = out.shape
+    run = h * w
+    for ch in range(c):
+        plane = x[ch].reshape(run)
+        interior = flat[w + 1 : w + 1 + run]
+        for k in range(run):
+            interior[k] = np.float32(plane[k])
+        t = weights[ch]
+        t00, t01, t02 = t[0, 0], t[0, 1], t[0, 2]
+        t10, t11, t12 = t[1, 0], t[1, 1], t[1, 2]
+        t20, t21, t22 = t[2, 0], t[2, 1], t[2, 2]
+        s00, s01, s02 = flat[0:run], flat[1 : 1 + run], flat[2 : 2 + run]
+        s10, s11, s12 = flat[w : w + run], flat[w + 1 : w + 1 + run], flat[w + 2 : w + 2 + run]
+        b = 2 * w
+        s20, s21, s22 = flat[b : b + run], flat[b + 1 : b + 1 + run], flat[b + 2 : b + 2 + run]
+        scale, offset, tie = constants[0, ch], constants[1, ch], constants[2, ch]
+        target = out[ch].reshape(run)
+        for k in range(run):
+            v = t00 * s00[k] + t01 * s01[k] + t02 * s02[k]
+            v += t10 * s10[k] + t11 * s11[k] + t12 * s12[k]
+            v += t20 * s20[k] + t21 * s21[k] + t22 * s22[k]
+            target[k] = _output(v, scale, offset, tie, stage)
+        zp = np.float32(zero_point)
+        for y in range(h):
+            for col in (0, w - 1):
+                v = np.float32(0)
+                for i in range(3):
+                    k = (y + i) * w + col
+                    left = zp if col == 0 else flat[k]
+                    right = zp if col == w - 1 else flat[k + 2]
+                    v += t[i, 0] * left + t[i, 1] * flat[k + 1] + t[i, 2] * right
+                target[y * w + col] = _output(v, scale, offset, tie, stage)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=EXACT)
 def depthwise_channels_last(
     x: np.ndarray,
     weights: np.ndarray,

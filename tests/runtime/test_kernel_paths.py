@@ -24,6 +24,7 @@ from npuc.runtime.qnn_interpreter import run_module
 
 COMPILED = (
     jit_kernels.depthwise,
+    jit_kernels.depthwise_3x3_same,
     jit_kernels.depthwise_channels_last,
     jit_kernels.requantize_rows,
     jit_kernels.lookup_pairs,
@@ -73,7 +74,18 @@ CASES = {
                          "i8", "i8", (-128, 127)),
     "full3x3_s2": ((1, 3, 20, 20), (16, 3, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 1,
                    "i8", "i8", (5, 127)),
+    # contiguous inputs: a 3x3 kernel, unit strides and one pixel of padding run as
+    # `depthwise_3x3_same`, whose first and last columns are summed again
+    "dw3x3_same_signed": ((2, 8, 9, 10), (8, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 8,
+                          "i8", "i8", (-128, 127)),
+    "dw3x3_same_one_column_relu": ((1, 16, 5, 1), (16, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1),
+                                   16, "i8", "i8", (5, 127)),
+    "dw3x3_same_one_row_u8": ((1, 16, 1, 7), (16, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 16,
+                              "u8", "i8", (-100, 120)),
+    "dw3x3_same_i16_output": ((1, 8, 6, 6), (8, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 8,
+                              "i8", "i16", (-32768, 32767)),
 }  # fmt: skip
+CONTIGUOUS = {case for case in CASES if case.startswith("dw3x3_same")}
 
 
 def case_program(case: str) -> tuple[isa.Program, dict[str, np.ndarray], np.ndarray]:
@@ -100,7 +112,8 @@ def case_program(case: str) -> tuple[isa.Program, dict[str, np.ndarray], np.ndar
     ow = (xs[3] + pads[1] + pads[3] - dilations[1] * (ws[3] - 1) - 1) // strides[1] + 1
     out_shape = (xs[0], ws[0], oh, ow)
     b = Builder()
-    xt = b.input("x", x, xd, nhwc(xs))  # strided views, as the arenas hold them
+    # strided views, as the arenas hold them, unless the case wants contiguous ones
+    xt = b.input("x", x, xd, None if case in CONTIGUOUS else nhwc(xs))
     yt = b.output("y", out_shape, yd)
     body = [inst("conv2d", (xt, b.const(w, "i8"), b.const(table, "i32"), yt), **p)]
     want = qnn_conv(x, xd, w, wzp, table, p, out_shape, out_dtype=yd)
@@ -112,6 +125,7 @@ def test_paths_agree_with_each_other_and_qnn(case: str, monkeypatch: pytest.Monk
     program, feeds, want = case_program(case)
     got, compiled = run_both(program, feeds, monkeypatch)
     assert compiled
+    assert (jit_kernels.depthwise_3x3_same in compiled) == (case in CONTIGUOUS)
     np.testing.assert_array_equal(got["y"], want)
     assert len(np.unique(got["y"])) > 10  # not a saturated output
 
