@@ -381,11 +381,8 @@ class Executor:
             table = views[1] if static is None else np.ascontiguousarray(static)
             return lambda: nk.lut(views[0], table, p["table_base"], views[2])
         if inst.op == "softmax":
-            from .kernels.qnn_arith import softmax_exps, softmax_int8
-
-            args = (p["input_multiplier"], p["input_left_shift"], p["diff_min"])
-            table = softmax_exps(-np.arange(256, dtype=np.int64), *args)
-            return lambda: np.copyto(views[1], softmax_int8(views[0], *args, exp_table=table))
+            softmax = nk.Softmax(p["input_multiplier"], p["input_left_shift"], p["diff_min"])
+            return partial(softmax, views[0], views[1])
         if inst.op == "move":
             return lambda: nk.move(views[0], p, views[1])
         if inst.op == "host":
