@@ -365,6 +365,9 @@ class Executor:
         if inst.op == "matmul":
             return self._matmul(inst, p, views, copies, index)
         if inst.op == "pool":
+            compiled = npu_jit.average_action(views[0], p, views[1])
+            if compiled is not None:
+                return compiled
             return lambda: nk.pool(views[0], p, views[1])
         if inst.op == "eltwise":
             table = self._eltwise_table(p, views)

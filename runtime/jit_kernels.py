@@ -310,3 +310,22 @@ def lookup_pairs(lhs: np.ndarray, rhs: np.ndarray, table: np.ndarray, out: np.nd
                 a, b, target = lhs[i, j, k], rhs[i, j, k], out[i, j, k]
                 for m in range(n3):
                     target[m] = table[(np.intp(a[m]) << 8) | np.intp(b[m])]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def average_whole(x: np.ndarray, out: np.ndarray, shift: int, lo: int, hi: int) -> None:
+    """out[c] = clamp(round(sum(x[c]) / N) + shift, lo, hi) for stored x [C, N]: an average
+    pool over the whole image with TFLite's rounding (half away from zero, on the stored
+    values, zero point included), `shift` the output's zero point minus the input's."""
+    channels, n = x.shape
+    for c in range(channels):
+        row = x[c]
+        total = np.int64(0)
+        for k in range(n):
+            total += np.int64(row[k])
+        magnitude = abs(total)
+        quotient = magnitude // n
+        if 2 * (magnitude - quotient * n) >= n:
+            quotient += 1
+        value = (-quotient if total < 0 else quotient) + shift
+        out[c] = min(max(value, lo), hi)

@@ -1,8 +1,8 @@
 """Which kernels the NPU runtime runs: compiled (numba, runtime/jit_kernels.py) or numpy.
 
 `NPUC_KERNELS=numba` (the default) plans the output stage of channels-first
-accumulators, whole depthwise convolutions and 8-bit eltwise table lookups as compiled
-kernels where their exactness conditions hold (the same as the numpy path's: the float64
+accumulators, whole depthwise convolutions, 8-bit eltwise table lookups and average
+pools over the whole image as compiled kernels where their exactness conditions hold (the same as the numpy path's: the float64
 output stage's bound, float32 depthwise accumulators below 2^24); `NPUC_KERNELS=numpy`
 plans the numpy calls only, as does a missing numba. The choice is read when a program
 is planned (an `Executor` is built). The kernels are compiled on first use and cached on
@@ -167,6 +167,26 @@ def depthwise_actions(
     return [
         partial(jit.depthwise, x, taps, geometry, phases, padded_row, acc, staged, out, *arguments)
     ]
+
+
+def average_action(x: np.ndarray, p: dict, out: np.ndarray) -> Action | None:
+    """An average pool over the whole of each channel of x [N, C, H, W] with `tflite`
+    rounding (`npu_kernels.pool`) as one compiled call, or None (another pool, or x's
+    channels not contiguous)."""
+    whole = tuple(p["kernel"]) == x.shape[2:] and not any(p["pads"])
+    if not enabled() or p["mode"] != "avg" or p["rounding"] != "tflite" or not whole:
+        return None
+    if x.dtype.kind not in "iu" or out.dtype.kind not in "iu" or not x.flags.c_contiguous:
+        return None
+    if out.size != x.shape[0] * x.shape[1] or not out.flags.c_contiguous:
+        return None
+    if p["multiplier"] * 2.0 ** -p["shift"] != 1.0:  # refused by `npu_kernels.pool`
+        return None
+    jit = kernels()
+    assert jit is not None
+    rows, flat = x.reshape(out.size, -1), out.reshape(-1)
+    shift = p["ofm_zero_point"] - p["ifm_zero_point"]
+    return partial(jit.average_whole, rows, flat, shift, p["clamp_min"], p["clamp_max"])
 
 
 def lookup_action(

@@ -28,6 +28,7 @@ COMPILED = (
     jit_kernels.depthwise_channels_last,
     jit_kernels.requantize_rows,
     jit_kernels.lookup_pairs,
+    jit_kernels.average_whole,
 )
 
 
@@ -128,6 +129,47 @@ def test_paths_agree_with_each_other_and_qnn(case: str, monkeypatch: pytest.Monk
     assert (jit_kernels.depthwise_3x3_same in compiled) == (case in CONTIGUOUS)
     np.testing.assert_array_equal(got["y"], want)
     assert len(np.unique(got["y"])) > 10  # not a saturated output
+
+
+@pytest.mark.parametrize(
+    ("dtype", "hw", "zero_points", "clamp"),
+    [
+        ("i8", (7, 7), (-128, -128), (-128, 127)),  # MobileNetV2's
+        ("i8", (4, 6), (3, -5), (-100, 90)),  # an even count: ties
+        ("u8", (5, 4), (128, 120), (10, 250)),
+    ],
+)
+def test_whole_average_pool_paths_equal_tflite(
+    dtype: str,
+    hw: tuple[int, int],
+    zero_points: tuple[int, int],
+    clamp: tuple[int, int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An average pool over the whole image with TFLite's rounding on both paths, against
+    TFLite's reference kernel written out: (sum +- count / 2) / count in C integer
+    division, on the stored values, then the zero points and the clamp."""
+    rng = np.random.default_rng(hw[0])
+    info = np.iinfo({"i8": np.int8, "u8": np.uint8}[dtype])
+    x = rng.integers(info.min, int(info.max) + 1, (2, 40, *hw))
+    x[0, 0] = info.max  # a clamped channel
+    b = Builder()
+    xt = b.input("x", x, dtype)
+    yt = b.output("y", (2, 40, 1, 1), dtype)
+    body = [
+        inst("pool", (xt, yt), mode="avg", kernel=hw, rounding="tflite",
+             ifm_zero_point=zero_points[0], ofm_zero_point=zero_points[1],
+             clamp_min=clamp[0], clamp_max=clamp[1])
+    ]  # fmt: skip
+    got, compiled = run_both(b.program(body), b.feeds, monkeypatch)
+    assert compiled == [jit_kernels.average_whole]
+    total = x.sum(axis=(2, 3), keepdims=True)
+    count = hw[0] * hw[1]
+    half = np.where(total > 0, count // 2, -(count // 2))
+    mean = np.trunc((total + half) / count).astype(np.int64)  # C division: toward zero
+    want = np.clip(mean - zero_points[0] + zero_points[1], *clamp)
+    np.testing.assert_array_equal(got["y"], want)
+    assert len(np.unique(got["y"])) > 5
 
 
 def test_mobilenet_v2_paths_equal_the_qnn_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
