@@ -1,14 +1,13 @@
 """Which kernels the NPU runtime runs: compiled (numba, runtime/jit_kernels.py) or numpy.
 
 `NPUC_KERNELS=numba` (the default) plans the output stage of channels-first
-accumulators, whole depthwise convolutions, 8-bit eltwise table lookups and average
-pools over the whole image as compiled kernels where their exactness conditions hold (the same as the numpy path's: the float64
-output stage's bound, float32 depthwise accumulators below 2^24); `NPUC_KERNELS=numpy`
-plans the numpy calls only, as does a missing numba. The choice is read when a program
-is planned (an `Executor` is built). The kernels are compiled on first use and cached on
-disk (NUMBA_CACHE_DIR, by default npuc/numba under the user's cache directory), so a
-process pays only for loading them.
-"""
+accumulators, whole depthwise convolutions, 8-bit eltwise table lookups and average pools
+over the whole image as compiled kernels where their exactness conditions hold (the same
+as the numpy path's: the float64 output stage's bound, float32 depthwise accumulators
+below 2^24); `NPUC_KERNELS=numpy` plans the numpy calls only, as does a missing numba.
+The choice is read when a program is planned (an `Executor` is built). The kernels are
+compiled on first use and cached on disk (NUMBA_CACHE_DIR, by default npuc/numba under
+the user's cache directory), so a process pays only for loading them."""
 
 from __future__ import annotations
 
