@@ -329,3 +329,16 @@ def average_whole(x: np.ndarray, out: np.ndarray, shift: int, lo: int, hi: int) 
             quotient += 1
         value = (-quotient if total < 0 else quotient) + shift
         out[c] = min(max(value, lo), hi)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=EXACT)
+def vector_matrix(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """out[n] = sum over k of a[k] b[k, n] in float32, for integers a [K] and b [K, N]
+    (the caller bounds every partial sum below 2^24, so the sums are exact in any order)."""
+    k, n = b.shape
+    out[:] = 0
+    for i in range(k):
+        v = np.float32(a[i])
+        row = b[i]
+        for j in range(n):
+            out[j] += v * np.float32(row[j])

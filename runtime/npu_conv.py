@@ -130,15 +130,20 @@ def gemm_actions(
     if bound >= 1 << 63:
         raise NpucError(f"an accumulator bound of {bound} exceeds the int64 range")
     if bound < F32_EXACT:
-        actions, a32 = converted(F32)
         acc = scratch.get("acc", shape, F32)
+        narrow = np.int8 if b.peak < 128 else np.int16
+        if not weights_first and a.size == k and b.peak < 1 << 15:  # one row of a
+            small = np.ascontiguousarray(b.as_(narrow)[..., columns])
+            compiled = npu_jit.vector_matrix_action(a, small, acc)
+            if compiled is not None:
+                return [compiled], acc, bound
+        actions, a32 = converted(F32)
         if b.values[..., columns].size * 4 < COMPACT_WEIGHTS or b.peak >= 1 << 15:
             w32 = weights(F32)
         else:
             # read as 8- or 16-bit integers and converted into a buffer that stays in
             # cache: a run of the whole model evicts float32 weights between runs, and
             # these are a quarter or half of their bytes
-            narrow = np.int8 if b.peak < 128 else np.int16
             small = np.ascontiguousarray(b.as_(narrow)[..., columns])
             kn = scratch.get("weights_float32", small.shape, F32)
             actions.append(partial(np.copyto, kn, small, casting="unsafe"))

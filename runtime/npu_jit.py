@@ -188,6 +188,24 @@ def average_action(x: np.ndarray, p: dict, out: np.ndarray) -> Action | None:
     return partial(jit.average_whole, rows, flat, shift, p["clamp_min"], p["clamp_max"])
 
 
+def vector_matrix_action(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> Action | None:
+    """out = a @ b in float32 for one row a [..., K] of integers and contiguous b [..., K, N]
+    of 8- or 16-bit integers as one compiled call, converting b as it goes instead of into
+    a float32 copy (the caller checked that float32 is exact), or None."""
+    if not enabled() or a.dtype.kind not in "iuf" or b.dtype.itemsize > 2:
+        return None
+    k, n = b.shape[-2], b.shape[-1]
+    if b.size != k * n or out.size != n or a.size != k or not out.flags.c_contiguous:
+        return None
+    try:  # views only: a copy would not see the values a holds when the call runs
+        rows = (a.reshape(k, copy=False), b.reshape(k, n, copy=False), out.reshape(n))
+    except ValueError:
+        return None
+    jit = kernels()
+    assert jit is not None
+    return partial(jit.vector_matrix, *rows)
+
+
 def lookup_action(
     lhs: np.ndarray, rhs: np.ndarray, table: np.ndarray, out: np.ndarray
 ) -> Action | None:

@@ -11,7 +11,18 @@ import sys
 
 import numpy as np
 import pytest
-from npu_programs import Builder, inst, nhwc, qnn_conv, random_table
+from npu_programs import (
+    Builder,
+    arr,
+    clamp_attrs,
+    inst,
+    nhwc,
+    qnn,
+    qnn_conv,
+    qt,
+    qt_axis,
+    random_table,
+)
 from shared_models import MBV2
 
 from npuc.api import apply_pipeline, load_model
@@ -29,6 +40,7 @@ COMPILED = (
     jit_kernels.requantize_rows,
     jit_kernels.lookup_pairs,
     jit_kernels.average_whole,
+    jit_kernels.vector_matrix,
 )
 
 
@@ -170,6 +182,37 @@ def test_whole_average_pool_paths_equal_tflite(
     want = np.clip(mean - zero_points[0] + zero_points[1], *clamp)
     np.testing.assert_array_equal(got["y"], want)
     assert len(np.unique(got["y"])) > 5
+
+
+@pytest.mark.parametrize("weight_zero_points", [False, True])
+def test_one_row_matmul_paths_equal_qnn(
+    weight_zero_points: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fully connected layer on one row (MobileNetV2's classifier) multiplies the 8- or
+    16-bit centred weights as it reads them (`vector_matrix`): both paths give
+    qnn.fully_connected's bytes."""
+    rng = np.random.default_rng(40 + weight_zero_points)
+    k, n = 700, 300
+    x = rng.integers(-128, 128, (1, 1, k))
+    w = rng.integers(-127, 128, (n, k))
+    wzp = rng.integers(-4, 4, n) if weight_zero_points else np.zeros(n, np.int64)
+    table = random_table(rng, n, (40, 43), wzp)
+    b = Builder()
+    xt, yt = b.input("x", x, "i8"), b.output("y", (1, 1, n))
+    wt = b.const(w, "i8", strides=(0, 1, k), shape=(1, k, n))
+    p = dict(lhs_zero_point=-9, ofm_zero_point=4, rounding="tflite", clamp_min=-128, clamp_max=127)
+    body = [inst("matmul", (xt, wt, b.const(table, "i32"), yt), **p)]
+    got, compiled = run_both(b.program(body), b.feeds, monkeypatch)
+    assert jit_kernels.vector_matrix in compiled
+    want = qnn(
+        "qnn.fully_connected",
+        [x.reshape(1, k).astype(np.int8), w.astype(np.int8), table[:, 0].copy()],
+        [qt((1, k), "i8", -9), qt_axis((n, k), wzp), f"tensor<{n}xi32>"],
+        qt((1, n), "i8", 4),
+        f"multiplier = {arr(table[:, 1])}, shift = {arr(table[:, 2])}, " + clamp_attrs(p),
+    )
+    np.testing.assert_array_equal(got["y"], want.reshape(1, 1, n))
+    assert len(np.unique(got["y"])) > 10
 
 
 def test_mobilenet_v2_paths_equal_the_qnn_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
