@@ -261,6 +261,64 @@ def depthwise_3x3_same(
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=EXACT)
+def depthwise_3x3_s2(
+    x: np.ndarray,
+    weights: np.ndarray,
+    zero_point: float,
+    phases: np.ndarray,
+    out: np.ndarray,
+    constants: np.ndarray,
+    stage: Stage,
+) -> None:
+    """`depthwise` for a 3x3 kernel with strides of 2 and one pixel of padding below and
+    right, from x [C, 2 OH, 2 OW] into out [C, OH, OW], both contiguous, a channel at a
+    time.
+
+    The channel is split by row and column parity into `phases` [4, (OH + 1) OW + 1]
+    (float32, [2 a + b, r OW + q] holding x[2 r + a, 2 q + b]; the caller filled it with
+    the zero point, which stays in the last row and element), without columns of padding:
+    each tap of output k = y OW + x is then one contiguous run of a phase, and the
+    outputs are written straight into out's plane. The last column's right-hand taps read
+    the next row's first pixel where the padding's zero point belongs: it is summed again
+    afterwards with the zero point there (the same exact float32 sums, in another order).
+    """
+    c, oh, ow = out.shape
+    run = oh * ow
+    zp = np.float32(zero_point)
+    p0, p1, p2, p3 = phases[0], phases[1], phases[2], phases[3]
+    for ch in range(c):
+        plane = x[ch]
+        for r in range(oh):
+            for a in range(2):
+                line = plane[2 * r + a]
+                even = phases[2 * a, r * ow : (r + 1) * ow]
+                odd = phases[2 * a + 1, r * ow : (r + 1) * ow]
+                for q in range(ow):
+                    even[q] = np.float32(line[2 * q])
+                    odd[q] = np.float32(line[2 * q + 1])
+        t = weights[ch]
+        t00, t01, t02 = t[0, 0], t[0, 1], t[0, 2]
+        t10, t11, t12 = t[1, 0], t[1, 1], t[1, 2]
+        t20, t21, t22 = t[2, 0], t[2, 1], t[2, 2]
+        s00, s01, s02 = p0[0:run], p1[0:run], p0[1 : 1 + run]
+        s10, s11, s12 = p2[0:run], p3[0:run], p2[1 : 1 + run]
+        s20, s21, s22 = p0[ow : ow + run], p1[ow : ow + run], p0[ow + 1 : ow + 1 + run]
+        scale, offset, tie = constants[0, ch], constants[1, ch], constants[2, ch]
+        target = out[ch].reshape(run)
+        for k in range(run):
+            v = t00 * s00[k] + t01 * s01[k] + t02 * s02[k]
+            v += t10 * s10[k] + t11 * s11[k] + t12 * s12[k]
+            v += t20 * s20[k] + t21 * s21[k] + t22 * s22[k]
+            target[k] = _output(v, scale, offset, tie, stage)
+        for y in range(oh):
+            k = y * ow + ow - 1
+            v = t00 * p0[k] + t01 * p1[k] + t02 * zp
+            v += t10 * p2[k] + t11 * p3[k] + t12 * zp
+            v += t20 * p0[k + ow] + t21 * p1[k + ow] + t22 * zp
+            target[k] = _output(v, scale, offset, tie, stage)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=EXACT)
 def depthwise_channels_last(
     x: np.ndarray,
     weights: np.ndarray,

@@ -152,9 +152,14 @@ def depthwise_actions(
             )
         ]
     same = (kh, kw, sh, sw, dh, dw) == (3, 3, 1, 1, 1, 1) and geo.pads == (1, 1, 1, 1)
-    if same and co == x.shape[0] and x.flags.c_contiguous and out.flags.c_contiguous:
+    contiguous = x.flags.c_contiguous and out.flags.c_contiguous
+    if same and co == x.shape[0] and contiguous:
         flat = np.full((x.shape[1] + 2) * x.shape[2] + 2, zero_point, np.float32)
         return [partial(jit.depthwise_3x3_same, x, taps, float(zero_point), flat, out, *arguments)]
+    halved = (kh, kw, sh, sw, dh, dw) == (3, 3, 2, 2, 1, 1) and geo.pads == (0, 0, 1, 1)
+    if halved and co == x.shape[0] and x.shape[1:] == (2 * oh, 2 * ow) and contiguous:
+        phases = np.full((4, (oh + 1) * ow + 1), zero_point, np.float32)
+        return [partial(jit.depthwise_3x3_s2, x, taps, float(zero_point), phases, out, *arguments)]
     # the stride phases of the padded image, with rows and columns enough for every
     # tap's run over all outputs (`jit_kernels.depthwise`)
     wq = -(-width // sw)

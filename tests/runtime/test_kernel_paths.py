@@ -36,6 +36,7 @@ from npuc.runtime.qnn_interpreter import run_module
 COMPILED = (
     jit_kernels.depthwise,
     jit_kernels.depthwise_3x3_same,
+    jit_kernels.depthwise_3x3_s2,
     jit_kernels.depthwise_channels_last,
     jit_kernels.requantize_rows,
     jit_kernels.lookup_pairs,
@@ -97,8 +98,19 @@ CASES = {
                               "u8", "i8", (-100, 120)),
     "dw3x3_same_i16_output": ((1, 8, 6, 6), (8, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 8,
                               "i8", "i16", (-32768, 32767)),
+    # contiguous, even sizes: strides of 2 and padding below and right run as
+    # `depthwise_3x3_s2`, whose last column is summed again
+    "dw3x3_halved_signed": ((2, 8, 10, 12), (8, 1, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 8,
+                            "i8", "i8", (-128, 127)),
+    "dw3x3_halved_u8_relu": ((1, 16, 6, 2), (16, 1, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 16,
+                             "u8", "i8", (5, 127)),
 }  # fmt: skip
-CONTIGUOUS = {case for case in CASES if case.startswith("dw3x3_same")}
+# cases with contiguous inputs, by the kernel that runs them
+CONTIGUOUS = {
+    case: jit_kernels.depthwise_3x3_same if "same" in case else jit_kernels.depthwise_3x3_s2
+    for case in CASES
+    if case.startswith(("dw3x3_same", "dw3x3_halved"))
+}
 
 
 def case_program(case: str) -> tuple[isa.Program, dict[str, np.ndarray], np.ndarray]:
@@ -138,7 +150,8 @@ def test_paths_agree_with_each_other_and_qnn(case: str, monkeypatch: pytest.Monk
     program, feeds, want = case_program(case)
     got, compiled = run_both(program, feeds, monkeypatch)
     assert compiled
-    assert (jit_kernels.depthwise_3x3_same in compiled) == (case in CONTIGUOUS)
+    for kernel in (jit_kernels.depthwise_3x3_same, jit_kernels.depthwise_3x3_s2):
+        assert (kernel in compiled) == (CONTIGUOUS.get(case) is kernel)
     np.testing.assert_array_equal(got["y"], want)
     assert len(np.unique(got["y"])) > 10  # not a saturated output
 
@@ -229,7 +242,8 @@ def test_mobilenet_v2_paths_equal_the_qnn_interpreter(monkeypatch: pytest.Monkey
     program = program_of(module)
     x = np.random.default_rng(5).integers(-128, 128, (1, 224, 224, 3)).astype(np.int8)
     got, compiled = run_both(program, {program.inputs[0].name: x}, monkeypatch)
-    assert all(kernel in compiled for kernel in COMPILED)
+    # every depthwise convolution of it has a kernel of its own shape
+    assert {*COMPILED} - {*compiled} == {jit_kernels.depthwise}
     want = run_module(load_model(MBV2), {"input": x})["softmax"]
     np.testing.assert_array_equal(next(iter(got.values())), want)
 
