@@ -210,6 +210,7 @@ def depthwise_3x3_same(
     weights: np.ndarray,
     zero_point: float,
     flat: np.ndarray,
+    edges: np.ndarray,
     out: np.ndarray,
     constants: np.ndarray,
     stage: Stage,
@@ -223,8 +224,10 @@ def depthwise_3x3_same(
     without columns of padding, tap (i, j) of output k = y W + x reads flat[k + i W + j],
     so each tap is one contiguous run over the whole plane and the outputs are written
     straight into out's plane. The first and last column read their neighbour row's edge
-    where the padding's zero point belongs: they are summed again afterwards with the
-    zero point there (the same exact float32 sums, in another order).
+    where the padding's zero point belongs: `edges` [H W] marks them (bit 0 the first
+    column, bit 1 the last), and their left or right column of taps is summed with the
+    zero point instead (a select, so the loop stays vectorized; the same exact float32
+    sums, in another order).
     """
     c, h, w = out.shape
     run = h * w
@@ -243,21 +246,18 @@ def depthwise_3x3_same(
         s20, s21, s22 = flat[b : b + run], flat[b + 1 : b + 1 + run], flat[b + 2 : b + 2 + run]
         scale, offset, tie = constants[0, ch], constants[1, ch], constants[2, ch]
         target = out[ch].reshape(run)
-        for k in range(run):
-            v = t00 * s00[k] + t01 * s01[k] + t02 * s02[k]
-            v += t10 * s10[k] + t11 * s11[k] + t12 * s12[k]
-            v += t20 * s20[k] + t21 * s21[k] + t22 * s22[k]
-            target[k] = _output(v, scale, offset, tie, stage)
         zp = np.float32(zero_point)
-        for y in range(h):
-            for col in (0, w - 1):
-                v = np.float32(0)
-                for i in range(3):
-                    k = (y + i) * w + col
-                    left = zp if col == 0 else flat[k]
-                    right = zp if col == w - 1 else flat[k + 2]
-                    v += t[i, 0] * left + t[i, 1] * flat[k + 1] + t[i, 2] * right
-                target[y * w + col] = _output(v, scale, offset, tie, stage)
+        left_pad, right_pad = (t00 + t10 + t20) * zp, (t02 + t12 + t22) * zp
+        for k in range(run):
+            vl = t00 * s00[k] + t10 * s10[k] + t20 * s20[k]
+            vm = t01 * s01[k] + t11 * s11[k] + t21 * s21[k]
+            vr = t02 * s02[k] + t12 * s12[k] + t22 * s22[k]
+            e = edges[k]
+            if e & 1:
+                vl = left_pad
+            if e & 2:
+                vr = right_pad
+            target[k] = _output(vl + vm + vr, scale, offset, tie, stage)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=EXACT)
@@ -266,6 +266,7 @@ def depthwise_3x3_s2(
     weights: np.ndarray,
     zero_point: float,
     phases: np.ndarray,
+    edges: np.ndarray,
     out: np.ndarray,
     constants: np.ndarray,
     stage: Stage,
@@ -279,8 +280,8 @@ def depthwise_3x3_s2(
     the zero point, which stays in the last row and element), without columns of padding:
     each tap of output k = y OW + x is then one contiguous run of a phase, and the
     outputs are written straight into out's plane. The last column's right-hand taps read
-    the next row's first pixel where the padding's zero point belongs: it is summed again
-    afterwards with the zero point there (the same exact float32 sums, in another order).
+    the next row's first pixel where the padding's zero point belongs: `edges` [OH OW]
+    marks it (bit 1), and those taps are summed with the zero point instead.
     """
     c, oh, ow = out.shape
     run = oh * ow
@@ -305,17 +306,14 @@ def depthwise_3x3_s2(
         s20, s21, s22 = p0[ow : ow + run], p1[ow : ow + run], p0[ow + 1 : ow + 1 + run]
         scale, offset, tie = constants[0, ch], constants[1, ch], constants[2, ch]
         target = out[ch].reshape(run)
+        right_pad = (t02 + t12 + t22) * zp
         for k in range(run):
-            v = t00 * s00[k] + t01 * s01[k] + t02 * s02[k]
-            v += t10 * s10[k] + t11 * s11[k] + t12 * s12[k]
-            v += t20 * s20[k] + t21 * s21[k] + t22 * s22[k]
-            target[k] = _output(v, scale, offset, tie, stage)
-        for y in range(oh):
-            k = y * ow + ow - 1
-            v = t00 * p0[k] + t01 * p1[k] + t02 * zp
-            v += t10 * p2[k] + t11 * p3[k] + t12 * zp
-            v += t20 * p0[k + ow] + t21 * p1[k + ow] + t22 * zp
-            target[k] = _output(v, scale, offset, tie, stage)
+            v = t00 * s00[k] + t01 * s01[k] + t10 * s10[k] + t11 * s11[k]
+            v += t20 * s20[k] + t21 * s21[k]
+            vr = t02 * s02[k] + t12 * s12[k] + t22 * s22[k]
+            if edges[k] & 2:
+                vr = right_pad
+            target[k] = _output(v + vr, scale, offset, tie, stage)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=EXACT)

@@ -155,11 +155,15 @@ def depthwise_actions(
     contiguous = x.flags.c_contiguous and out.flags.c_contiguous
     if same and co == x.shape[0] and contiguous:
         flat = np.full((x.shape[1] + 2) * x.shape[2] + 2, zero_point, np.float32)
-        return [partial(jit.depthwise_3x3_same, x, taps, float(zero_point), flat, out, *arguments)]
+        edges = _edges(oh, ow)
+        action = partial(jit.depthwise_3x3_same, x, taps, float(zero_point), flat, edges, out)
+        return [partial(action, *arguments)]
     halved = (kh, kw, sh, sw, dh, dw) == (3, 3, 2, 2, 1, 1) and geo.pads == (0, 0, 1, 1)
     if halved and co == x.shape[0] and x.shape[1:] == (2 * oh, 2 * ow) and contiguous:
         phases = np.full((4, (oh + 1) * ow + 1), zero_point, np.float32)
-        return [partial(jit.depthwise_3x3_s2, x, taps, float(zero_point), phases, out, *arguments)]
+        edges = _edges(oh, ow)
+        action = partial(jit.depthwise_3x3_s2, x, taps, float(zero_point), phases, edges, out)
+        return [partial(action, *arguments)]
     # the stride phases of the padded image, with rows and columns enough for every
     # tap's run over all outputs (`jit_kernels.depthwise`)
     wq = -(-width // sw)
@@ -171,6 +175,12 @@ def depthwise_actions(
     return [
         partial(jit.depthwise, x, taps, geometry, phases, padded_row, acc, staged, out, *arguments)
     ]
+
+
+def _edges(height: int, width: int) -> np.ndarray:
+    """uint8 [height * width]: bit 0 set on a row's first pixel, bit 1 on its last."""
+    columns = np.arange(height * width) % width
+    return ((columns == 0) | (columns == width - 1) << 1).astype(np.uint8)
 
 
 def average_action(x: np.ndarray, p: dict, out: np.ndarray) -> Action | None:
