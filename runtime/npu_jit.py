@@ -135,6 +135,19 @@ def depthwise_actions(
     assert jit is not None
     geometry = (sh, sw, dh, dw, top, left)
     arguments = _stage_arguments(form, clamp, wrap)
+    same = (kh, kw, sh, sw, dh, dw) == (3, 3, 1, 1, 1, 1) and geo.pads == (1, 1, 1, 1)
+    contiguous = x.flags.c_contiguous and out.flags.c_contiguous
+    if same and co == x.shape[0] and contiguous:
+        flat = np.full((x.shape[1] + 2) * x.shape[2] + 2, zero_point, np.float32)
+        edges = _edges(oh, ow)
+        action = partial(jit.depthwise_3x3_same, x, taps, float(zero_point), flat, edges, out)
+        return [partial(action, *arguments)]
+    halved = (kh, kw, sh, sw, dh, dw) == (3, 3, 2, 2, 1, 1) and geo.pads == (0, 0, 1, 1)
+    if halved and co == x.shape[0] and x.shape[1:] == (2 * oh, 2 * ow) and contiguous:
+        phases = np.full((4, (oh + 1) * ow + 1), zero_point, np.float32)
+        edges = _edges(oh, ow)
+        action = partial(jit.depthwise_3x3_s2, x, taps, float(zero_point), phases, edges, out)
+        return [partial(action, *arguments)]
     if co == x.shape[0] and co >= CHANNELS_LAST_CHANNELS and oh * ow <= CHANNELS_LAST_PIXELS:
         weights_last = np.ascontiguousarray(taps.transpose(1, 2, 0))
         padded = np.full((height, width, co), zero_point, np.float32)  # the padding holds zp
@@ -151,19 +164,6 @@ def depthwise_actions(
                 *arguments,
             )
         ]
-    same = (kh, kw, sh, sw, dh, dw) == (3, 3, 1, 1, 1, 1) and geo.pads == (1, 1, 1, 1)
-    contiguous = x.flags.c_contiguous and out.flags.c_contiguous
-    if same and co == x.shape[0] and contiguous:
-        flat = np.full((x.shape[1] + 2) * x.shape[2] + 2, zero_point, np.float32)
-        edges = _edges(oh, ow)
-        action = partial(jit.depthwise_3x3_same, x, taps, float(zero_point), flat, edges, out)
-        return [partial(action, *arguments)]
-    halved = (kh, kw, sh, sw, dh, dw) == (3, 3, 2, 2, 1, 1) and geo.pads == (0, 0, 1, 1)
-    if halved and co == x.shape[0] and x.shape[1:] == (2 * oh, 2 * ow) and contiguous:
-        phases = np.full((4, (oh + 1) * ow + 1), zero_point, np.float32)
-        edges = _edges(oh, ow)
-        action = partial(jit.depthwise_3x3_s2, x, taps, float(zero_point), phases, edges, out)
-        return [partial(action, *arguments)]
     # the stride phases of the padded image, with rows and columns enough for every
     # tap's run over all outputs (`jit_kernels.depthwise`)
     wq = -(-width // sw)
