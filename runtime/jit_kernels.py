@@ -398,3 +398,13 @@ def vector_matrix(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
         row = b[i]
         for j in range(n):
             out[j] += v * np.float32(row[j])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def to_float32(source: np.ndarray, target: np.ndarray) -> None:
+    """target[r, k] = source[r, k] for 8- or 16-bit integers [R, N] into float32."""
+    rows, n = source.shape
+    for r in range(rows):
+        s, t = source[r], target[r]
+        for k in range(n):
+            t[k] = np.float32(s[k])

@@ -123,7 +123,7 @@ def gemm_actions(
         if a.dtype == dtype:
             return [], a
         buffer = scratch.get(f"a_{np.dtype(dtype).name}", a.shape, dtype)
-        return [partial(np.copyto, buffer, a, casting="unsafe")], buffer
+        return [npu_jit.convert_action(buffer, a)], buffer
 
     if term == 0:
         return [], np.zeros(shape, F32), 0
@@ -146,7 +146,7 @@ def gemm_actions(
             # these are a quarter or half of their bytes
             small = np.ascontiguousarray(b.as_(narrow)[..., columns])
             kn = scratch.get("weights_float32", small.shape, F32)
-            actions.append(partial(np.copyto, kn, small, casting="unsafe"))
+            actions.append(npu_jit.convert_action(kn, small))
             w32 = np.swapaxes(kn, -1, -2) if weights_first else kn
         return [*actions, product(a32, w32, acc)], acc, bound
     chunk = (F32_EXACT - 1) // term
@@ -318,7 +318,7 @@ def _gemm_plan(
     elif pointwise(geo):  # converted whole into a buffer of its own, which others reuse
         xp = scratch.bordered(x.shape, dtype, 0, ("converted", converted[0]))
         current = converted[1]
-        actions = [] if current else [partial(np.copyto, xp, x, casting="unsafe")]
+        actions = [] if current else [npu_jit.convert_action(xp, x)]
         width, flat = ow, None
         bands = _row_bands(oh, ow, k * ow, itemsize)
     else:
@@ -331,7 +331,7 @@ def _gemm_plan(
         run = count * width
         if banded:
             band = scratch.get("xp", (x.shape[0], count, ow), dtype)
-            actions.append(partial(np.copyto, band, x[:, rows], casting="unsafe"))
+            actions.append(npu_jit.convert_action(band, x[:, rows]))
             cols = band.reshape(g, k, run)
         elif flat is None:
             cols = xp[:, rows].reshape(g, k, run)

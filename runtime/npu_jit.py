@@ -12,6 +12,7 @@ the user's cache directory), so a process pays only for loading them."""
 from __future__ import annotations
 
 import importlib
+import math
 import os
 from functools import lru_cache, partial
 from pathlib import Path
@@ -175,6 +176,34 @@ def depthwise_actions(
     return [
         partial(jit.depthwise, x, taps, geometry, phases, padded_row, acc, staged, out, *arguments)
     ]
+
+
+def convert_action(target: np.ndarray, source: np.ndarray) -> Action:
+    """`np.copyto(target, source, casting="unsafe")`: one compiled call when 8- or 16-bit
+    integers become float32 and both arrays are rows of contiguous elements."""
+    narrow = source.dtype.kind in "iu" and source.dtype.itemsize <= 2
+    if enabled() and narrow and target.dtype == np.float32 and source.shape == target.shape:
+        rows = _contiguous_rows(source, target)
+        if rows is not None:
+            jit = kernels()
+            assert jit is not None
+            return partial(jit.to_float32, *rows)
+    return partial(np.copyto, target, source, casting="unsafe")
+
+
+def _contiguous_rows(*arrays: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """Views [R, N] of arrays of one shape whose rows are contiguous, the longest rows
+    their strides allow, or None."""
+    shape = arrays[0].shape
+    for split in range(len(shape) + 1):
+        rows = (math.prod(shape[:split]), math.prod(shape[split:]))
+        try:
+            views = tuple(a.reshape(rows, copy=False) for a in arrays)
+        except ValueError:
+            continue
+        if all(v.strides[1] == v.itemsize or v.shape[1] <= 1 for v in views):
+            return views
+    return None
 
 
 def _edges(height: int, width: int) -> np.ndarray:

@@ -42,6 +42,7 @@ COMPILED = (
     jit_kernels.lookup_pairs,
     jit_kernels.average_whole,
     jit_kernels.vector_matrix,
+    jit_kernels.to_float32,
 )
 
 
