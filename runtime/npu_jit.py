@@ -84,10 +84,20 @@ def requant_action(
     wrap: bool,
 ) -> Action | None:
     """The float64 output stage (`npu_requant.float_actions`) as one compiled call, or None
-    when the compiled kernels are off or the arrays are not channels first [C, rows, ...]
-    with out's rows at most as long as acc's. `wrap`: the output's lift is its type's range."""
-    if not enabled() or not form.channels_first or out.dtype.kind not in "iu":
+    when the compiled kernels are off or the arrays are neither channels first [C, rows,
+    ...] with out's rows at most as long as acc's nor one row of channels last. `wrap`:
+    the output's lift is its type's range."""
+    if not enabled() or out.dtype.kind not in "iu":
         return None
+    if not form.channels_first:  # one row of channels last is a column of channels first
+        channels = form.scale.size
+        sizes = (acc.size, out.size, form.offset.size, form.tie.size)
+        if any(size != channels for size in sizes):
+            return None
+        try:
+            acc, out = (a.reshape((channels, 1, 1), copy=False) for a in (acc, out))
+        except ValueError:
+            return None
     if acc.ndim == 2 and out.ndim == 2:
         acc, out = acc[:, None], out[:, None]
     if acc.ndim != 3 or out.ndim != 3 or acc.shape[:2] != out.shape[:2]:
