@@ -24,7 +24,8 @@ import numpy as np
 from npuc.diagnostics import NpucError
 
 if TYPE_CHECKING:
-    from .npu_conv import ConvGeometry, Operand
+    from .npu_conv import ConvGeometry
+    from .npu_gemm import Operand
     from .npu_requant import Action, FloatForm
 
 ENV = "NPUC_KERNELS"

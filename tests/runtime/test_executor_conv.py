@@ -201,10 +201,10 @@ def test_gemm_weights_read_as_narrow_integers(
 ) -> None:
     """Large float32 GEMM weights are kept as 8- or 16-bit integers and converted before
     each GEMM: the results stay those of qnn.conv2d."""
-    from npuc.runtime import npu_conv
+    from npuc.runtime import npu_gemm
 
     if threshold is not None:
-        monkeypatch.setattr(npu_conv, "COMPACT_WEIGHTS", threshold)
+        monkeypatch.setattr(npu_gemm, "COMPACT_WEIGHTS", threshold)
     rng = np.random.default_rng(sum(kernel) + weight_zero_points)
     co = ci = 96
     w = rng.integers(-128 if weight_zero_points else -127, 128, (co, ci, *kernel))
