@@ -30,6 +30,7 @@ from npuc.plugins import PluginError
 
 from . import fusion, npu_jit
 from . import npu_conv as nc
+from . import npu_gemm as ng
 from . import npu_kernels as nk
 from . import npu_requant as nr
 
@@ -365,6 +366,9 @@ class Executor:
         if inst.op == "matmul":
             return self._matmul(inst, p, views, copies, index)
         if inst.op == "pool":
+            compiled = npu_jit.average_action(views[0], p, views[1])
+            if compiled is not None:
+                return compiled
             return lambda: nk.pool(views[0], p, views[1])
         if inst.op == "eltwise":
             table = self._eltwise_table(p, views)
@@ -381,11 +385,8 @@ class Executor:
             table = views[1] if static is None else np.ascontiguousarray(static)
             return lambda: nk.lut(views[0], table, p["table_base"], views[2])
         if inst.op == "softmax":
-            from .kernels.qnn_arith import softmax_exps, softmax_int8
-
-            args = (p["input_multiplier"], p["input_left_shift"], p["diff_min"])
-            table = softmax_exps(-np.arange(256, dtype=np.int64), *args)
-            return lambda: np.copyto(views[1], softmax_int8(views[0], *args, exp_table=table))
+            softmax = nk.Softmax(p["input_multiplier"], p["input_left_shift"], p["diff_min"])
+            return partial(softmax, views[0], views[1])
         if inst.op == "move":
             return lambda: nk.move(views[0], p, views[1])
         if inst.op == "host":
@@ -472,18 +473,18 @@ class Executor:
         rhs = inst.operand("rhs")
         table = self._table(inst, p, "rhs", copies)
 
-        def centred_rhs(values: np.ndarray, t: nr.Table) -> nc.Operand:
+        def centred_rhs(values: np.ndarray, t: nr.Table) -> ng.Operand:
             if rhs.strides[0] == 0:
                 values = values[:1]
-            return nc.Operand.of(values.astype(np.int64) - t.weight_zero_point)
+            return ng.Operand.of(values.astype(np.int64) - t.weight_zero_point)
 
         lhs, out = views[0], views[3]
         zp, clamp, k = p["lhs_zero_point"], (p["clamp_min"], p["clamp_max"]), rhs.shape[1]
 
         def plan(values: np.ndarray, t: nr.Table) -> list[nr.Action]:
             w = centred_rhs(values, t)
-            peak = nc.storage_peak(lhs.dtype)
-            gemm, acc, bound = nc.gemm_actions(lhs, peak, w, k, self.scratch)
+            peak = ng.storage_peak(lhs.dtype)
+            gemm, acc, bound = ng.gemm_actions(lhs, peak, w, k, self.scratch)
             bias = t.bias - zp * w.sums[:, None, :]  # lhs zero point folded into the bias
             stage = nr.OutputStage(t, bias, p["rounding"], p["ofm_zero_point"], clamp)
             return gemm + stage.actions(acc, bound, out, self.scratch)

@@ -205,6 +205,118 @@ def _depthwise_3x3(
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=EXACT)
+def depthwise_3x3_same(
+    x: np.ndarray,
+    weights: np.ndarray,
+    zero_point: float,
+    flat: np.ndarray,
+    edges: np.ndarray,
+    out: np.ndarray,
+    constants: np.ndarray,
+    stage: Stage,
+) -> None:
+    """`depthwise` for a 3x3 kernel with unit strides and dilations and one pixel of
+    padding on every side, from x [C, H, W] into out [C, H, W], both contiguous, a
+    channel at a time.
+
+    The channel is converted into `flat` [(H + 2) W + 2] (float32) between a row of zero
+    points above and below (and one more zero point at each end; the caller filled them):
+    without columns of padding, tap (i, j) of output k = y W + x reads flat[k + i W + j],
+    so each tap is one contiguous run over the whole plane and the outputs are written
+    straight into out's plane. The first and last column read their neighbour row's edge
+    where the padding's zero point belongs: `edges` [H W] marks them (bit 0 the first
+    column, bit 1 the last), and their left or right column of taps is summed with the
+    zero point instead (a select, so the loop stays vectorized; the same exact float32
+    sums, in another order).
+    """
+    c, h, w = out.shape
+    run = h * w
+    for ch in range(c):
+        plane = x[ch].reshape(run)
+        interior = flat[w + 1 : w + 1 + run]
+        for k in range(run):
+            interior[k] = np.float32(plane[k])
+        t = weights[ch]
+        t00, t01, t02 = t[0, 0], t[0, 1], t[0, 2]
+        t10, t11, t12 = t[1, 0], t[1, 1], t[1, 2]
+        t20, t21, t22 = t[2, 0], t[2, 1], t[2, 2]
+        s00, s01, s02 = flat[0:run], flat[1 : 1 + run], flat[2 : 2 + run]
+        s10, s11, s12 = flat[w : w + run], flat[w + 1 : w + 1 + run], flat[w + 2 : w + 2 + run]
+        b = 2 * w
+        s20, s21, s22 = flat[b : b + run], flat[b + 1 : b + 1 + run], flat[b + 2 : b + 2 + run]
+        scale, offset, tie = constants[0, ch], constants[1, ch], constants[2, ch]
+        target = out[ch].reshape(run)
+        zp = np.float32(zero_point)
+        left_pad, right_pad = (t00 + t10 + t20) * zp, (t02 + t12 + t22) * zp
+        for k in range(run):
+            vl = t00 * s00[k] + t10 * s10[k] + t20 * s20[k]
+            vm = t01 * s01[k] + t11 * s11[k] + t21 * s21[k]
+            vr = t02 * s02[k] + t12 * s12[k] + t22 * s22[k]
+            e = edges[k]
+            if e & 1:
+                vl = left_pad
+            if e & 2:
+                vr = right_pad
+            target[k] = _output(vl + vm + vr, scale, offset, tie, stage)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=EXACT)
+def depthwise_3x3_s2(
+    x: np.ndarray,
+    weights: np.ndarray,
+    zero_point: float,
+    phases: np.ndarray,
+    edges: np.ndarray,
+    out: np.ndarray,
+    constants: np.ndarray,
+    stage: Stage,
+) -> None:
+    """`depthwise` for a 3x3 kernel with strides of 2 and one pixel of padding below and
+    right, from x [C, 2 OH, 2 OW] into out [C, OH, OW], both contiguous, a channel at a
+    time.
+
+    The channel is split by row and column parity into `phases` [4, (OH + 1) OW + 1]
+    (float32, [2 a + b, r OW + q] holding x[2 r + a, 2 q + b]; the caller filled it with
+    the zero point, which stays in the last row and element), without columns of padding:
+    each tap of output k = y OW + x is then one contiguous run of a phase, and the
+    outputs are written straight into out's plane. The last column's right-hand taps read
+    the next row's first pixel where the padding's zero point belongs: `edges` [OH OW]
+    marks it (bit 1), and those taps are summed with the zero point instead.
+    """
+    c, oh, ow = out.shape
+    run = oh * ow
+    zp = np.float32(zero_point)
+    p0, p1, p2, p3 = phases[0], phases[1], phases[2], phases[3]
+    for ch in range(c):
+        plane = x[ch]
+        for r in range(oh):
+            for a in range(2):
+                line = plane[2 * r + a]
+                even = phases[2 * a, r * ow : (r + 1) * ow]
+                odd = phases[2 * a + 1, r * ow : (r + 1) * ow]
+                for q in range(ow):
+                    even[q] = np.float32(line[2 * q])
+                    odd[q] = np.float32(line[2 * q + 1])
+        t = weights[ch]
+        t00, t01, t02 = t[0, 0], t[0, 1], t[0, 2]
+        t10, t11, t12 = t[1, 0], t[1, 1], t[1, 2]
+        t20, t21, t22 = t[2, 0], t[2, 1], t[2, 2]
+        s00, s01, s02 = p0[0:run], p1[0:run], p0[1 : 1 + run]
+        s10, s11, s12 = p2[0:run], p3[0:run], p2[1 : 1 + run]
+        s20, s21, s22 = p0[ow : ow + run], p1[ow : ow + run], p0[ow + 1 : ow + 1 + run]
+        scale, offset, tie = constants[0, ch], constants[1, ch], constants[2, ch]
+        target = out[ch].reshape(run)
+        right_pad = (t02 + t12 + t22) * zp
+        for k in range(run):
+            v = t00 * s00[k] + t01 * s01[k] + t10 * s10[k] + t11 * s11[k]
+            v += t20 * s20[k] + t21 * s21[k]
+            vr = t02 * s02[k] + t12 * s12[k] + t22 * s22[k]
+            if edges[k] & 2:
+                vr = right_pad
+            target[k] = _output(v + vr, scale, offset, tie, stage)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=EXACT)
 def depthwise_channels_last(
     x: np.ndarray,
     weights: np.ndarray,
@@ -254,3 +366,45 @@ def lookup_pairs(lhs: np.ndarray, rhs: np.ndarray, table: np.ndarray, out: np.nd
                 a, b, target = lhs[i, j, k], rhs[i, j, k], out[i, j, k]
                 for m in range(n3):
                     target[m] = table[(np.intp(a[m]) << 8) | np.intp(b[m])]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def average_whole(x: np.ndarray, out: np.ndarray, shift: int, lo: int, hi: int) -> None:
+    """out[c] = clamp(round(sum(x[c]) / N) + shift, lo, hi) for stored x [C, N]: an average
+    pool over the whole image with TFLite's rounding (half away from zero, on the stored
+    values, zero point included), `shift` the output's zero point minus the input's."""
+    channels, n = x.shape
+    for c in range(channels):
+        row = x[c]
+        total = np.int64(0)
+        for k in range(n):
+            total += np.int64(row[k])
+        magnitude = abs(total)
+        quotient = magnitude // n
+        if 2 * (magnitude - quotient * n) >= n:
+            quotient += 1
+        value = (-quotient if total < 0 else quotient) + shift
+        out[c] = min(max(value, lo), hi)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=EXACT)
+def vector_matrix(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """out[n] = sum over k of a[k] b[k, n] in float32, for integers a [K] and b [K, N]
+    (the caller bounds every partial sum below 2^24, so the sums are exact in any order)."""
+    k, n = b.shape
+    out[:] = 0
+    for i in range(k):
+        v = np.float32(a[i])
+        row = b[i]
+        for j in range(n):
+            out[j] += v * np.float32(row[j])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def to_float32(source: np.ndarray, target: np.ndarray) -> None:
+    """target[r, k] = source[r, k] for 8- or 16-bit integers [R, N] into float32."""
+    rows, n = source.shape
+    for r in range(rows):
+        s, t = source[r], target[r]
+        for k in range(n):
+            t[k] = np.float32(s[k])

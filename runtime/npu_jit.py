@@ -1,18 +1,18 @@
 """Which kernels the NPU runtime runs: compiled (numba, runtime/jit_kernels.py) or numpy.
 
 `NPUC_KERNELS=numba` (the default) plans the output stage of channels-first
-accumulators, whole depthwise convolutions and 8-bit eltwise table lookups as compiled
-kernels where their exactness conditions hold (the same as the numpy path's: the float64
-output stage's bound, float32 depthwise accumulators below 2^24); `NPUC_KERNELS=numpy`
-plans the numpy calls only, as does a missing numba. The choice is read when a program
-is planned (an `Executor` is built). The kernels are compiled on first use and cached on
-disk (NUMBA_CACHE_DIR, by default npuc/numba under the user's cache directory), so a
-process pays only for loading them.
-"""
+accumulators, whole depthwise convolutions, 8-bit eltwise table lookups and average pools
+over the whole image as compiled kernels where their exactness conditions hold (the same
+as the numpy path's: the float64 output stage's bound, float32 depthwise accumulators
+below 2^24); `NPUC_KERNELS=numpy` plans the numpy calls only, as does a missing numba.
+The choice is read when a program is planned (an `Executor` is built). The kernels are
+compiled on first use and cached on disk (NUMBA_CACHE_DIR, by default npuc/numba under
+the user's cache directory), so a process pays only for loading them."""
 
 from __future__ import annotations
 
 import importlib
+import math
 import os
 from functools import lru_cache, partial
 from pathlib import Path
@@ -24,7 +24,8 @@ import numpy as np
 from npuc.diagnostics import NpucError
 
 if TYPE_CHECKING:
-    from .npu_conv import ConvGeometry, Operand
+    from .npu_conv import ConvGeometry
+    from .npu_gemm import Operand
     from .npu_requant import Action, FloatForm
 
 ENV = "NPUC_KERNELS"
@@ -84,10 +85,20 @@ def requant_action(
     wrap: bool,
 ) -> Action | None:
     """The float64 output stage (`npu_requant.float_actions`) as one compiled call, or None
-    when the compiled kernels are off or the arrays are not channels first [C, rows, ...]
-    with out's rows at most as long as acc's. `wrap`: the output's lift is its type's range."""
-    if not enabled() or not form.channels_first or out.dtype.kind not in "iu":
+    when the compiled kernels are off or the arrays are neither channels first [C, rows,
+    ...] with out's rows at most as long as acc's nor one row of channels last. `wrap`:
+    the output's lift is its type's range."""
+    if not enabled() or out.dtype.kind not in "iu":
         return None
+    if not form.channels_first:  # one row of channels last is a column of channels first
+        channels = form.scale.size
+        sizes = (acc.size, out.size, form.offset.size, form.tie.size)
+        if any(size != channels for size in sizes):
+            return None
+        try:
+            acc, out = (a.reshape((channels, 1, 1), copy=False) for a in (acc, out))
+        except ValueError:
+            return None
     if acc.ndim == 2 and out.ndim == 2:
         acc, out = acc[:, None], out[:, None]
     if acc.ndim != 3 or out.ndim != 3 or acc.shape[:2] != out.shape[:2]:
@@ -136,6 +147,19 @@ def depthwise_actions(
     assert jit is not None
     geometry = (sh, sw, dh, dw, top, left)
     arguments = _stage_arguments(form, clamp, wrap)
+    same = (kh, kw, sh, sw, dh, dw) == (3, 3, 1, 1, 1, 1) and geo.pads == (1, 1, 1, 1)
+    contiguous = x.flags.c_contiguous and out.flags.c_contiguous
+    if same and co == x.shape[0] and contiguous:
+        flat = np.full((x.shape[1] + 2) * x.shape[2] + 2, zero_point, np.float32)
+        edges = _edges(oh, ow)
+        action = partial(jit.depthwise_3x3_same, x, taps, float(zero_point), flat, edges, out)
+        return [partial(action, *arguments)]
+    halved = (kh, kw, sh, sw, dh, dw) == (3, 3, 2, 2, 1, 1) and geo.pads == (0, 0, 1, 1)
+    if halved and co == x.shape[0] and x.shape[1:] == (2 * oh, 2 * ow) and contiguous:
+        phases = np.full((4, (oh + 1) * ow + 1), zero_point, np.float32)
+        edges = _edges(oh, ow)
+        action = partial(jit.depthwise_3x3_s2, x, taps, float(zero_point), phases, edges, out)
+        return [partial(action, *arguments)]
     if co == x.shape[0] and co >= CHANNELS_LAST_CHANNELS and oh * ow <= CHANNELS_LAST_PIXELS:
         weights_last = np.ascontiguousarray(taps.transpose(1, 2, 0))
         padded = np.full((height, width, co), zero_point, np.float32)  # the padding holds zp
@@ -163,6 +187,78 @@ def depthwise_actions(
     return [
         partial(jit.depthwise, x, taps, geometry, phases, padded_row, acc, staged, out, *arguments)
     ]
+
+
+def convert_action(target: np.ndarray, source: np.ndarray) -> Action:
+    """`np.copyto(target, source, casting="unsafe")`: one compiled call when 8- or 16-bit
+    integers become float32 and both arrays are rows of contiguous elements."""
+    narrow = source.dtype.kind in "iu" and source.dtype.itemsize <= 2
+    if enabled() and narrow and target.dtype == np.float32 and source.shape == target.shape:
+        rows = _contiguous_rows(source, target)
+        if rows is not None:
+            jit = kernels()
+            assert jit is not None
+            return partial(jit.to_float32, *rows)
+    return partial(np.copyto, target, source, casting="unsafe")
+
+
+def _contiguous_rows(*arrays: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """Views [R, N] of arrays of one shape whose rows are contiguous, the longest rows
+    their strides allow, or None."""
+    shape = arrays[0].shape
+    for split in range(len(shape) + 1):
+        rows = (math.prod(shape[:split]), math.prod(shape[split:]))
+        try:
+            views = tuple(a.reshape(rows, copy=False) for a in arrays)
+        except ValueError:
+            continue
+        if all(v.strides[1] == v.itemsize or v.shape[1] <= 1 for v in views):
+            return views
+    return None
+
+
+def _edges(height: int, width: int) -> np.ndarray:
+    """uint8 [height * width]: bit 0 set on a row's first pixel, bit 1 on its last."""
+    columns = np.arange(height * width) % width
+    return ((columns == 0) | (columns == width - 1) << 1).astype(np.uint8)
+
+
+def average_action(x: np.ndarray, p: dict, out: np.ndarray) -> Action | None:
+    """An average pool over the whole of each channel of x [N, C, H, W] with `tflite`
+    rounding (`npu_kernels.pool`) as one compiled call, or None (another pool, or x's
+    channels not contiguous)."""
+    whole = tuple(p["kernel"]) == x.shape[2:] and not any(p["pads"])
+    if not enabled() or p["mode"] != "avg" or p["rounding"] != "tflite" or not whole:
+        return None
+    if x.dtype.kind not in "iu" or out.dtype.kind not in "iu" or not x.flags.c_contiguous:
+        return None
+    if out.size != x.shape[0] * x.shape[1] or not out.flags.c_contiguous:
+        return None
+    if p["multiplier"] * 2.0 ** -p["shift"] != 1.0:  # refused by `npu_kernels.pool`
+        return None
+    jit = kernels()
+    assert jit is not None
+    rows, flat = x.reshape(out.size, -1), out.reshape(-1)
+    shift = p["ofm_zero_point"] - p["ifm_zero_point"]
+    return partial(jit.average_whole, rows, flat, shift, p["clamp_min"], p["clamp_max"])
+
+
+def vector_matrix_action(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> Action | None:
+    """out = a @ b in float32 for one row a [..., K] of integers and contiguous b [..., K, N]
+    of 8- or 16-bit integers as one compiled call, converting b as it goes instead of into
+    a float32 copy (the caller checked that float32 is exact), or None."""
+    if not enabled() or a.dtype.kind not in "iuf" or b.dtype.itemsize > 2:
+        return None
+    k, n = b.shape[-2], b.shape[-1]
+    if b.size != k * n or out.size != n or a.size != k or not out.flags.c_contiguous:
+        return None
+    try:  # views only: a copy would not see the values a holds when the call runs
+        rows = (a.reshape(k, copy=False), b.reshape(k, n, copy=False), out.reshape(n))
+    except ValueError:
+        return None
+    jit = kernels()
+    assert jit is not None
+    return partial(jit.vector_matrix, *rows)
 
 
 def lookup_action(

@@ -171,3 +171,74 @@ def move(x: np.ndarray, p: dict, out: np.ndarray) -> None:
         out[...] = p["pad_value"]
         out = out[tuple(slice(b, b + d) for b, d in zip(begins, inner_shape, strict=True))]
     np.copyto(out, moved)
+
+
+# --------------------------------------------------------------------------- softmax
+
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+class Softmax:
+    """The int8 softmax instruction (`qa.softmax_int8`, TFLite's reference kernel) with
+    its parameters' tables built once: each diff's exponential (`qa.softmax_exps`) and
+    its share of the row sum. Each row's reciprocal of its sum is a handful of scalar
+    fixed-point steps, done on Python integers, where numpy's per-call cost is most of
+    the instruction's time."""
+
+    def __init__(self, input_multiplier: int, input_left_shift: int, diff_min: int) -> None:
+        diffs = -np.arange(256, dtype=I64)
+        self.exps = qa.softmax_exps(diffs, input_multiplier, input_left_shift, diff_min)
+        # Accumulated in Q12.19 (Rescale<12>)
+        self.shares = np.where(diffs >= diff_min, qa.fx_rounding_divide_by_pot(self.exps, 12), 0)
+        self.diff_min = diff_min
+
+    def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
+        rows = x.reshape(-1, x.shape[-1])
+        index = rows.max(axis=-1, keepdims=True).astype(I64) - rows  # -diff, 0 to 255
+        sums = self.shares[index].sum(axis=-1)
+        scales, exponents = zip(*(_reciprocal(int(s)) for s in sums), strict=True)
+        exps = self.exps[index]
+        unsat = qa.fx_rounding_divide_by_pot(
+            qa.fx_mul(np.array(scales, I64)[:, None], exps), np.array(exponents, I64)[:, None]
+        )
+        y = np.where(index <= -self.diff_min, np.clip(unsat - 128, -128, 127), -128)
+        np.copyto(out, y.reshape(out.shape), casting="unsafe")
+
+
+def _reciprocal(total: int) -> tuple[int, int]:
+    """(the Q0.31 reciprocal scale, the exponent that divides by it) of a row's sum of
+    exponentials, as TFLite's GetReciprocal: `qa.softmax_int8` on one int32 sum."""
+    total = _wrap32(total)
+    headroom_plus_one = 32 - total.bit_length()
+    num_bits_over_unit = 12 - headroom_plus_one
+    if num_bits_over_unit + 31 - 8 > 31:
+        raise KernelError("softmax: a row's sum of exponentials reaches 512 (TFLite fails)")
+    shifted_sum_minus_one = _wrap32((total << headroom_plus_one) - (1 << 31))
+    return _one_over_one_plus_x(shifted_sum_minus_one), num_bits_over_unit + 31 - 8
+
+
+def _wrap32(x: int) -> int:
+    return ((x + (1 << 31)) & ((1 << 32) - 1)) - (1 << 31)
+
+
+def _mul(a: int, b: int) -> int:
+    """gemmlowp SaturatingRoundingDoublingHighMul on int32 values."""
+    if a == b == _I32_MIN:
+        return _I32_MAX
+    total = a * b + ((1 << 30) if a * b >= 0 else 1 - (1 << 30))
+    return total >> 31 if total >= 0 else -((-total) >> 31)
+
+
+def _shift_left(x: int, exponent: int) -> int:
+    """gemmlowp SaturatingRoundingMultiplyByPOT with a positive exponent on int32."""
+    return min(max(x << exponent, _I32_MIN), _I32_MAX)
+
+
+def _one_over_one_plus_x(a: int) -> int:
+    """gemmlowp one_over_one_plus_x_for_x_in_0_1 (Newton-Raphson), Q0.31 in and out."""
+    half_denominator = (a + _I32_MAX + 1) // 2  # RoundingHalfSum(a, One), a >= 0
+    x = _wrap32(1515870810 + _mul(half_denominator, -1010580540))  # 48/17 - 32/17 d, Q2.29
+    for _ in range(3):
+        one_minus = _wrap32((1 << 29) - _mul(half_denominator, x))
+        x = _wrap32(x + _shift_left(_mul(x, one_minus), 2))
+    return _shift_left(x, 1)  # Rescale<0>(ExactMulByPot<-1>(x))

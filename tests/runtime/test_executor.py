@@ -263,6 +263,72 @@ def test_eltwise_matches_qnn(kind: str, kernel_path: str) -> None:
 # --------------------------------------------------------------------------- lut, softmax, move
 
 
+@pytest.mark.parametrize(
+    ("input_multiplier", "input_left_shift", "diff_min", "width"),
+    [
+        (1717986944, 23, -248, 1000),  # MobileNetV2's
+        (1717986944, 22, -496, 20),
+        (1073741824, 25, -31, 64),  # many diffs below diff_min
+        (2147483520, 20, -1000, 3),
+        (1500000000, 24, -200, 255),
+    ],
+)
+def test_softmax_equals_the_qnn_kernel(
+    input_multiplier: int, input_left_shift: int, diff_min: int, width: int
+) -> None:
+    """The softmax instruction's row reciprocals on Python integers give the bytes of
+    `qa.softmax_int8` (the qnn interpreter's, TFLite's reference kernel), on rows from
+    near-equal values to the full int8 range."""
+    from npuc.runtime.kernels.qnn_arith import softmax_int8
+    from npuc.runtime.npu_kernels import Softmax
+
+    rng = np.random.default_rng(width)
+    near = 8 if width < 256 else 128  # rows of near-equal values (sums up to the limit)
+    rows = [
+        rng.integers(-128, 128, width),
+        rng.integers(128 - near, 128, width),
+        np.full(width, -128) + (np.arange(width) == 0) * 255,
+        np.linspace(-128, 127, width).round(),
+    ]
+    x = np.stack(rows).astype(np.int8).reshape(2, 2, width)
+    args = (input_multiplier, input_left_shift, diff_min)
+    out = np.empty_like(x)
+    want = softmax_int8(x, *args)
+    Softmax(*args)(x, out)
+    np.testing.assert_array_equal(out, want)
+    assert len(np.unique(out)) > 3
+
+
+def test_softmax_reciprocal_steps_equal_the_vectorized_ones() -> None:
+    """The scalar fixed-point steps of a row's reciprocal equal qnn_arith's array
+    versions bit for bit over the whole Q0.31 input range (the int8 outputs hide most
+    of their low bits)."""
+    from npuc.runtime import npu_kernels as nk
+    from npuc.runtime.kernels import qnn_arith as qa
+
+    rng = np.random.default_rng(12)
+    a = np.concatenate([rng.integers(0, 1 << 31, 2000), [0, 1, (1 << 31) - 1]])
+    want = qa.fx_one_over_one_plus_x_for_x_in_0_1(a)
+    np.testing.assert_array_equal([nk._one_over_one_plus_x(int(v)) for v in a], want)
+    pairs = rng.integers(-(1 << 31), 1 << 31, (2000, 2))
+    products = qa.fx_mul(pairs[:, 0], pairs[:, 1])
+    np.testing.assert_array_equal([nk._mul(int(u), int(v)) for u, v in pairs], products)
+    assert nk._mul(-(1 << 31), -(1 << 31)) == qa.fx_mul(-(1 << 31), -(1 << 31))
+
+
+def test_softmax_refuses_a_sum_of_512() -> None:
+    """1000 equal inputs sum to 1000 exponentials of 0: TFLite's kernel fails, so does
+    the instruction (as `qa.softmax_int8`)."""
+    from npuc.runtime.kernels.qnn_arith import softmax_int8
+    from npuc.runtime.npu_kernels import Softmax
+
+    x = np.zeros((1, 1000), np.int8)
+    with pytest.raises(NpucError, match="reaches 512"):
+        softmax_int8(x, 1717986944, 23, -248)
+    with pytest.raises(NpucError, match="reaches 512"):
+        Softmax(1717986944, 23, -248)(x, np.empty_like(x))
+
+
 def test_lut_softmax_move_and_strided_dma() -> None:
     rng = np.random.default_rng(9)
     x = rng.integers(-128, 128, (2, 3, 4, 5))

@@ -75,6 +75,13 @@ CONV_CASES = {
 }  # fmt: skip
 
 
+def conv_params(**changes: object) -> dict:
+    """conv2d parameters: unit strides and dilations, no padding, one group, the int8
+    range as the clamp, TFLite's rounding, with `changes`."""
+    p = dict(strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), groups=1, rounding="tflite")
+    return p | dict(ifm_zero_point=0, ofm_zero_point=5, clamp_min=-128, clamp_max=127) | changes
+
+
 @pytest.mark.parametrize("case", CONV_CASES)
 def test_conv2d_matches_qnn(case: str) -> None:
     xs, ws, strides, pads, dil, groups, rounding, xd, layout, shifts, lo_clamp = CONV_CASES[case]
@@ -145,17 +152,7 @@ def test_conv2d_accumulators_too_large_for_the_float64_stage() -> None:
     w = np.where(rng.random((8, 160, 3, 3)) < 0.5, -128, 127)
     x = np.broadcast_to(np.where(w[:1] < 0, -128, 127), (1, 160, 3, 3)).copy()
     table = random_table(rng, 8, (49, 51))
-    p = dict(
-        strides=(1, 1),
-        pads=(1, 1, 1, 1),
-        dilations=(1, 1),
-        groups=1,
-        ifm_zero_point=0,
-        ofm_zero_point=5,
-        clamp_min=-128,
-        clamp_max=127,
-        rounding="tflite",
-    )
+    p = conv_params(pads=(1, 1, 1, 1))
     got = check_conv(x, "i8", w, np.zeros(8, np.int64), table, "nchw", p)
     assert np.abs(got[0, 0, 1, 1].astype(int) - 5) > 20  # the centre saw the whole sum
 
@@ -170,19 +167,40 @@ def test_folded_pointwise_rounds_ties_like_tflite() -> None:
         [[0, 1 << 30, 32, 0], [7, 1 << 30, 33, 0], [-3, 1 << 30, 35, 0], [11, 1 << 30, 38, 0]],
         np.int32,
     )
-    p = dict(
-        strides=(1, 1),
-        pads=(0, 0, 0, 0),
-        dilations=(1, 1),
-        groups=1,
-        ifm_zero_point=-1,
-        ofm_zero_point=0,
-        clamp_min=-128,
-        clamp_max=127,
-        rounding="tflite",
-    )
+    p = conv_params(ifm_zero_point=-1, ofm_zero_point=0)
     got = check_conv(x, "i8", w, np.zeros(4, np.int64), table, "nchw", p)
     assert (got < -20).any() and (got > 20).any()
+
+
+@pytest.mark.parametrize(
+    ("kernel", "weight_zero_points", "threshold"),
+    [
+        ((1, 1), False, None),  # 36 KiB of float32 weights: read as int8
+        ((1, 1), True, None),  # centred weights up to 147: read as int16
+        ((3, 3), True, 0),  # the im2col GEMM, every size read narrow
+    ],
+)
+def test_gemm_weights_read_as_narrow_integers(
+    kernel: tuple[int, int],
+    weight_zero_points: bool,
+    threshold: int | None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Large float32 GEMM weights are kept as 8- or 16-bit integers and converted before
+    each GEMM: the results stay those of qnn.conv2d."""
+    from npuc.runtime import npu_gemm
+
+    if threshold is not None:
+        monkeypatch.setattr(npu_gemm, "COMPACT_WEIGHTS", threshold)
+    rng = np.random.default_rng(sum(kernel) + weight_zero_points)
+    co = ci = 96
+    w = rng.integers(-128 if weight_zero_points else -127, 128, (co, ci, *kernel))
+    wzp = rng.integers(-20, 20, co) if weight_zero_points else np.zeros(co, np.int64)
+    x = rng.integers(-128, 128, (1, ci, 5, 6))
+    p = conv_params(pads=(kernel[0] // 2,) * 4, ifm_zero_point=-7)
+    table = random_table(rng, co, (40, 44), wzp)
+    got = check_conv(x, "i8", w, wzp, table, "nchw", p)
+    spread(got, -128, 127)
 
 
 def check_conv(

@@ -11,22 +11,38 @@ import sys
 
 import numpy as np
 import pytest
-from npu_programs import Builder, inst, nhwc, qnn_conv, random_table
+from npu_programs import (
+    Builder,
+    arr,
+    clamp_attrs,
+    inst,
+    nhwc,
+    qnn,
+    qnn_conv,
+    qt,
+    qt_axis,
+    random_table,
+)
 from shared_models import MBV2
 
 from npuc.api import apply_pipeline, load_model
 from npuc.diagnostics import NpucError
 from npuc.dialects import npu_isa as isa
 from npuc.passes.lower_to_npu import program_of
-from npuc.runtime import jit_kernels, npu_jit
+from npuc.runtime import jit_kernels, npu_jit, npu_requant
 from npuc.runtime.executor import Executor
 from npuc.runtime.qnn_interpreter import run_module
 
 COMPILED = (
     jit_kernels.depthwise,
+    jit_kernels.depthwise_3x3_same,
+    jit_kernels.depthwise_3x3_s2,
     jit_kernels.depthwise_channels_last,
     jit_kernels.requantize_rows,
     jit_kernels.lookup_pairs,
+    jit_kernels.average_whole,
+    jit_kernels.vector_matrix,
+    jit_kernels.to_float32,
 )
 
 
@@ -40,6 +56,9 @@ def run_both(
         executor = Executor(program)
         calls = executor.timed_run(feeds)
         kernels = [getattr(call, "func", None) for _, call, _ in calls]
+        for _, call, _ in calls:  # the calls planned behind a measurement of accumulators
+            if getattr(call, "func", None) is npu_requant._measured:
+                kernels += [getattr(action, "func", None) for action in call.args[2]]
         compiled[path] = [kernel for kernel in kernels if kernel in COMPILED]
         outputs[path] = executor.run(feeds)
     assert compiled["numpy"] == []
@@ -73,7 +92,29 @@ CASES = {
                          "i8", "i8", (-128, 127)),
     "full3x3_s2": ((1, 3, 20, 20), (16, 3, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 1,
                    "i8", "i8", (5, 127)),
+    # contiguous inputs: a 3x3 kernel, unit strides and one pixel of padding run as
+    # `depthwise_3x3_same`, whose first and last columns are summed again
+    "dw3x3_same_signed": ((2, 8, 9, 10), (8, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 8,
+                          "i8", "i8", (-128, 127)),
+    "dw3x3_same_one_column_relu": ((1, 16, 5, 1), (16, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1),
+                                   16, "i8", "i8", (5, 127)),
+    "dw3x3_same_one_row_u8": ((1, 16, 1, 7), (16, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 16,
+                              "u8", "i8", (-100, 120)),
+    "dw3x3_same_i16_output": ((1, 8, 6, 6), (8, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 8,
+                              "i8", "i16", (-32768, 32767)),
+    # contiguous, even sizes: strides of 2 and padding below and right run as
+    # `depthwise_3x3_s2`, whose last column is summed again
+    "dw3x3_halved_signed": ((2, 8, 10, 12), (8, 1, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 8,
+                            "i8", "i8", (-128, 127)),
+    "dw3x3_halved_u8_relu": ((1, 16, 6, 2), (16, 1, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 16,
+                             "u8", "i8", (5, 127)),
 }  # fmt: skip
+# cases with contiguous inputs, by the kernel that runs them
+CONTIGUOUS = {
+    case: jit_kernels.depthwise_3x3_same if "same" in case else jit_kernels.depthwise_3x3_s2
+    for case in CASES
+    if case.startswith(("dw3x3_same", "dw3x3_halved"))
+}
 
 
 def case_program(case: str) -> tuple[isa.Program, dict[str, np.ndarray], np.ndarray]:
@@ -100,7 +141,8 @@ def case_program(case: str) -> tuple[isa.Program, dict[str, np.ndarray], np.ndar
     ow = (xs[3] + pads[1] + pads[3] - dilations[1] * (ws[3] - 1) - 1) // strides[1] + 1
     out_shape = (xs[0], ws[0], oh, ow)
     b = Builder()
-    xt = b.input("x", x, xd, nhwc(xs))  # strided views, as the arenas hold them
+    # strided views, as the arenas hold them, unless the case wants contiguous ones
+    xt = b.input("x", x, xd, None if case in CONTIGUOUS else nhwc(xs))
     yt = b.output("y", out_shape, yd)
     body = [inst("conv2d", (xt, b.const(w, "i8"), b.const(table, "i32"), yt), **p)]
     want = qnn_conv(x, xd, w, wzp, table, p, out_shape, out_dtype=yd)
@@ -112,8 +154,83 @@ def test_paths_agree_with_each_other_and_qnn(case: str, monkeypatch: pytest.Monk
     program, feeds, want = case_program(case)
     got, compiled = run_both(program, feeds, monkeypatch)
     assert compiled
+    for kernel in (jit_kernels.depthwise_3x3_same, jit_kernels.depthwise_3x3_s2):
+        assert (kernel in compiled) == (CONTIGUOUS.get(case) is kernel)
     np.testing.assert_array_equal(got["y"], want)
     assert len(np.unique(got["y"])) > 10  # not a saturated output
+
+
+@pytest.mark.parametrize(
+    ("dtype", "hw", "zero_points", "clamp"),
+    [
+        ("i8", (7, 7), (-128, -128), (-128, 127)),  # MobileNetV2's
+        ("i8", (4, 6), (3, -5), (-100, 90)),  # an even count: ties
+        ("u8", (5, 4), (128, 120), (10, 250)),
+    ],
+)
+def test_whole_average_pool_paths_equal_tflite(
+    dtype: str,
+    hw: tuple[int, int],
+    zero_points: tuple[int, int],
+    clamp: tuple[int, int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An average pool over the whole image with TFLite's rounding on both paths, against
+    TFLite's reference kernel written out: (sum +- count / 2) / count in C integer
+    division, on the stored values, then the zero points and the clamp."""
+    rng = np.random.default_rng(hw[0])
+    info = np.iinfo({"i8": np.int8, "u8": np.uint8}[dtype])
+    x = rng.integers(info.min, int(info.max) + 1, (2, 40, *hw))
+    x[0, 0] = info.max  # a clamped channel
+    b = Builder()
+    xt = b.input("x", x, dtype)
+    yt = b.output("y", (2, 40, 1, 1), dtype)
+    body = [
+        inst("pool", (xt, yt), mode="avg", kernel=hw, rounding="tflite",
+             ifm_zero_point=zero_points[0], ofm_zero_point=zero_points[1],
+             clamp_min=clamp[0], clamp_max=clamp[1])
+    ]  # fmt: skip
+    got, compiled = run_both(b.program(body), b.feeds, monkeypatch)
+    assert compiled == [jit_kernels.average_whole]
+    total = x.sum(axis=(2, 3), keepdims=True)
+    count = hw[0] * hw[1]
+    half = np.where(total > 0, count // 2, -(count // 2))
+    mean = np.trunc((total + half) / count).astype(np.int64)  # C division: toward zero
+    want = np.clip(mean - zero_points[0] + zero_points[1], *clamp)
+    np.testing.assert_array_equal(got["y"], want)
+    assert len(np.unique(got["y"])) > 5
+
+
+@pytest.mark.parametrize("weight_zero_points", [False, True])
+def test_one_row_matmul_paths_equal_qnn(
+    weight_zero_points: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fully connected layer on one row (MobileNetV2's classifier) multiplies the 8- or
+    16-bit centred weights as it reads them (`vector_matrix`) and requantizes its row of
+    channels as a column (`requantize_rows`): both paths give qnn.fully_connected's
+    bytes."""
+    rng = np.random.default_rng(40 + weight_zero_points)
+    k, n = 700, 300
+    x = rng.integers(-128, 128, (1, 1, k))
+    w = rng.integers(-127, 128, (n, k))
+    wzp = rng.integers(-4, 4, n) if weight_zero_points else np.zeros(n, np.int64)
+    table = random_table(rng, n, (40, 43), wzp)
+    b = Builder()
+    xt, yt = b.input("x", x, "i8"), b.output("y", (1, 1, n))
+    wt = b.const(w, "i8", strides=(0, 1, k), shape=(1, k, n))
+    p = dict(lhs_zero_point=-9, ofm_zero_point=4, rounding="tflite", clamp_min=-128, clamp_max=127)
+    body = [inst("matmul", (xt, wt, b.const(table, "i32"), yt), **p)]
+    got, compiled = run_both(b.program(body), b.feeds, monkeypatch)
+    assert {jit_kernels.vector_matrix, jit_kernels.requantize_rows} <= {*compiled}
+    want = qnn(
+        "qnn.fully_connected",
+        [x.reshape(1, k).astype(np.int8), w.astype(np.int8), table[:, 0].copy()],
+        [qt((1, k), "i8", -9), qt_axis((n, k), wzp), f"tensor<{n}xi32>"],
+        qt((1, n), "i8", 4),
+        f"multiplier = {arr(table[:, 1])}, shift = {arr(table[:, 2])}, " + clamp_attrs(p),
+    )
+    np.testing.assert_array_equal(got["y"], want.reshape(1, 1, n))
+    assert len(np.unique(got["y"])) > 10
 
 
 def test_mobilenet_v2_paths_equal_the_qnn_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -130,7 +247,9 @@ def test_mobilenet_v2_paths_equal_the_qnn_interpreter(monkeypatch: pytest.Monkey
     program = program_of(module)
     x = np.random.default_rng(5).integers(-128, 128, (1, 224, 224, 3)).astype(np.int8)
     got, compiled = run_both(program, {program.inputs[0].name: x}, monkeypatch)
-    assert all(kernel in compiled for kernel in COMPILED)
+    # every depthwise convolution of it has a kernel of its own shape
+    generic = {jit_kernels.depthwise, jit_kernels.depthwise_channels_last}
+    assert {*COMPILED} - {*compiled} == generic
     want = run_module(load_model(MBV2), {"input": x})["softmax"]
     np.testing.assert_array_equal(next(iter(got.values())), want)
 
