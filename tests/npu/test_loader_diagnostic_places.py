@@ -23,14 +23,20 @@ COUNT_SIZE = 8  # count, reserved: the head of COMMANDS
 PARAMS_SIZE_AT = 6  # in an instruction record: opcode H, engine B, operands B, deps H, params H
 
 
-def section(data: bytes, kind: int) -> int:
-    """The offset of the section of `kind`, from the section table."""
+def entry_of(data: bytes, kind: int) -> tuple[int, tuple[int, ...]]:
+    """(where the section table's entry of `kind` starts, its fields)."""
     (count,) = struct.unpack_from("<I", data, 12)
     for i in range(count):
-        found, _, offset, _, _, _ = struct.unpack_from(SECTION, data, HEADER_SIZE + 32 * i)
-        if found == kind:
-            return offset
+        at = HEADER_SIZE + 32 * i
+        fields = struct.unpack_from(SECTION, data, at)
+        if fields[0] == kind:
+            return at, fields
     raise AssertionError(f"no section of kind {kind}")
+
+
+def section(data: bytes, kind: int) -> int:
+    """The offset of the section of `kind`, from the section table."""
+    return entry_of(data, kind)[1][2]
 
 
 def refused(data: bytearray) -> str:
@@ -84,3 +90,35 @@ def test_a_version_2_constants_section_with_no_streams_and_no_bytes_loads(progra
     fix_crcs(data)
     program = load(bytes(data))
     assert program.constants == b"" and program.streams == ()
+
+
+# field edits of a section table entry -> the entry's byte the loader must name, what it says
+ENTRY_EDITS = {
+    "reserved": (lambda f: (*f[:5], 1), 28, "reserved field must be zero"),
+    "alignment": (lambda f: (f[0], 24, *f[2:]), 4, "alignment 24 is not a power of two"),
+    "unaligned-offset": (lambda f: (*f[:2], f[2] + 1, *f[3:]), 8, "-byte aligned"),
+    "offset-past-the-end": (lambda f: (*f[:2], f[2] + (1 << 20), *f[3:]), 8, "lie outside"),
+}
+
+
+@pytest.mark.parametrize("edit", ENTRY_EDITS.values(), ids=ENTRY_EDITS.keys())
+def test_a_bad_section_entry_is_reported_at_its_field(programs, edit):
+    data = bytearray(encode_program(programs["eltwise"]))
+    at, fields = entry_of(data, COMMANDS)
+    change, field, text = edit
+    struct.pack_into(SECTION, data, at, *change(fields))
+    message = refused(data)
+    assert message.startswith(f"byte {at + field} ({at + field:#x}): "), message
+    assert text in message, message
+
+
+def test_a_corrupt_section_is_reported_at_its_crc_field(programs):
+    data = bytearray(encode_program(programs["eltwise"]))
+    at, (_, _, offset, size, _, _) = entry_of(data, COMMANDS)
+    assert size > 0
+    data[offset + size - 1] ^= 0xFF  # the header CRC covers the table only: it still holds
+    with pytest.raises(NpucError) as info:
+        load(bytes(data))
+    message = info.value.message
+    assert message.startswith(f"byte {at + 24} ({at + 24:#x}): "), message
+    assert "CRC32 mismatch" in message, message
