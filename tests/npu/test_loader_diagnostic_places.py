@@ -15,7 +15,7 @@ from npuc.runtime.loader import load
 
 HEADER_SIZE = 32
 SECTION = "<IIQQII"  # kind, alignment, offset, size, crc32, reserved
-IO, COMMANDS, CONSTANTS = 3, 5, 6
+STRINGS, REGIONS, IO, COMMANDS, CONSTANTS = 1, 2, 3, 5, 6
 IO_HEAD_SIZE = 16  # program name, inputs, outputs, reserved
 IO_ENTRY_SIZE = 16  # name, zero point, scale
 TENSOR_SIZE, DIM_SIZE = 16, 8  # region, dtype, rank, 2 reserved, offset; then (size, stride)
@@ -122,3 +122,39 @@ def test_a_corrupt_section_is_reported_at_its_crc_field(programs):
     message = info.value.message
     assert message.startswith(f"byte {at + 24} ({at + 24:#x}): "), message
     assert "CRC32 mismatch" in message, message
+
+
+def test_a_wrong_header_crc_is_reported_at_its_field(programs):
+    data = bytearray(encode_program(programs["eltwise"]))
+    data[28] ^= 0x01
+    with pytest.raises(NpucError) as info:
+        load(bytes(data))
+    assert info.value.message.startswith("byte 28 (0x1c): header and section table CRC32"), (
+        info.value.message
+    )
+
+
+def test_the_last_string_running_past_its_section_is_reported_at_its_entry(programs):
+    """STRINGS: count N, reserved, then (offset, length) of string i at 8 + 8i."""
+    data = bytearray(encode_program(programs["eltwise"]))
+    strings = section(data, STRINGS)
+    (count,) = struct.unpack_from("<I", data, strings)
+    last = count - 1
+    assert last >= 1
+    entry = strings + 8 + 8 * last
+    offset, length = struct.unpack_from("<II", data, entry)
+    struct.pack_into("<II", data, entry, offset, length + 1)
+    message = refused(data)
+    assert message.startswith(f"byte {entry} ({entry:#x}): string {last} runs past"), message
+
+
+def test_a_region_of_unknown_kind_is_reported_at_its_entry(programs):
+    """REGIONS: count N, reserved, then (kind, memory, size) of region i at 8 + 16i."""
+    data = bytearray(encode_program(programs["eltwise"]))
+    regions = section(data, REGIONS)
+    (count,) = struct.unpack_from("<I", data, regions)
+    assert count >= 2
+    entry = regions + 8 + 16 * (count - 1)
+    struct.pack_into("<I", data, entry, 99)
+    message = refused(data)
+    assert message.startswith(f"byte {entry} ({entry:#x}): region {count - 1}: unknown kind 99")
