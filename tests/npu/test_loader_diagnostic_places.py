@@ -15,7 +15,7 @@ from npuc.runtime.loader import load
 
 HEADER_SIZE = 32
 SECTION = "<IIQQII"  # kind, alignment, offset, size, crc32, reserved
-STRINGS, REGIONS, IO, COMMANDS, CONSTANTS = 1, 2, 3, 5, 6
+STRINGS, REGIONS, IO, LAYERS, COMMANDS, CONSTANTS = 1, 2, 3, 4, 5, 6
 IO_HEAD_SIZE = 16  # program name, inputs, outputs, reserved
 IO_ENTRY_SIZE = 16  # name, zero point, scale
 TENSOR_SIZE, DIM_SIZE = 16, 8  # region, dtype, rank, 2 reserved, offset; then (size, stride)
@@ -158,3 +158,15 @@ def test_a_region_of_unknown_kind_is_reported_at_its_entry(programs):
     struct.pack_into("<I", data, entry, 99)
     message = refused(data)
     assert message.startswith(f"byte {entry} ({entry:#x}): region {count - 1}: unknown kind 99")
+
+
+@pytest.mark.parametrize("past", [0, 1])
+def test_a_layer_index_past_the_layers_is_reported_at_its_field(programs, past):
+    """LAYERS: count N first; an instruction's layer index (u32 at record + 8) must be < N."""
+    data = bytearray(encode_program(programs["eltwise"]))
+    (layers,) = struct.unpack_from("<I", data, section(data, LAYERS))
+    field = section(data, COMMANDS) + COUNT_SIZE + 8
+    struct.pack_into("<I", data, field, layers + past)
+    message = refused(data)
+    assert message.startswith(f"byte {field} ({field:#x}): "), message
+    assert f"layer {layers + past} is not among the {layers} layers" in message, message
