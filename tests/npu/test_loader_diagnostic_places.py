@@ -170,3 +170,14 @@ def test_a_layer_index_past_the_layers_is_reported_at_its_field(programs, past):
     message = refused(data)
     assert message.startswith(f"byte {field} ({field:#x}): "), message
     assert f"layer {layers + past} is not among the {layers} layers" in message, message
+
+
+@pytest.mark.parametrize("size", [8, 1 << 30])
+def test_a_record_size_out_of_its_section_is_reported_at_its_field(programs, size):
+    """An instruction's record size (u32 at record + 12): at least 16, inside COMMANDS."""
+    data = bytearray(encode_program(programs["eltwise"]))
+    field = section(data, COMMANDS) + COUNT_SIZE + 12
+    struct.pack_into("<I", data, field, size)
+    message = refused(data)
+    assert message.startswith(f"byte {field} ({field:#x}): "), message
+    assert f"record size {size} runs past the COMMANDS section" in message, message
