@@ -10,18 +10,6 @@ from npu_programs import Builder, inst, qnn_conv, random_table
 
 pytestmark = pytest.mark.usefixtures("kernel_path")
 
-P = dict(
-    strides=(1, 1),
-    pads=(0,) * 4,
-    dilations=(1, 1),
-    groups=1,
-    ifm_zero_point=-3,
-    ofm_zero_point=0,
-    clamp_min=-128,
-    clamp_max=127,
-    rounding="tflite",
-)
-
 
 @pytest.mark.parametrize("channels", [8, 96])
 def test_pointwise_convolutions_of_one_column_share_the_converted_input(channels):
@@ -34,12 +22,11 @@ def test_pointwise_convolutions_of_one_column_share_the_converted_input(channels
     xt = b.input("x", x, "i8")
     ys = [b.output(n, (1, 4, 6, 1)) for n in ("y1", "y2")]
     wt, ct = b.const(w, "i8"), b.const(table, "i32")
-    body = [
-        inst("conv2d", (xt, wt, ct, ys[0]), **P),
-        inst("conv2d", (xt, wt, ct, ys[1]), deps=(0,), **P),  # reuses the converted input
-    ]
-    out = b.run(body)
-    want = qnn_conv(x, "i8", w, np.zeros(4, np.int64), table, P, (1, 4, 6, 1))
+    first = inst("conv2d", (xt, wt, ct, ys[0]), ifm_zero_point=-3, rounding="tflite")
+    # the same convolution again, reusing the converted input
+    again = inst("conv2d", (xt, wt, ct, ys[1]), deps=(0,), **first.params)
+    out = b.run([first, again])
+    want = qnn_conv(x, "i8", w, np.zeros(4, np.int64), table, first.params, (1, 4, 6, 1))
     np.testing.assert_array_equal(out["y1"], want)
     np.testing.assert_array_equal(out["y2"], want)
     assert np.unique(want).size > 4
