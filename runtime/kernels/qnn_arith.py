@@ -258,7 +258,8 @@ def _divide_objects(numerator: np.ndarray, denominator: np.ndarray, rounding: st
         floor = value.numerator // value.denominator
         rest = value - floor
         half = Fraction(1, 2)
-        if rest > half or (rest == half and (rounding != "half_to_even" and value > 0)):
+        ties_up = rounding == "half_up" or (rounding != "half_to_even" and value > 0)
+        if rest > half or (rest == half and ties_up):
             return floor + 1
         if rest == half and rounding == "half_to_even":
             return floor + (floor % 2)

@@ -35,6 +35,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -207,7 +208,7 @@ def _covered_lines() -> dict[str, dict[str, list[str]]]:
     ignores = [f"--ignore={path}" for path in COVERAGE_IGNORES]
     command = pytest_command(*sources, "--cov-context=test", "--cov-report=", *ignores, "tests")
     print("coverage of the core modules over the suite (once per commit) ...", flush=True)
-    done = subprocess.run(command, cwd=TREE, env=env, capture_output=True, text=True)
+    done = run_group(command, env)
     # A test that fails unmutated would 'kill' every mutant it covers: it is left out.
     failing = set(re.findall(r"^(?:FAILED|ERROR) (\S+)", done.stdout, re.M))
     if done.returncode not in (0, 1) or not data.exists():
@@ -254,15 +255,62 @@ def enumerate_mutants(area: str) -> list[Mutant]:
     from cosmic_ray.commands.init import _all_work_items
 
     modules = area_modules(area)
+    annotations = {m: annotation_spans((TREE / m).read_text()) for m in modules}
     found = []
     for item in _all_work_items([TREE / m for m in modules], {}):
         for spec in item.mutations:
-            if spec.operator_name in OPERATORS:
-                module = str(Path(spec.module_path).relative_to(TREE))
+            module = str(Path(spec.module_path).relative_to(TREE))
+            inside = any(
+                lo <= tuple(spec.start_pos) and tuple(spec.end_pos) <= hi
+                for lo, hi in annotations[module]
+            )
+            if spec.operator_name in OPERATORS and not inside:
                 found.append(
                     Mutant(area, module, spec.operator_name, spec.occurrence, spec.start_pos[0])
                 )
     return found
+
+
+def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """(start, end) as (line, column) of each type annotation: a mutant there (`int | None`
+    into `int & None`) changes nothing the tests run, the annotations being strings."""
+    import ast
+
+    spans = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.arg | ast.AnnAssign):
+            annotation = node.annotation
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            annotation = node.returns
+        else:
+            continue
+        if annotation is not None and annotation.end_lineno is not None:
+            start = (annotation.lineno, annotation.col_offset)
+            spans.append((start, (annotation.end_lineno, annotation.end_col_offset or 0)))
+    return spans
+
+
+def run_group(
+    command: list[str], env: dict[str, str], timeout: float | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`command` run in the worktree in a process group of its own, which is killed whatever
+    ends the wait (a timeout, ^C, a SIGTERM to this script): no pytest is left running."""
+    child = subprocess.Popen(
+        command,
+        cwd=TREE,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = child.communicate(timeout=timeout)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+    return subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
 
 
 def run_mutant(mutant: Mutant, tests: list[str], timeout: float) -> None:
@@ -280,14 +328,8 @@ def run_mutant(mutant: Mutant, tests: list[str], timeout: float) -> None:
         text = mutated.decode() if isinstance(mutated, bytes) else mutated
         mutant.diff = _diff(original, text, mutant.module)
         try:
-            done = subprocess.run(
-                pytest_command("-x", "--no-header", "-W", "ignore", *tests),
-                cwd=TREE,
-                env=environment(),
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-            )
+            command = pytest_command("-x", "--no-header", "-W", "ignore", *tests)
+            done = run_group(command, environment(), timeout)
             mutant.outcome = "survived" if done.returncode == 0 else "killed"
             mutant.output = done.stdout[-1500:]
         except subprocess.TimeoutExpired:
@@ -384,6 +426,9 @@ def main(argv: list[str] | None = None) -> int:
         "coverage map (the re-check of a survivor by the test added for it)",
     )
     args = parser.parse_args(argv)
+    # A SIGTERM unwinds like ^C, so that run_group kills the pytest under way and the
+    # mutated module is restored.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     if args.tests and not args.only:
         parser.error("--tests needs --only")
     areas = args.areas.split(",")
@@ -442,4 +487,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit("stopped: the mutated module is restored and no test is left running")

@@ -207,3 +207,19 @@ def test_streams_are_chosen_where_they_pay():
         narrow + noise,
     )
     assert choose_streams(program) == (ConstantStream(0, 4096, "i8"),)
+
+
+def test_a_payload_size_past_the_section_is_refused_at_its_field(streamed):
+    """docs/binary-format.md: stream entry i at 16 + 32i of CONSTANTS, its u32 payload size
+    at + 24."""
+    data = bytearray(encode_program(streamed))
+    start, _ = section_table(bytes(data))["CONSTANTS"]
+    (count,) = struct.unpack_from("<I", data, start + 8)
+    last = count - 1
+    field = start + 16 + 32 * last + 24
+    struct.pack_into("<I", data, field, 1 << 30)
+    fix_crcs(data)
+    with pytest.raises(NpucError) as info:
+        load(bytes(data))
+    message = info.value.message
+    assert message.startswith(f"byte {field} ({field:#x}): stream {last}: its payload runs past")

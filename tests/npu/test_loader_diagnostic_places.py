@@ -15,7 +15,7 @@ from npuc.runtime.loader import load
 
 HEADER_SIZE = 32
 SECTION = "<IIQQII"  # kind, alignment, offset, size, crc32, reserved
-IO, COMMANDS, CONSTANTS = 3, 5, 6
+STRINGS, REGIONS, IO, LAYERS, COMMANDS, CONSTANTS = 1, 2, 3, 4, 5, 6
 IO_HEAD_SIZE = 16  # program name, inputs, outputs, reserved
 IO_ENTRY_SIZE = 16  # name, zero point, scale
 TENSOR_SIZE, DIM_SIZE = 16, 8  # region, dtype, rank, 2 reserved, offset; then (size, stride)
@@ -23,14 +23,20 @@ COUNT_SIZE = 8  # count, reserved: the head of COMMANDS
 PARAMS_SIZE_AT = 6  # in an instruction record: opcode H, engine B, operands B, deps H, params H
 
 
-def section(data: bytes, kind: int) -> int:
-    """The offset of the section of `kind`, from the section table."""
+def entry_of(data: bytes, kind: int) -> tuple[int, tuple[int, ...]]:
+    """(where the section table's entry of `kind` starts, its fields)."""
     (count,) = struct.unpack_from("<I", data, 12)
     for i in range(count):
-        found, _, offset, _, _, _ = struct.unpack_from(SECTION, data, HEADER_SIZE + 32 * i)
-        if found == kind:
-            return offset
+        at = HEADER_SIZE + 32 * i
+        fields = struct.unpack_from(SECTION, data, at)
+        if fields[0] == kind:
+            return at, fields
     raise AssertionError(f"no section of kind {kind}")
+
+
+def section(data: bytes, kind: int) -> int:
+    """The offset of the section of `kind`, from the section table."""
+    return entry_of(data, kind)[1][2]
 
 
 def refused(data: bytearray) -> str:
@@ -84,3 +90,94 @@ def test_a_version_2_constants_section_with_no_streams_and_no_bytes_loads(progra
     fix_crcs(data)
     program = load(bytes(data))
     assert program.constants == b"" and program.streams == ()
+
+
+# field edits of a section table entry -> the entry's byte the loader must name, what it says
+ENTRY_EDITS = {
+    "reserved": (lambda f: (*f[:5], 1), 28, "reserved field must be zero"),
+    "alignment": (lambda f: (f[0], 24, *f[2:]), 4, "alignment 24 is not a power of two"),
+    "unaligned-offset": (lambda f: (*f[:2], f[2] + 1, *f[3:]), 8, "-byte aligned"),
+    "offset-past-the-end": (lambda f: (*f[:2], f[2] + (1 << 20), *f[3:]), 8, "lie outside"),
+}
+
+
+@pytest.mark.parametrize("edit", ENTRY_EDITS.values(), ids=ENTRY_EDITS.keys())
+def test_a_bad_section_entry_is_reported_at_its_field(programs, edit):
+    data = bytearray(encode_program(programs["eltwise"]))
+    at, fields = entry_of(data, COMMANDS)
+    change, field, text = edit
+    struct.pack_into(SECTION, data, at, *change(fields))
+    message = refused(data)
+    assert message.startswith(f"byte {at + field} ({at + field:#x}): "), message
+    assert text in message, message
+
+
+def test_a_corrupt_section_is_reported_at_its_crc_field(programs):
+    data = bytearray(encode_program(programs["eltwise"]))
+    at, (_, _, offset, size, _, _) = entry_of(data, COMMANDS)
+    assert size > 0
+    data[offset + size - 1] ^= 0xFF  # the header CRC covers the table only: it still holds
+    with pytest.raises(NpucError) as info:
+        load(bytes(data))
+    message = info.value.message
+    assert message.startswith(f"byte {at + 24} ({at + 24:#x}): "), message
+    assert "CRC32 mismatch" in message, message
+
+
+def test_a_wrong_header_crc_is_reported_at_its_field(programs):
+    data = bytearray(encode_program(programs["eltwise"]))
+    data[28] ^= 0x01
+    with pytest.raises(NpucError) as info:
+        load(bytes(data))
+    assert info.value.message.startswith("byte 28 (0x1c): header and section table CRC32"), (
+        info.value.message
+    )
+
+
+def test_the_last_string_running_past_its_section_is_reported_at_its_entry(programs):
+    """STRINGS: count N, reserved, then (offset, length) of string i at 8 + 8i."""
+    data = bytearray(encode_program(programs["eltwise"]))
+    strings = section(data, STRINGS)
+    (count,) = struct.unpack_from("<I", data, strings)
+    last = count - 1
+    assert last >= 1
+    entry = strings + 8 + 8 * last
+    offset, length = struct.unpack_from("<II", data, entry)
+    struct.pack_into("<II", data, entry, offset, length + 1)
+    message = refused(data)
+    assert message.startswith(f"byte {entry} ({entry:#x}): string {last} runs past"), message
+
+
+def test_a_region_of_unknown_kind_is_reported_at_its_entry(programs):
+    """REGIONS: count N, reserved, then (kind, memory, size) of region i at 8 + 16i."""
+    data = bytearray(encode_program(programs["eltwise"]))
+    regions = section(data, REGIONS)
+    (count,) = struct.unpack_from("<I", data, regions)
+    assert count >= 2
+    entry = regions + 8 + 16 * (count - 1)
+    struct.pack_into("<I", data, entry, 99)
+    message = refused(data)
+    assert message.startswith(f"byte {entry} ({entry:#x}): region {count - 1}: unknown kind 99")
+
+
+@pytest.mark.parametrize("past", [0, 1])
+def test_a_layer_index_past_the_layers_is_reported_at_its_field(programs, past):
+    """LAYERS: count N first; an instruction's layer index (u32 at record + 8) must be < N."""
+    data = bytearray(encode_program(programs["eltwise"]))
+    (layers,) = struct.unpack_from("<I", data, section(data, LAYERS))
+    field = section(data, COMMANDS) + COUNT_SIZE + 8
+    struct.pack_into("<I", data, field, layers + past)
+    message = refused(data)
+    assert message.startswith(f"byte {field} ({field:#x}): "), message
+    assert f"layer {layers + past} is not among the {layers} layers" in message, message
+
+
+@pytest.mark.parametrize("size", [8, 1 << 30])
+def test_a_record_size_out_of_its_section_is_reported_at_its_field(programs, size):
+    """An instruction's record size (u32 at record + 12): at least 16, inside COMMANDS."""
+    data = bytearray(encode_program(programs["eltwise"]))
+    field = section(data, COMMANDS) + COUNT_SIZE + 12
+    struct.pack_into("<I", data, field, size)
+    message = refused(data)
+    assert message.startswith(f"byte {field} ({field:#x}): "), message
+    assert f"record size {size} runs past the COMMANDS section" in message, message

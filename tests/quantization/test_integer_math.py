@@ -183,3 +183,35 @@ def test_tflite_rounding_vector_paths_match_the_algorithm_on_ties(real):
     assert requantize(acc, m0, shift, "tflite").tolist() == expected
     wide = np.append(acc, 2**31 - 1)
     assert requantize(wide, m0, shift, "tflite")[:-1].tolist() == expected
+
+
+def test_tflite_int32_min_times_int32_min_saturates_element_by_element():
+    """SaturatingRoundingDoublingHighMul's one overflow, per element: only where both the
+    value and its multiplier are INT32_MIN (the multipliers npuc makes are never negative, but
+    requantize takes any int32)."""
+    low = -(2**31)
+    x = np.array([low, low, 5, low, -7, low])
+    multiplier = np.array([low, 2**30 + 1, low, low, low, 2**31 - 1])
+    for shift in (31, 33):
+        got = requantize(x, multiplier, shift, "tflite").tolist()
+        expected = [
+            tflite_reference(int(a), int(m), 31 - shift) for a, m in zip(x, multiplier, strict=True)
+        ]
+        assert got == expected
+    assert requantize(x, multiplier, 31, "tflite")[0] == 2**31 - 1
+
+
+@pytest.mark.parametrize("multiplier", [2**30 + 1, 1518500249, 2**31 - 1])
+def test_tflite_high_multiply_truncates_negative_totals_on_a_multiple_of_two_to_the_31(
+    multiplier,
+):
+    """Accumulators whose nudged product x * m + 1 - 2^30 is a negative multiple of 2^31 (and
+    its neighbours): the C division truncates toward zero, exactly at the multiple too.
+    INT32_MIN among them keeps requantize off its float shortcut (exact below 2^52)."""
+    residue = (2**30 - 1) * pow(multiplier, -1, 2**31) % 2**31
+    exact = residue - 2**31  # negative, in int32 range
+    x = np.array([exact - 1, exact, exact + 1, -(2**31)])
+    assert ((int(x[1]) * multiplier + 1 - 2**30) % 2**31) == 0
+    for shift in (31, 32, 35):
+        got = requantize(x, multiplier, shift, "tflite").tolist()
+        assert got == [tflite_reference(int(a), multiplier, 31 - shift) for a in x]

@@ -1,0 +1,45 @@
+"""Average pooling's output stage beyond int64 (a sum times its multiplier, or the count
+shifted, reaching 2^62) divides with Python integers; it must round as the int64 path and
+as each mode is defined (npuc/integer.py): ties away from zero, to even, or toward
++infinity. The oracle is Fraction arithmetic written from those definitions."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from npuc.runtime.kernels.qnn_arith import INT64_SAFE, pooled_output
+
+MODES = ("half_away_from_zero", "half_to_even", "half_up")
+
+
+def rounded(value: Fraction, mode: str) -> int:
+    floor = math.floor(value)
+    if value - floor != Fraction(1, 2):
+        return math.floor(value + Fraction(1, 2))
+    if mode == "half_up":
+        return floor + 1
+    if mode == "half_to_even":
+        return floor + floor % 2
+    return floor + 1 if value > 0 else floor
+
+
+# (multiplier, shift): the first two stay in int64, the last two take the exact path
+SCALES = [(1, 1), (3, 2), (1 << 61, 62), (3 << 60, 63)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("multiplier", "shift"), SCALES)
+def test_pooled_output_rounds_ties_by_its_mode_on_both_paths(mode, multiplier, shift):
+    total = np.arange(-9, 10, dtype=np.int64)
+    count = np.array([1, 3] * 9 + [1], np.int64)
+    assert (int(count.max()) << shift >= INT64_SAFE) == (shift >= 62)
+    got = pooled_output(total, count, multiplier, shift, mode, 5, (-1000, 1000), np.int32)
+    expected = [
+        5 + rounded(Fraction(int(t) * multiplier, int(c) << shift), mode)
+        for t, c in zip(total, count, strict=True)
+    ]
+    assert got.tolist() == expected
