@@ -23,11 +23,12 @@ local choice and once per candidate strategy for all tensors, with the
 quantization's own scheme and settings, each run by the qnn interpreter on the
 held-out calls. Held out, because the extrema never clip the samples they were
 computed from. A single strategy replaces the local choices only if its model
-has no more relative squared error than theirs on every held-out call, and less
-in total; of those, the least in total wins, and every tensor takes it. (The
-total alone picked by chance: on the PP-OCR recognizer one call in five carried
-most of it, and the strategy it chose read 3 % fewer time steps right on the test
-lines than the local choices, docs/quantization.md.) An output made by a softmax
+has no more relative squared error than theirs on every held-out call (errors
+within float32 rounding, FLOAT_NOISE, tie), and less in total; of those, the
+least in total wins, and every tensor takes it. (The total alone picked by
+chance: on the PP-OCR recognizer one call in five carried most of it, and the
+strategy it chose read 3 % fewer time steps right on the test lines than the
+local choices, docs/quantization.md.) An output made by a softmax
 or a sigmoid is compared through that float op applied to the quantized model's
 dequantized operand: on confident samples the output's own 8-bit grid
 (probabilities in steps of 1/256) rounds every candidate to the same values, and
@@ -71,6 +72,9 @@ HOLDOUT_BATCHES = 8
 # probe calls are calibration samples, which the extrema never clip but new data may
 # exceed, and smaller gains did not carry over to test data (docs/quantization.md).
 CLIP_COST = 2.0
+# Relative squared errors at or below this are float32 rounding, not quantization: a held-out
+# call on which both models are this close to the float one is a tie.
+FLOAT_NOISE = 1e-12
 Range = tuple[float, float]
 
 
@@ -261,13 +265,14 @@ def select_for_model(
 
 def whole_model_winner(errors: Mapping[str, float], call_errors: Mapping[str, list[float]]) -> str:
     """The strategy of least total error among those whose model is no worse than the
-    local choices' on any held-out call and better in total; else "local"."""
+    local choices' on any held-out call (up to FLOAT_NOISE) and better in total; else
+    "local"."""
     local = call_errors["local"]
     better = [
         c
         for c in CANDIDATES
         if errors[c] < errors["local"]
-        and all(e <= mine for e, mine in zip(call_errors[c], local, strict=True))
+        and all(e <= max(mine, FLOAT_NOISE) for e, mine in zip(call_errors[c], local, strict=True))
     ]
     return min(better, key=errors.__getitem__, default="local")
 
