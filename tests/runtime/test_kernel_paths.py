@@ -8,6 +8,7 @@ NPUC_KERNELS selects the path.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -67,48 +68,103 @@ def run_both(
     return outputs["numba"], compiled["numba"]
 
 
-# name: x shape, weights shape, strides, pads, dilations, groups, x dtype, output dtype,
-# clamp (the output zero point is 5: a low end of 5 is a fused ReLU)
+@dataclass(frozen=True)
+class Case:
+    """One conv2d: input and weight shapes (NCHW, OIHW), its geometry, the element types
+    of input and output, and the clamp (the output zero point is 5: a low end of 5 is a
+    fused ReLU)."""
+
+    x: tuple[int, int, int, int]
+    w: tuple[int, int, int, int]
+    strides: tuple[int, int] = (1, 1)
+    pads: tuple[int, int, int, int] = (0, 0, 0, 0)
+    dilations: tuple[int, int] = (1, 1)
+    groups: int = 1
+    x_dtype: str = "i8"
+    y_dtype: str = "i8"
+    clamp: tuple[int, int] = (-128, 127)
+
+
 CASES = {
-    "dw3x3_s1_relu": ((1, 16, 14, 14), (16, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 16,
-                      "i8", "i8", (5, 127)),
-    "dw3x3_s2_signed": ((2, 12, 15, 16), (12, 1, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 12,
-                        "i8", "i8", (-128, 127)),
-    "dw3x3_dilated_mult2_u8": ((1, 4, 11, 10), (8, 1, 3, 3), (1, 2), (2, 2, 2, 2), (2, 2), 4,
-                               "u8", "i8", (-100, 120)),
-    "dw5x5_s3_generic": ((1, 6, 17, 19), (6, 1, 5, 5), (3, 3), (2, 1, 0, 3), (2, 2), 6,
-                         "i8", "i8", (-128, 127)),
-    "dw3x4_s2x3": ((1, 6, 17, 19), (6, 1, 3, 4), (2, 3), (1, 0, 2, 2), (3, 1), 6,
-                   "i8", "i8", (5, 127)),
-    "dw3x3_i16_output_floor": ((1, 8, 9, 9), (8, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 8,
-                               "i8", "i16", (-32768, 32767)),
-    "dw3x3_channels_last": ((2, 64, 7, 8), (64, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 64,
-                            "i8", "i8", (5, 127)),
-    "dw3x3_channels_last_s2_signed": ((1, 96, 14, 13), (96, 1, 3, 3), (2, 2), (0, 0, 1, 1),
-                                      (1, 1), 96, "u8", "i8", (-128, 127)),
-    "pw_small_k": ((1, 16, 24, 24), (40, 16, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1,
-                   "i8", "i8", (5, 127)),
-    "pw_long_k_signed": ((1, 96, 7, 7), (24, 96, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1,
-                         "i8", "i8", (-128, 127)),
-    "full3x3_s2": ((1, 3, 20, 20), (16, 3, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 1,
-                   "i8", "i8", (5, 127)),
+    "dw3x3_s1_relu": Case(
+        (1, 16, 14, 14), (16, 1, 3, 3), pads=(1, 1, 1, 1), groups=16, clamp=(5, 127)
+    ),
+    "dw3x3_s2_signed": Case(
+        (2, 12, 15, 16), (12, 1, 3, 3), strides=(2, 2), pads=(0, 0, 1, 1), groups=12
+    ),
+    "dw3x3_dilated_mult2_u8": Case(
+        (1, 4, 11, 10),
+        (8, 1, 3, 3),
+        strides=(1, 2),
+        pads=(2, 2, 2, 2),
+        dilations=(2, 2),
+        groups=4,
+        x_dtype="u8",
+        clamp=(-100, 120),
+    ),
+    "dw5x5_s3_generic": Case(
+        (1, 6, 17, 19), (6, 1, 5, 5), strides=(3, 3), pads=(2, 1, 0, 3), dilations=(2, 2), groups=6
+    ),
+    "dw3x4_s2x3": Case(
+        (1, 6, 17, 19),
+        (6, 1, 3, 4),
+        strides=(2, 3),
+        pads=(1, 0, 2, 2),
+        dilations=(3, 1),
+        groups=6,
+        clamp=(5, 127),
+    ),
+    "dw3x3_i16_output_floor": Case(
+        (1, 8, 9, 9),
+        (8, 1, 3, 3),
+        pads=(1, 1, 1, 1),
+        groups=8,
+        y_dtype="i16",
+        clamp=(-32768, 32767),
+    ),
+    "dw3x3_channels_last": Case(
+        (2, 64, 7, 8), (64, 1, 3, 3), pads=(1, 1, 1, 1), groups=64, clamp=(5, 127)
+    ),
+    "dw3x3_channels_last_s2_signed": Case(
+        (1, 96, 14, 13), (96, 1, 3, 3), strides=(2, 2), pads=(0, 0, 1, 1), groups=96, x_dtype="u8"
+    ),
+    "pw_small_k": Case((1, 16, 24, 24), (40, 16, 1, 1), clamp=(5, 127)),
+    "pw_long_k_signed": Case((1, 96, 7, 7), (24, 96, 1, 1)),
+    "full3x3_s2": Case(
+        (1, 3, 20, 20), (16, 3, 3, 3), strides=(2, 2), pads=(0, 0, 1, 1), clamp=(5, 127)
+    ),
     # contiguous inputs: a 3x3 kernel, unit strides and one pixel of padding run as
     # `depthwise_3x3_same`, whose first and last columns are summed again
-    "dw3x3_same_signed": ((2, 8, 9, 10), (8, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 8,
-                          "i8", "i8", (-128, 127)),
-    "dw3x3_same_one_column_relu": ((1, 16, 5, 1), (16, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1),
-                                   16, "i8", "i8", (5, 127)),
-    "dw3x3_same_one_row_u8": ((1, 16, 1, 7), (16, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 16,
-                              "u8", "i8", (-100, 120)),
-    "dw3x3_same_i16_output": ((1, 8, 6, 6), (8, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 8,
-                              "i8", "i16", (-32768, 32767)),
+    "dw3x3_same_signed": Case((2, 8, 9, 10), (8, 1, 3, 3), pads=(1, 1, 1, 1), groups=8),
+    "dw3x3_same_one_column_relu": Case(
+        (1, 16, 5, 1), (16, 1, 3, 3), pads=(1, 1, 1, 1), groups=16, clamp=(5, 127)
+    ),
+    "dw3x3_same_one_row_u8": Case(
+        (1, 16, 1, 7), (16, 1, 3, 3), pads=(1, 1, 1, 1), groups=16, x_dtype="u8", clamp=(-100, 120)
+    ),
+    "dw3x3_same_i16_output": Case(
+        (1, 8, 6, 6),
+        (8, 1, 3, 3),
+        pads=(1, 1, 1, 1),
+        groups=8,
+        y_dtype="i16",
+        clamp=(-32768, 32767),
+    ),
     # contiguous, even sizes: strides of 2 and padding below and right run as
     # `depthwise_3x3_s2`, whose last column is summed again
-    "dw3x3_halved_signed": ((2, 8, 10, 12), (8, 1, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 8,
-                            "i8", "i8", (-128, 127)),
-    "dw3x3_halved_u8_relu": ((1, 16, 6, 2), (16, 1, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 16,
-                             "u8", "i8", (5, 127)),
-}  # fmt: skip
+    "dw3x3_halved_signed": Case(
+        (2, 8, 10, 12), (8, 1, 3, 3), strides=(2, 2), pads=(0, 0, 1, 1), groups=8
+    ),
+    "dw3x3_halved_u8_relu": Case(
+        (1, 16, 6, 2),
+        (16, 1, 3, 3),
+        strides=(2, 2),
+        pads=(0, 0, 1, 1),
+        groups=16,
+        x_dtype="u8",
+        clamp=(5, 127),
+    ),
+}
 # cases with contiguous inputs, by the kernel that runs them
 CONTIGUOUS = {
     case: jit_kernels.depthwise_3x3_same if "same" in case else jit_kernels.depthwise_3x3_s2
@@ -119,7 +175,9 @@ CONTIGUOUS = {
 
 def case_program(case: str) -> tuple[isa.Program, dict[str, np.ndarray], np.ndarray]:
     """(the program of one conv2d, its feeds, qnn.conv2d's output) for a case of CASES."""
-    xs, ws, strides, pads, dilations, groups, xd, yd, clamp = CASES[case]
+    c = CASES[case]
+    xs, ws, strides, pads, dilations, groups = c.x, c.w, c.strides, c.pads, c.dilations, c.groups
+    xd, yd, clamp = c.x_dtype, c.y_dtype, c.clamp
     rng = np.random.default_rng(len(case))
     info = np.iinfo({"i8": np.int8, "u8": np.uint8}[xd])
     x = rng.integers(info.min, int(info.max) + 1, xs)
