@@ -398,6 +398,32 @@ def test_requantize_beyond_int32_breaks_ties_exactly(shift, log_m, data, delta, 
     assert got == exact if abs(exact) < 2**60 else abs(got) >= 2**60
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    shift=st.integers(4, 32),
+    m0=st.integers(2**29, 2**31 - 1).map(lambda m: m | 1),
+    data=st.data(),
+    delta=st.sampled_from([-1, 0, 1]),
+    negative=st.booleans(),
+    rounding=st.sampled_from(["half_away_from_zero", "half_to_even"]),
+)
+def test_requantize_beyond_int32_sees_the_lowest_bit_of_an_odd_product(
+    shift, m0, data, delta, negative, rounding
+):
+    """acc * m0 (m0 odd, so the product's lowest bit can be set) a tie, or one unit either
+    side of it, too big for int64 and its result below 2^60 (which comes back exact): one
+    unit above a tie must round up."""
+    modulus = 1 << shift
+    residue = ((modulus // 2 + delta) * pow(m0, -1, modulus)) % modulus  # acc*m0 = half + delta
+    lowest = -(-((2**63 // m0 + 1) - residue) // modulus)
+    highest = (min(2**62, 2 ** (60 + shift) // m0) - 1 - residue) // modulus
+    acc = residue + data.draw(st.integers(lowest, highest)) * modulus
+    assert acc * m0 % modulus == modulus // 2 + delta and acc * m0 >= 2**63
+    acc = -acc if negative else acc
+    got = int(qnn_arith.wide_requantize(np.array([acc]), m0, shift, rounding)[0])
+    assert got == ref_requantize(acc, m0, shift, rounding)
+
+
 # --------------------------------------------------------------------------- dense layers
 
 
