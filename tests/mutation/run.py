@@ -31,6 +31,7 @@ test added for it).
 from __future__ import annotations
 
 import argparse
+import ast
 import fnmatch
 import json
 import os
@@ -244,6 +245,22 @@ def _covered_lines() -> dict[str, dict[str, list[str]]]:
             for line in _lines(numbits):
                 result[module].setdefault(str(line), []).append(test)
     return result
+
+
+def statement_lines(module: str) -> dict[int, int]:
+    """Line -> the first line of the statement it continues, for statements written over
+    several lines: coverage records a statement by its first line only (a constant table's
+    later rows run with it). A compound statement (if, def, ...) spans its header only."""
+    tree = ast.parse((TREE / module).read_text())
+    first: dict[int, int] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        body = getattr(node, "body", None)
+        last = body[0].lineno - 1 if isinstance(body, list) and body else node.end_lineno
+        for line in range(node.lineno + 1, (last or node.lineno) + 1):
+            first[line] = node.lineno
+    return first
 
 
 def module_tests(covering: dict[tuple[str, int], list[str]]) -> dict[str, set[str]]:
@@ -472,7 +489,10 @@ def main(argv: list[str] | None = None) -> int:
             covering = line_tests(head)
             by_module = module_tests(covering)
         for i, mutant in enumerate(sorted(chosen, key=lambda m: (m.module, m.line)), 1):
-            tests = set(args.tests or covering.get((mutant.module, mutant.line), []))
+            line = mutant.line
+            if (mutant.module, line) not in covering:
+                line = statement_lines(mutant.module).get(line, line)
+            tests = set(args.tests or covering.get((mutant.module, line), []))
             if IMPORTED in tests:  # run at import: any test of the module may see it
                 tests = (tests - {IMPORTED}) | by_module[mutant.module]
             tests = sorted(tests)
