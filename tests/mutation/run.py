@@ -247,20 +247,23 @@ def _covered_lines() -> dict[str, dict[str, list[str]]]:
     return result
 
 
-def statement_lines(module: str) -> dict[int, int]:
-    """Line -> the first line of the statement it continues, for statements written over
-    several lines: coverage records a statement by its first line only (a constant table's
-    later rows run with it). A compound statement (if, def, ...) spans its header only."""
+def statement_spans(module: str) -> dict[int, range]:
+    """Line -> the lines of the statement it belongs to, for statements written over several
+    lines: coverage records only some of them (a constant table by its first line, a
+    condition split over lines by the lines of its parts). A compound statement (if, def,
+    ...) spans its header only."""
     tree = ast.parse((TREE / module).read_text())
-    first: dict[int, int] = {}
+    spans: dict[int, range] = {}
     for node in ast.walk(tree):
         if not isinstance(node, ast.stmt):
             continue
         body = getattr(node, "body", None)
         last = body[0].lineno - 1 if isinstance(body, list) and body else node.end_lineno
-        for line in range(node.lineno + 1, (last or node.lineno) + 1):
-            first[line] = node.lineno
-    return first
+        span = range(node.lineno, max(last or node.lineno, node.lineno) + 1)
+        if len(span) > 1:
+            for line in span:
+                spans[line] = span
+    return spans
 
 
 def module_tests(covering: dict[tuple[str, int], list[str]]) -> dict[str, set[str]]:
@@ -489,10 +492,11 @@ def main(argv: list[str] | None = None) -> int:
             covering = line_tests(head)
             by_module = module_tests(covering)
         for i, mutant in enumerate(sorted(chosen, key=lambda m: (m.module, m.line)), 1):
-            line = mutant.line
-            if (mutant.module, line) not in covering:
-                line = statement_lines(mutant.module).get(line, line)
-            tests = set(args.tests or covering.get((mutant.module, line), []))
+            lines = [mutant.line]
+            if (mutant.module, mutant.line) not in covering:
+                lines = list(statement_spans(mutant.module).get(mutant.line, lines))
+            covered = [t for line in lines for t in covering.get((mutant.module, line), [])]
+            tests = set(args.tests or covered)
             if IMPORTED in tests:  # run at import: any test of the module may see it
                 tests = (tests - {IMPORTED}) | by_module[mutant.module]
             tests = sorted(tests)
