@@ -19,6 +19,8 @@ against the tests that execute its line.
 4. Each mutant is applied with cosmic-ray's `use_mutation` (the file is restored after), then
    at most --max-tests of the tests covering its line run with `-x`, under a timeout. A failure
    or a timeout kills it; a mutant whose line no test executes counts as not covered.
+   A mutant in a module numba compiles (COMPILED_TESTS: coverage cannot see inside its
+   kernels) runs that module's kernel-path tests whole instead.
 5. Report: per area and module, mutants, killed, survived, not covered and the score
    (killed / tested); each survivor with its diff, in build/mutate/report.md and report.json.
 
@@ -29,6 +31,7 @@ test added for it).
 from __future__ import annotations
 
 import argparse
+import ast
 import fnmatch
 import json
 import os
@@ -53,7 +56,14 @@ PKG = WORK / "pkg"
 # mutant: coverage says which ones execute its line.
 AREAS: dict[str, list[str]] = {
     "integer": ["npuc/integer.py"],
-    "kernels": ["runtime/kernels/*.py", "runtime/npu_conv.py", "runtime/npu_requant.py"],
+    "kernels": [
+        "runtime/kernels/*.py",
+        "runtime/npu_conv.py",
+        "runtime/npu_gemm.py",
+        "runtime/npu_requant.py",
+        "runtime/npu_jit.py",
+        "runtime/jit_kernels.py",
+    ],
     "calibration": [
         "passes/quantization/statistics.py",
         "passes/quantization/ranges.py",
@@ -68,6 +78,9 @@ AREAS: dict[str, list[str]] = {
 # The suite without what never reaches the core modules' logic through new code paths and
 # costs most of the coverage run's time: the fuzz smoke pass (its crash replay stays).
 COVERAGE_IGNORES = ["tests/fuzz/test_fuzz_smoke.py"]
+# Modules whose functions numba compiles: coverage never sees their bodies run, so a mutant
+# there runs these tests whole (they check each compiled kernel against the numpy path).
+COMPILED_TESTS = {"runtime/jit_kernels.py": ["tests/runtime/test_kernel_paths.py"]}
 # Coverage's context for lines run at import (collection), outside any test.
 IMPORTED = "<import>"
 
@@ -232,6 +245,25 @@ def _covered_lines() -> dict[str, dict[str, list[str]]]:
             for line in _lines(numbits):
                 result[module].setdefault(str(line), []).append(test)
     return result
+
+
+def statement_spans(module: str) -> dict[int, range]:
+    """Line -> the lines of the statement it belongs to, for statements written over several
+    lines: coverage records only some of them (a constant table by its first line, a
+    condition split over lines by the lines of its parts). A compound statement (if, def,
+    ...) spans its header only."""
+    tree = ast.parse((TREE / module).read_text())
+    spans: dict[int, range] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        body = getattr(node, "body", None)
+        last = body[0].lineno - 1 if isinstance(body, list) and body else node.end_lineno
+        span = range(node.lineno, max(last or node.lineno, node.lineno) + 1)
+        if len(span) > 1:
+            for line in span:
+                spans[line] = span
+    return spans
 
 
 def module_tests(covering: dict[tuple[str, int], list[str]]) -> dict[str, set[str]]:
@@ -460,11 +492,19 @@ def main(argv: list[str] | None = None) -> int:
             covering = line_tests(head)
             by_module = module_tests(covering)
         for i, mutant in enumerate(sorted(chosen, key=lambda m: (m.module, m.line)), 1):
-            tests = set(args.tests or covering.get((mutant.module, mutant.line), []))
+            lines = [mutant.line]
+            if (mutant.module, mutant.line) not in covering:
+                lines = list(statement_spans(mutant.module).get(mutant.line, lines))
+            covered = [t for line in lines for t in covering.get((mutant.module, line), [])]
+            tests = set(args.tests or covered)
             if IMPORTED in tests:  # run at import: any test of the module may see it
                 tests = (tests - {IMPORTED}) | by_module[mutant.module]
             tests = sorted(tests)
-            if not tests:
+            compiled = COMPILED_TESTS.get(mutant.module) if not args.tests else None
+            if compiled:
+                mutant.tests = len(compiled)
+                run_mutant(mutant, compiled, args.timeout)
+            elif not tests:
                 mutant.outcome = "not covered"
             else:
                 picked = rng.sample(tests, min(args.max_tests, len(tests)))
