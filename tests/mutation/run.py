@@ -18,7 +18,9 @@ against the tests that execute its line.
    sample of --per-area is tested.
 4. Each mutant is applied with cosmic-ray's `use_mutation` (the file is restored after), then
    at most --max-tests of the tests covering its line run with `-x`, under a timeout. A failure
-   or a timeout kills it; a mutant whose line no test executes counts as not covered.
+   or a timeout kills it; a mutant whose line no test executes counts as not covered. A
+   mutant that survives the draw then runs against the rest of its covering tests (unless
+   --sample-only), so that a survivor is one the whole suite misses.
    A mutant in a module numba compiles (COMPILED_TESTS: coverage cannot see inside its
    kernels) runs that module's kernel-path tests whole instead.
 5. Report: per area and module, mutants, killed, survived, not covered and the score
@@ -390,8 +392,9 @@ def report(mutants: list[Mutant], head: str, args: argparse.Namespace) -> str:
     out = [
         f"# Mutation testing of {head[:12]}",
         "",
-        f"Sample: {args.per_area} mutants per area (seed {args.seed}), at most {args.max_tests} "
-        "covering tests per mutant.",
+        f"Sample: {args.per_area} mutants per area (seed {args.seed}), {args.max_tests} covering "
+        "tests drawn per mutant"
+        + (", no more." if args.sample_only else ", all of them for a survivor of the draw."),
         "",
         "| area | module | mutants | killed | survived | not covered | score |",
         "|---|---|---|---|---|---|---|",
@@ -439,6 +442,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-area", type=int, default=60, help="mutants sampled per area")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-tests", type=int, default=60, help="covering tests per mutant")
+    parser.add_argument(
+        "--sample-only",
+        action="store_true",
+        help="a mutant surviving its --max-tests drawn tests is not run against the others",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant")
     parser.add_argument("--list", action="store_true", help="count mutants per area and stop")
     parser.add_argument(
@@ -510,6 +518,12 @@ def main(argv: list[str] | None = None) -> int:
                 picked = rng.sample(tests, min(args.max_tests, len(tests)))
                 mutant.tests = len(picked)
                 run_mutant(mutant, picked, args.timeout)
+                rest = [t for t in tests if t not in picked]
+                if mutant.outcome == "survived" and rest and not args.sample_only:
+                    drawn = mutant.seconds  # a survivor faces every covering test
+                    mutant.tests += len(rest)
+                    run_mutant(mutant, rest, args.timeout * -(-len(rest) // args.max_tests))
+                    mutant.seconds += drawn
             print(
                 f"[{area} {i}/{len(chosen)}] {mutant.outcome:11s} {':'.join(mutant.key())} "
                 f"({mutant.tests} tests, {mutant.seconds:.0f} s)",
