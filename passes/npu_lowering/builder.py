@@ -3,8 +3,9 @@ constants region (planned constants plus the parameter tables and LUTs the lower
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -92,6 +93,25 @@ class Builder:
         self.virtual: list[Virtual] = []
         self.origins: dict[SSAValue, list[Virtual]] = {}
         self.op: Operation | None = None
+
+    def snapshot(self) -> Builder:
+        """A copy that lowers on independently: containers copied, the mutable `Virtual`
+        records copied once each (a record shared by several lists stays shared)."""
+        new = copy.copy(self)
+        virtual = {id(v): replace(v) for v in self.virtual}
+        new.virtual = [virtual[id(v)] for v in self.virtual]
+        new.pending = {k: [virtual[id(v)] for v in vs] for k, vs in self.pending.items()}
+        new.origins = {k: [virtual[id(v)] for v in vs] for k, vs in self.origins.items()}
+        c = self.constants
+        new.constants = Constants(bytearray(c.data), c.alignment, dict(c.tables))
+        new.cache = dict(self.cache)
+        new.redirects = dict(self.redirects)
+        new.pinned = set(self.pinned)
+        new.refs = dict(self.refs)
+        new.instructions = list(self.instructions)
+        new.host_bodies = dict(self.host_bodies)
+        new.layers = list(self.layers)
+        return new
 
     # ------------------------------------------------------------------ values
 
