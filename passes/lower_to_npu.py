@@ -241,8 +241,7 @@ def _lower_once(
     block = func.body.block
     ops = list(block.ops)
     if resume:
-        b = saved[resume].snapshot()
-        b.copies = copies
+        b = saved[resume].resumed(copies)
     else:
         b = Builder(_constants(func, regions), layer_names, copies, kinds)
         for i, arg in enumerate(block.args):
@@ -254,7 +253,7 @@ def _lower_once(
     for position in range(resume, len(ops)):
         op = ops[position]
         if not resume and position and position % every == 0 and not errors:
-            saved[position] = b.snapshot()
+            saved[position] = b.saved()
         b.op = op
         if errors and any(v not in b.refs for v in op.operands):
             continue  # it reads a value whose op failed: that error is already reported
