@@ -37,6 +37,16 @@ def storage_range(bits: int, signed: bool) -> tuple[int, int]:
     return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
 
 
+def _int_attrs(values: Sequence[int]) -> list[IntAttr]:
+    """One IntAttr per value, each distinct value built once (per-axis zero points are
+    mostly one value repeated)."""
+    made: dict[int, IntAttr] = {}
+    for v in values:
+        if v not in made:
+            made[v] = IntAttr(v)
+    return [made[v] for v in values]
+
+
 @irdl_attr_definition
 class UniformQuantizedType(ParametrizedAttribute, TypeAttribute, ShapedElementType):
     """An integer storage type with an affine map to f32: real = scale * (q - zero_point)."""
@@ -82,7 +92,24 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute, ShapedElementTy
             expressed_type,
             IntAttr(-1 if axis is None else axis),
             ArrayAttr([FloatData(s) for s in scale_list]),
-            ArrayAttr([IntAttr(z) for z in zp_list]),
+            ArrayAttr(_int_attrs(zp_list)),
+        )
+
+    def sliced(self, lo: int, hi: int) -> UniformQuantizedType:
+        """This per-axis type with the scales and zero points of indices lo..hi-1 along its
+        axis (the parameter attributes shared, not built again: a tile's type is made often)."""
+        assert self.per_axis and 0 <= lo < hi <= len(self.scales)
+        return UniformQuantizedType.new(
+            [
+                self.storage_bits,
+                self.storage_signed,
+                self.storage_min,
+                self.storage_max,
+                self.expressed_type,
+                self.axis,
+                ArrayAttr(self.scales.data[lo:hi]),
+                ArrayAttr(self.zero_points.data[lo:hi]),
+            ]
         )
 
     # ------------------------------------------------------------------ queries

@@ -67,16 +67,7 @@ def region_element_type(
     known = _SLICED.get(key)
     if known is not None and known[0] is element:
         return known[1]
-    scales, zps = element.scale_values()[lo:hi], element.zero_point_values()[lo:hi]
-    sliced = UniformQuantizedType(
-        element.storage,
-        scales,
-        zps,
-        axis=axis,
-        storage_min=element.qmin,
-        storage_max=element.qmax,
-        expressed_type=element.expressed_type,
-    )
+    sliced = element.sliced(lo, hi)
     if len(_SLICED) >= 4096:
         _SLICED.clear()
     _SLICED[key] = (element, sliced)  # the tile verifiers and materialise ask again and again

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import tflite
 
 from npuc.diagnostics import NpucError
 
+from .tflite_schema import tflite
 from .tflite_sparse import densify
 
 # TensorType enum -> numpy dtype.

@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import tflite
 
 from npuc.diagnostics import NpucError
+
+from .tflite_schema import tflite
 
 DENSE, SPARSE_CSR = 0, 1
 _INDEX_VECTORS = {

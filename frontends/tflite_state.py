@@ -28,7 +28,6 @@ import struct
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
-import tflite
 from xdsl.dialects.builtin import DictionaryAttr, IntegerType, ModuleOp, TensorType
 from xdsl.ir import Attribute, SSAValue
 
@@ -39,6 +38,7 @@ from npuc.tensors import to_dense
 
 from .tflite_context import CONTROL_FLOW, Importer, OpContext, Unsupported, tensor_type
 from .tflite_model import Graph, Operator
+from .tflite_schema import tflite
 
 __all__ = ["State", "run_sequence", "signature_subgraphs"]
 

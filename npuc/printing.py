@@ -39,6 +39,16 @@ class _Printer(Printer):
             return
         super().print_attribute(attribute)
 
+    def print_bytes_literal(self, bytestring: bytes) -> None:
+        # xDSL's text, escaped through one table instead of a print_string call a byte
+        # (string literals, e.g. layer names and host bodies, are much of a program's text)
+        self.print_string('"' + bytestring.decode("latin-1").translate(_ESCAPED) + '"')
+
+
+# how xDSL's Printer.print_bytes_literal writes each byte inside a string literal
+_ESCAPED = {b: f"\\{b:02X}" for b in range(256) if b < 0x20 or b > 0x7E or b == 0x22}
+_ESCAPED[0x5C] = "\\\\"
+
 
 def _is_splat(data: bytes, size: int) -> bool:
     return data == data[:size] * (len(data) // size)

@@ -38,6 +38,10 @@ from .npu_lowering.views import ViewError, contiguous, same_place, shape_of, sli
 
 HOST_MODES = ("none", "float", "all")
 MAX_ROUNDS = 32
+# the first round saves its builder every len(ops) / CHECKPOINTS ops (at least
+# CHECKPOINT_MIN apart) so that a round that copies a view resumes near the view
+CHECKPOINTS = 16
+CHECKPOINT_MIN = 32
 
 
 @dataclass(frozen=True)
@@ -227,16 +231,29 @@ def _lower_once(
     regions: dict[str, tuple[str, RegionOp]],
     layer_names: dict[int, str],
     copies: set[Operation],
+    saved: dict[int, Builder],
+    resume: int = 0,
 ) -> Builder:
+    """Lower every op of `func` in order, the ops in `copies` as real copies. The first
+    round (`resume` 0) also saves its builder into `saved` every len(ops) / CHECKPOINTS
+    ops, by op position; a later round resumes from the one saved at `resume`."""
     kinds = {name: kind for name, (kind, _) in regions.items()}
-    b = Builder(_constants(func, regions), layer_names, copies, kinds)
     block = func.body.block
-    for i, arg in enumerate(block.args):
-        name = graph_io.input_names(func)[i]
-        buf = _io_buffer(func, func.arg_attrs, i, "input", name)
-        b.bind(arg, contiguous(kinds[buf.region.data], buf.offset.data, arg.type))
+    ops = list(block.ops)
+    if resume:
+        b = saved[resume].resumed(copies)
+    else:
+        b = Builder(_constants(func, regions), layer_names, copies, kinds)
+        for i, arg in enumerate(block.args):
+            name = graph_io.input_names(func)[i]
+            buf = _io_buffer(func, func.arg_attrs, i, "input", name)
+            b.bind(arg, contiguous(kinds[buf.region.data], buf.offset.data, arg.type))
+    every = max(CHECKPOINT_MIN, len(ops) // CHECKPOINTS)
     errors: list[str] = []
-    for op in block.ops:
+    for position in range(resume, len(ops)):
+        op = ops[position]
+        if not resume and position and position % every == 0 and not errors:
+            saved[position] = b.saved()
         b.op = op
         if errors and any(v not in b.refs for v in op.operands):
             continue  # it reads a value whose op failed: that error is already reported
@@ -293,8 +310,11 @@ def lower_program(module: ModuleOp, host: str = "all") -> tuple[isa.Program, dic
     how = _plan_ops(func, host)
     layer_names = _layer_names(func)
     copies: set[Operation] = set()
+    saved: dict[int, Builder] = {}
+    positions = {op: k for k, op in enumerate(func.body.block.ops)}
+    resume = 0
     for _ in range(MAX_ROUNDS):
-        b = _lower_once(func, how, regions, layer_names, copies)
+        b = _lower_once(func, how, regions, layer_names, copies, saved, resume)
         found = set(b.broken_views()) - copies
         # A tile the plan placed inside its destination has no other place: the views
         # around it are copied instead.
@@ -307,6 +327,9 @@ def lower_program(module: ModuleOp, host: str = "all") -> tuple[isa.Program, dic
                 )
             break
         copies |= broken
+        # the ops before the first copied op lower as in the first round: resume after them
+        first = min(positions[op] for op in copies)
+        resume = max((k for k in saved if k <= first), default=0)
     else:
         raise InternalError("lower-to-npu: views kept breaking")
     return _program(func, b, regions), b.host_bodies

@@ -11,6 +11,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
 import csv
+import gc
 import io
 import sys
 from pathlib import Path
@@ -123,7 +124,16 @@ def run(argv: list[str] | None = None) -> int:
     options = options_from(args)
     check_output_dir(options.output)
     vela = check_comparable(options.model, load_target(options.target)) if args.compare_vela else ""
-    result = compile_model(options, progress=not args.quiet)
+    # The cyclic garbage collector walks every live object at each full collection, and a
+    # compile keeps its IR (10^5 to 10^6 objects) alive to the end: collecting took 15-18 %
+    # of the CPU time of MobileNetV2 and of a 1000-layer chain and freed next to nothing
+    # (their peak memory grows by under 5 % without it). Reference counting still frees
+    # everything that is not in a cycle.
+    gc.disable()
+    try:
+        result = compile_model(options, progress=not args.quiet)
+    finally:
+        gc.enable()
     if vela and f"{result.name}.accuracy.txt" in result.files:
         raise NpucError(
             f"--compare-vela needs an int8 TFLite model; {options.model.name} is a float model"

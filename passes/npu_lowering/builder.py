@@ -3,8 +3,9 @@ constants region (planned constants plus the parameter tables and LUTs the lower
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -92,6 +93,38 @@ class Builder:
         self.virtual: list[Virtual] = []
         self.origins: dict[SSAValue, list[Virtual]] = {}
         self.op: Operation | None = None
+        self.constants_end = 0  # of a saved state: the length of its constants bytes
+
+    def saved(self) -> Builder:
+        """A copy of the state so far, to resume lowering from later with `resumed` (the
+        constants bytes are only appended to: it keeps their length, not a copy)."""
+        return self._copy(self.constants)
+
+    def resumed(self, copies: set[Operation]) -> Builder:
+        """A builder that lowers on from this saved state, with the ops in `copies` copied."""
+        c = self.constants
+        constants = Constants(bytearray(c.data[: self.constants_end]), c.alignment, c.tables)
+        new = self._copy(constants)
+        new.copies = copies
+        return new
+
+    def _copy(self, constants: Constants) -> Builder:
+        new = copy.copy(self)
+        new.constants_end = len(self.constants.data)
+        new.constants = replace(constants, tables=dict(constants.tables))
+        # the mutable `Virtual` records copied once each (one shared by lists stays shared)
+        virtual = {id(v): replace(v) for v in self.virtual}
+        new.virtual = [virtual[id(v)] for v in self.virtual]
+        new.pending = {k: [virtual[id(v)] for v in vs] for k, vs in self.pending.items()}
+        new.origins = {k: [virtual[id(v)] for v in vs] for k, vs in self.origins.items()}
+        new.cache = dict(self.cache)
+        new.redirects = dict(self.redirects)
+        new.pinned = set(self.pinned)
+        new.refs = dict(self.refs)
+        new.instructions = list(self.instructions)
+        new.host_bodies = dict(self.host_bodies)
+        new.layers = list(self.layers)
+        return new
 
     # ------------------------------------------------------------------ values
 

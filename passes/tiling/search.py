@@ -25,7 +25,7 @@ import itertools
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from xdsl.dialects.builtin import IntegerAttr, TensorType
@@ -319,6 +319,7 @@ class Planner:
         self._values: dict[tuple[Any, ...], tuple[int, int, float, float, int, int]] = {}
         self._held: dict[tuple[int, int, int, int], RollingBytes] = {}
         self._summaries: dict[tuple[int, int], list[Summary]] = {}
+        self._alone_options: dict[tuple[Any, ...], tuple[int, list[Estimate]]] = {}
 
     # ------------------------------------------------------------------ one group
 
@@ -704,7 +705,7 @@ class Planner:
 
     def options(self, first: int, last: int) -> list[Estimate]:
         """Candidate estimates of the run first..last (see the module docstring)."""
-        found = self._options(first, last)
+        found = self._alone(first) if first == last else self._options(first, last)
         if self.host_copies(first, last):
             found = [e for e in found if e.tiles == 1] or found[:1]
         return found
@@ -726,6 +727,33 @@ class Planner:
                 if i not in linked and float_value(layer.source(i)):
                     return True
         return False
+
+    def _alone(self, k: int) -> list[Estimate]:
+        """`_options` of layer k alone. Equal layers (a repeated block, a chain of equal
+        convolutions) have equal options but for their resident bytes, which add to every
+        peak: the options of the first such layer are reused with the resident bytes moved."""
+        layer = self.layers[k]
+        linked = self.linked(k, k)
+        c_opts = [c for c in CHANNEL_PARTS if c <= layer.channel_units]
+        signature = (
+            linked,
+            layer.kind,
+            layer.out_shape,
+            layer.hw,
+            layer.fixed,
+            layer.window,
+            layer.in_shape if layer.window is not None else None,
+            self.memories.of(layer.result) == self.memories.arena,
+            tuple(self.part_models(k, linked, c) for c in c_opts),
+        )
+        resident = self.resident(k, k)
+        known = self._alone_options.get(signature)
+        if known is None:
+            found = self._options(k, k)
+            self._alone_options[signature] = (resident, found)
+            return found
+        base, options = known
+        return [replace(e, peak=e.peak - base + resident, resident=resident) for e in options]
 
     def _options(self, first: int, last: int) -> list[Estimate]:
         layer = self.layers[last]

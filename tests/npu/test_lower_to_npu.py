@@ -222,6 +222,54 @@ def test_slice_view_becomes_a_copy_when_its_source_is_overwritten(parse):
     assert not program.instructions[3].operands[1].is_contiguous()
 
 
+def late_overwritten_slice(before: int, after: int) -> str:
+    """OVERWRITTEN_SLICE between two chains of requantizes: the broken view comes midway."""
+
+    def chain(name: str, count: int, ty: str) -> str:
+        return "".join(
+            f"  %{name}{k + 1} = qnn.requantize %{name}{k} {{multiplier = array<i64: "
+            f"1073741824>, shift = array<i64: 30>}} : ({ty}) -> {ty}\n"
+            for k in range(count)
+        )
+
+    text = OVERWRITTEN_SLICE.replace("(%x: ", "(%c0: ")
+    text = text.replace("requantize %x", f"requantize %c{before}")
+    text = text.replace("{\n  %y", "{\n" + chain("c", before, Q4) + "  %y", 1)
+    text = text.replace("%a = ", "%d0 = ").replace("func.return %a", f"func.return %d{after}")
+    return text.replace("  func.return", chain("d", after, Q2) + "  func.return")
+
+
+Q4 = "tensor<1x2x4x4x!qnn.uniform<i8:f32, 0.1>>"
+Q2 = "tensor<1x2x2x4x!qnn.uniform<i8:f32, 0.1>>"
+
+
+def test_a_copied_view_relowers_from_the_first_rounds_saved_builder(parse, monkeypatch):
+    from npuc.passes import lower_to_npu
+
+    rounds = []
+    real = lower_to_npu._lower_once
+
+    def spy(*args):
+        rounds.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(lower_to_npu, "_lower_once", spy)
+    programs = []
+    for least in (lower_to_npu.CHECKPOINT_MIN, 10**9):  # 10**9: nothing saved, all again
+        monkeypatch.setattr(lower_to_npu, "CHECKPOINT_MIN", least)
+        module = parse(late_overwritten_slice(80, 80))
+        npuc.apply_pipeline(module, "plan-memory{target=mcu-64 schedule=false}")
+        reference, outputs, program = lowered(module)
+        assert_same(reference, outputs)
+        programs.append(program)
+    # resumed at a saved builder well past the start, then everything from the start
+    assert len(rounds) == 4 and rounds[0] == rounds[2] == rounds[3] == 0
+    assert 32 <= rounds[1] <= 85
+    assert programs[0] == programs[1]
+    ops = [inst.op for inst in programs[0].instructions]
+    assert ops.count("move") == 1 and ops.index("move") == 81
+
+
 def test_ops_without_instruction_are_listed_together(parse):
     module = parse(UNSUPPORTED)
     npuc.apply_pipeline(module, PLAN)

@@ -68,6 +68,38 @@ def test_shared_values_equal_values_computed_alone(chain: ModuleOp):
 def test_equal_layers_share_their_values(chain: ModuleOp):
     shared = planner(chain)
     for k in range(len(shared.layers)):
-        shared.options(k, k)
+        shared._options(k, k)  # options(k, k) would reuse the first equal layer's list
     # five of the six layers are equal: far fewer distinct values than (layer, parts) keys
     assert len(shared._layers_by_content) < len(shared._layers) / 2
+
+
+@pytest.fixture(scope="module")
+def skip(tmp_path_factory: pytest.TempPathFactory) -> ModuleOp:
+    """Four equal int8 3x3 convolutions whose input is added to their result: the input
+    stays live across them, so equal layers hold different resident bytes."""
+    rng = np.random.default_rng(5)
+    nodes, inits, x = [], [], "x"
+    for k in range(4):
+        inits += [random_init(rng, f"w{k}", [8, 8, 3, 3]), random_init(rng, f"b{k}", [8])]
+        attrs = {"pads": [1] * 4, "strides": [1, 1]}
+        nodes.append(
+            helper.make_node("Conv", [x, f"w{k}", f"b{k}"], [f"t{k}"], name=f"c{k}", **attrs)
+        )
+        x = f"t{k}"
+    nodes.append(helper.make_node("Add", ["x", x], ["y"], name="add"))
+    path = Path(tmp_path_factory.mktemp("skip")) / "skip.onnx"
+    onnx.save(float_graph(nodes, inits, [1, 8, 24, 24], [1, 8, 24, 24]), path)
+    return quantize_float(npuc.load_model(path))
+
+
+def test_equal_layers_alone_reuse_one_option_list(skip: ModuleOp):
+    shared = planner(skip)
+    convs = [k for k, layer in enumerate(shared.layers) if layer.is_conv]
+    assert len(convs) == 4
+    options = {k: shared.options(k, k) for k in convs}
+    # the four convolutions' options are one list, reused with their resident bytes
+    assert len(shared._alone_options) == 1
+    assert len({shared.resident(k, k) for k in convs}) > 1
+    for k in convs:
+        fresh = planner(skip).options(k, k)
+        assert fresh and options[k] == fresh, k

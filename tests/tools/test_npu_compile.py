@@ -447,3 +447,32 @@ def test_compare_vela_refuses_what_vela_cannot_compare(model, target, message, t
     done = run_tool("npu-compile", model, "-t", target, "--compare-vela", "-o", tmp_path / "out")
     assert done.returncode == 1 and message in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_collector_pauses_for_the_compile_and_resumes_after(monkeypatch, tmp_path):
+    import gc
+
+    from npuc import compile_flow
+    from npuc.tools import npu_compile
+
+    seen = []
+    real = compile_flow.compile_model
+
+    def compile_model(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    def failing(*args, **kwargs):
+        seen.append(gc.isenabled())
+        raise RuntimeError("stop")
+
+    assert gc.isenabled()
+    out = tmp_path / "out"
+    argv = [str(LENET), "--target", "mcu-64", "--calib-random", "2", "-q", "-o", str(out)]
+    monkeypatch.setattr(compile_flow, "compile_model", compile_model)
+    assert npu_compile.run(argv) == 0
+    assert seen == [False] and gc.isenabled() and (out / "lenet5.npubin").is_file()
+    monkeypatch.setattr(compile_flow, "compile_model", failing)
+    with pytest.raises(RuntimeError, match="stop"):
+        npu_compile.run([*argv[:-1], str(tmp_path / "other")])
+    assert seen == [False, False] and gc.isenabled()

@@ -56,3 +56,23 @@ def test_constants_print_as_xdsl_prints_them(case):
     assert text == xdsl_text(module)
     hexed = '"0x' in text
     assert hexed == (case in ("i8", "ui8", "i32", "i1", "index", "i16 last differs", "f32"))
+
+
+STRINGS = {
+    "every byte": bytes(range(256)).decode("latin-1"),
+    "layer name": "MobilenetV2/expanded_conv_12/depthwise/Relu6;conv 3x3",
+    "quotes and backslashes": 'a "b" \\ c\\"\n\t',
+    "unicode": "Schicht_ü_层_🙂",
+    "empty": "",
+}
+
+
+@pytest.mark.parametrize("case", STRINGS)
+def test_string_literals_print_as_xdsl_prints_them(case):
+    from xdsl.dialects.builtin import StringAttr
+    from xdsl.dialects.test import TestOp
+
+    module = ModuleOp([TestOp(attributes={"name": StringAttr(STRINGS[case])})])
+    text = print_module(module)
+    assert text == xdsl_text(module)
+    assert text.count('"') >= 2
