@@ -121,15 +121,19 @@ def test_percentile_within_one_bin_of_numpy(p):
 # ------------------------------------------------------------------------------------- kl
 
 
-def trt_entropy_reference(bins: np.ndarray, levels: int) -> int:
+def trt_entropy_reference(bins: np.ndarray, levels: int, stride: int = 1) -> int:
     """TensorRT / MXNet entropy calibration written as plain loops: returns the best i.
     Like NVIDIA's pytorch-quantization, bin 0 is capped at bin 1's count (no zero spike);
-    candidates start `levels` bins past the first non-empty bin."""
+    candidates start `levels` bins past the first non-empty bin and go every `stride`-th
+    bin, the last bin always included."""
     bins = bins.copy()
     bins[0] = min(bins[0], bins[1])
     first = next(j for j in range(len(bins)) if bins[j] > 0)
     best_i, best_kl = len(bins), np.inf
-    for i in range(first + levels, len(bins) + 1):
+    candidates = list(range(first + levels, len(bins) + 1, stride))
+    if candidates[-1] != len(bins):
+        candidates.append(len(bins))
+    for i in candidates:
         ref = bins[:i].astype(np.float64).copy()
         ref[i - 1] += bins[i:].sum()
         total, filled = [0] * levels, [0] * levels
@@ -190,6 +194,36 @@ def test_kl_prefix_sum_search_picks_the_loop_references_threshold(case):
     assert np.count_nonzero(bins[1:]) > 1 and size > levels + 50
     expected = trt_entropy_reference(bins, levels)
     assert kl_threshold(bins, 1.0, levels, 1) == expected
+
+
+@pytest.mark.parametrize("stride", [3, 7, 16])
+def test_kl_with_a_stride_still_tries_the_last_bin(stride):
+    """With a stride the candidates skip bins but always include the last one: on a
+    uniform body with no tail, keeping every bin is the best threshold, and the bin count
+    is chosen off the stride's grid."""
+    from npuc.passes.quantization.entropy import kl_threshold
+
+    rng = np.random.default_rng(stride)
+    levels = 64
+    size = levels + 5 * stride + stride // 2 + 1  # not first + levels + k * stride
+    x = rng.uniform(0, 1, 40000)
+    bins = np.histogram(x, size, (0, 1))[0].astype(np.int64)
+    assert (size - levels) % stride  # the last bin is off the grid
+    expected = trt_entropy_reference(bins, levels, stride)
+    assert expected == size  # the case this test is about: the last bin wins
+    assert kl_threshold(bins, 1.0, levels, stride) == expected
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_kl_with_a_stride_picks_the_loop_references_threshold(case):
+    from npuc.passes.quantization.entropy import kl_threshold
+
+    rng = np.random.default_rng(200 + case)
+    stride, levels = int(rng.integers(2, 9)), 64
+    x = np.abs(rng.standard_normal(20000) * np.where(rng.random(20000) < 0.01, 8, 1))
+    bins = np.histogram(x, int(rng.integers(200, 420)), (0, x.max()))[0].astype(np.int64)
+    expected = trt_entropy_reference(bins, levels, stride)
+    assert kl_threshold(bins, 1.0, levels, stride) == expected
 
 
 def loop_divergence(bins: np.ndarray, levels: int, i: int) -> float:
