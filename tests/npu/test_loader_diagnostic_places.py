@@ -7,15 +7,16 @@ from __future__ import annotations
 import struct
 
 import pytest
-from npu_programs import fix_crcs
+from npu_programs import fix_crcs, inst, tensor
 
 from npuc.backend.npubin import encode_program
 from npuc.diagnostics import NpucError
+from npuc.dialects.npu_isa import IODesc, Program, Region, StatePair
 from npuc.runtime.loader import load
 
 HEADER_SIZE = 32
 SECTION = "<IIQQII"  # kind, alignment, offset, size, crc32, reserved
-STRINGS, REGIONS, IO, LAYERS, COMMANDS, CONSTANTS = 1, 2, 3, 4, 5, 6
+STRINGS, REGIONS, IO, LAYERS, COMMANDS, CONSTANTS, STATE = 1, 2, 3, 4, 5, 6, 8
 IO_HEAD_SIZE = 16  # program name, inputs, outputs, reserved
 IO_ENTRY_SIZE = 16  # name, zero point, scale
 TENSOR_SIZE, DIM_SIZE = 16, 8  # region, dtype, rank, 2 reserved, offset; then (size, stride)
@@ -72,24 +73,95 @@ def test_the_first_output_descriptor_is_named_output_0(programs):
     assert message.startswith(f"byte {at} ({at:#x}): output 0: string 4294967295"), message
 
 
+def version_2_constants(program: Program, contents: bytes) -> tuple[bytearray, int]:
+    """The program (without constants: its CONSTANTS section is the last one, empty) as a
+    version 2.0 file whose CONSTANTS section holds `contents`, and that section's offset."""
+    data = bytearray(encode_program(program))
+    assert struct.unpack_from("<HH", data, 4) == (1, 0)
+    at, (kind, alignment, offset, size, crc, _) = entry_of(data, CONSTANTS)
+    assert size == 0 and offset == len(data)
+    data += contents
+    struct.pack_into(SECTION, data, at, kind, alignment, offset, len(contents), crc, 0)
+    struct.pack_into("<HH", data, 4, 2, 0)
+    struct.pack_into("<Q", data, 16, len(data))  # the header's total size
+    fix_crcs(data)
+    return data, offset
+
+
 def test_a_version_2_constants_section_with_no_streams_and_no_bytes_loads(programs):
     """docs/binary-format.md: version 2.0's CONSTANTS is a 16-byte header (decoded size S,
     stream count N, reserved), N entries, then the data area; S = N = 0 is a valid section of
     16 bytes, whose empty table exactly fills what follows the header."""
-    data = bytearray(encode_program(programs["empty"]))
-    assert struct.unpack_from("<HH", data, 4) == (1, 0)
-    (count,) = struct.unpack_from("<I", data, 12)
-    entries = [struct.unpack_from(SECTION, data, HEADER_SIZE + 32 * i) for i in range(count)]
-    i = next(i for i, e in enumerate(entries) if e[0] == CONSTANTS)
-    kind, alignment, offset, size, crc, _ = entries[i]
-    assert size == 0 and offset == len(data)  # the last section, empty
-    data += bytes(16)  # S = 0, N = 0, reserved
-    struct.pack_into(SECTION, data, HEADER_SIZE + 32 * i, kind, alignment, offset, 16, crc, 0)
-    struct.pack_into("<HH", data, 4, 2, 0)
-    struct.pack_into("<Q", data, 16, len(data))  # the header's total size
-    fix_crcs(data)
+    data, _ = version_2_constants(programs["empty"], struct.pack("<QII", 0, 0, 0))
     program = load(bytes(data))
     assert program.constants == b"" and program.streams == ()
+
+
+def test_a_version_2_constants_header_cut_short_says_how_many_bytes_remain(programs):
+    """The 16-byte header of a version 2.0 CONSTANTS section of 8 bytes: reported at the
+    section's start with the 8 bytes there are."""
+    data, offset = version_2_constants(programs["empty"], bytes(8))
+    message = refused(data)
+    assert message == (
+        f"byte {offset} ({offset:#x}): CONSTANTS header needs 16 bytes, only 8 remain"
+    ), message
+
+
+def test_a_stream_count_past_the_constants_section_is_reported_at_its_field(programs):
+    """CONSTANTS 2.0: stream count N (u32 at 8); one 32-byte entry cannot follow a 16-byte
+    header that ends the section."""
+    data, offset = version_2_constants(programs["empty"], struct.pack("<QII", 0, 1, 0))
+    message = refused(data)
+    field = offset + 8
+    assert message == f"byte {field} ({field:#x}): CONSTANTS: 1 stream entries do not fit", message
+
+
+def test_nonzero_header_flags_are_reported_at_their_field(programs):
+    """File header: flags (u32 at 24) must be 0."""
+    data = bytearray(encode_program(programs["eltwise"]))
+    struct.pack_into("<I", data, 24, 0x40)
+    message = refused(data)
+    assert message == "byte 24 (0x18): header flags 0x40 must be zero", message
+
+
+def test_bytes_after_the_last_string_are_counted_from_where_it_ends(programs):
+    """STRINGS: the last string must end at the end of the section. Two bytes shorter, it
+    leaves 2 bytes, which start at its new end: data area (8 + 8N) + offset + length."""
+    data = bytearray(encode_program(programs["eltwise"]))
+    strings = section(data, STRINGS)
+    (count,) = struct.unpack_from("<I", data, strings)
+    entry = strings + 8 + 8 * (count - 1)
+    offset, length = struct.unpack_from("<II", data, entry)
+    assert length >= 2 and offset > 0
+    struct.pack_into("<II", data, entry, offset, length - 2)
+    end = strings + 8 + 8 * count + offset + length - 2
+    message = refused(data)
+    assert message == f"byte {end} ({end:#x}): STRINGS: 2 bytes after the last string", message
+
+
+def one_state() -> Program:
+    """One state pair: input 1 `acc` (4 bytes, initial value 0) takes output 0."""
+    x, acc, acc_next = (tensor("mutable", at, (1, 4)) for at in (0, 8, 16))
+    return Program(
+        "running_max",
+        (Region("mutable", 32, "sram"),),
+        (IODesc("x", x, 0.5, 3), IODesc("acc", acc, 0.5, 3)),
+        (IODesc("acc", acc_next, 0.5, 3),),
+        (),
+        (inst("eltwise", (acc, x, acc_next), kind="maximum"),),
+        state=(StatePair(1, 0, bytes(4)),),
+    )
+
+
+def test_a_misplaced_initial_value_is_reported_at_its_offset_field():
+    """STATE: count N, reserved, then entry i at 8 + 24i: input, output, the value's offset
+    (u64 at 8), its size; value 0 is at offset 0."""
+    data = bytearray(encode_program(one_state()))
+    field = section(data, STATE) + 8 + 8
+    assert struct.unpack_from("<Q", data, field) == (0,)
+    struct.pack_into("<Q", data, field, 8)
+    message = refused(data)
+    assert message == f"byte {field} ({field:#x}): state 0: initial value at offset 8, expected 0"
 
 
 # field edits of a section table entry -> the entry's byte the loader must name, what it says
