@@ -102,18 +102,24 @@ def kl_divergences(c: np.ndarray, candidates: np.ndarray, levels: int) -> np.nda
     plogq = np.empty(i.size)
     last_logq = np.empty(i.size)
     bounds = _group_bounds(levels, i)
-    for start in range(0, i.size, BLOCK):  # rows of groups a cache can hold
-        rows = slice(start, start + BLOCK)
-        kept_at, filled_at = kept_prefix[bounds[rows]], filled_prefix[bounds[rows]]
-        group_total = kept_at[:, 1:] - kept_at[:, :-1]
-        group_filled = filled_at[:, 1:] - filled_at[:, :-1]
-        used = group_filled > 0
-        q = np.divide(group_total, group_filled, out=np.ones_like(group_total), where=used)
-        q -= dq[rows, None]
-        logq = np.log(q, out=np.zeros_like(q), where=used)
-        group_total -= dp[rows, None] * group_filled
-        plogq[rows] = (logq * group_total).sum(axis=1)
-        last_logq[rows] = logq[:, -1]
+    # Unmasked ufuncs, in place, are faster than `where=` ones: an empty group (no count,
+    # no non-empty bin) gets q = 0 / 0 and its log is zeroed after.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for start in range(0, i.size, BLOCK):  # rows of groups a cache can hold
+            rows = slice(start, start + BLOCK)
+            at = bounds[rows]
+            kept_at, filled_at = kept_prefix[at], filled_prefix[at]
+            group_total = np.subtract(kept_at[:, 1:], kept_at[:, :-1])
+            group_filled = np.subtract(filled_at[:, 1:], filled_at[:, :-1])
+            q = group_total / group_filled
+            q -= dq[rows, None]
+            logq = np.log(q, out=q)
+            logq[group_filled == 0] = 0.0
+            group_filled *= dp[rows, None]
+            group_total -= group_filled
+            group_total *= logq
+            plogq[rows] = group_total.sum(axis=1)
+            last_logq[rows] = logq[:, -1]
     plogq += np.where(has_last, beyond * last_logq, 0.0)
     plogq += np.where(spike, (beyond - dp) * math.log(EPS), 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
