@@ -129,14 +129,24 @@ def kl_divergences(c: np.ndarray, candidates: np.ndarray, levels: int) -> np.nda
 
 def _group_bounds(levels: int, candidates: np.ndarray) -> np.ndarray:
     """Row r: the first bin of each of the `levels` groups of candidate r, and its end.
-    Tensors of one grid share their candidates, so the bounds are cached."""
-    return _bounds(levels, np.ascontiguousarray(candidates, np.int64).tobytes())
+    A row depends only on its candidate, so the rows of every candidate from `levels` to
+    KL_BINS (all kl_threshold tries) are computed once per `levels` and picked."""
+    i = np.asarray(candidates, np.int64)
+    if i.size == 0 or i.min() < levels or i.max() > KL_BINS:
+        return _rows(levels, i)
+    rows = i - levels
+    if (np.diff(rows) == 1).all():  # stride 1: a view of the table
+        return _table(levels)[rows[0] : rows[-1] + 1]
+    return _table(levels)[rows]
 
 
 @functools.lru_cache(maxsize=4)
-def _bounds(levels: int, candidates: bytes) -> np.ndarray:
-    i = np.frombuffer(candidates, np.int64)
+def _table(levels: int) -> np.ndarray:
+    table = _rows(levels, np.arange(levels, KL_BINS + 1))
+    table.flags.writeable = False
+    return table
+
+
+def _rows(levels: int, i: np.ndarray) -> np.ndarray:
     g = np.arange(levels + 1)
-    bounds = (g[None, :] * i[:, None] + levels - 1) // levels  # group g: [bounds_g, bounds_g+1)
-    bounds.flags.writeable = False
-    return bounds
+    return (g[None, :] * i[:, None] + levels - 1) // levels  # group g: [bounds_g, bounds_g+1)
