@@ -86,9 +86,11 @@ def main() -> None:
     if args.save:
         args.save.mkdir(parents=True, exist_ok=True)
     chains = [int(n) for n in args.chains.split(",") if n]
-    models = tempfile.TemporaryDirectory()
+    # A fixed folder: the accuracy report names the model file, so its path must repeat.
+    models = Path(tempfile.gettempdir()) / "compare_compiled_models"
+    models.mkdir(exist_ok=True)
     only = set(args.only.split(",")) if args.only else None
-    for name, arguments in cases(chains, Path(models.name)):
+    for name, arguments in cases(chains, models):
         if only is not None and name not in only:
             continue
         if args.save:
