@@ -102,18 +102,24 @@ def kl_divergences(c: np.ndarray, candidates: np.ndarray, levels: int) -> np.nda
     plogq = np.empty(i.size)
     last_logq = np.empty(i.size)
     bounds = _group_bounds(levels, i)
-    for start in range(0, i.size, BLOCK):  # rows of groups a cache can hold
-        rows = slice(start, start + BLOCK)
-        kept_at, filled_at = kept_prefix[bounds[rows]], filled_prefix[bounds[rows]]
-        group_total = kept_at[:, 1:] - kept_at[:, :-1]
-        group_filled = filled_at[:, 1:] - filled_at[:, :-1]
-        used = group_filled > 0
-        q = np.divide(group_total, group_filled, out=np.ones_like(group_total), where=used)
-        q -= dq[rows, None]
-        logq = np.log(q, out=np.zeros_like(q), where=used)
-        group_total -= dp[rows, None] * group_filled
-        plogq[rows] = (logq * group_total).sum(axis=1)
-        last_logq[rows] = logq[:, -1]
+    # Unmasked ufuncs, in place, are faster than `where=` ones: an empty group (no count,
+    # no non-empty bin) gets q = 0 / 0 and its log is zeroed after.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for start in range(0, i.size, BLOCK):  # rows of groups a cache can hold
+            rows = slice(start, start + BLOCK)
+            at = bounds[rows]
+            kept_at, filled_at = kept_prefix[at], filled_prefix[at]
+            group_total = np.subtract(kept_at[:, 1:], kept_at[:, :-1])
+            group_filled = np.subtract(filled_at[:, 1:], filled_at[:, :-1])
+            q = group_total / group_filled
+            q -= dq[rows, None]
+            logq = np.log(q, out=q)
+            logq[group_filled == 0] = 0.0
+            group_filled *= dp[rows, None]
+            group_total -= group_filled
+            group_total *= logq
+            plogq[rows] = group_total.sum(axis=1)
+            last_logq[rows] = logq[:, -1]
     plogq += np.where(has_last, beyond * last_logq, 0.0)
     plogq += np.where(spike, (beyond - dp) * math.log(EPS), 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -123,14 +129,24 @@ def kl_divergences(c: np.ndarray, candidates: np.ndarray, levels: int) -> np.nda
 
 def _group_bounds(levels: int, candidates: np.ndarray) -> np.ndarray:
     """Row r: the first bin of each of the `levels` groups of candidate r, and its end.
-    Tensors of one grid share their candidates, so the bounds are cached."""
-    return _bounds(levels, np.ascontiguousarray(candidates, np.int64).tobytes())
+    A row depends only on its candidate, so the rows of every candidate from `levels` to
+    KL_BINS (all kl_threshold tries) are computed once per `levels` and picked."""
+    i = np.asarray(candidates, np.int64)
+    if i.size == 0 or i.min() < levels or i.max() > KL_BINS:
+        return _rows(levels, i)
+    rows = i - levels
+    if (np.diff(rows) == 1).all():  # stride 1: a view of the table
+        return _table(levels)[rows[0] : rows[-1] + 1]
+    return _table(levels)[rows]
 
 
 @functools.lru_cache(maxsize=4)
-def _bounds(levels: int, candidates: bytes) -> np.ndarray:
-    i = np.frombuffer(candidates, np.int64)
+def _table(levels: int) -> np.ndarray:
+    table = _rows(levels, np.arange(levels, KL_BINS + 1))
+    table.flags.writeable = False
+    return table
+
+
+def _rows(levels: int, i: np.ndarray) -> np.ndarray:
     g = np.arange(levels + 1)
-    bounds = (g[None, :] * i[:, None] + levels - 1) // levels  # group g: [bounds_g, bounds_g+1)
-    bounds.flags.writeable = False
-    return bounds
+    return (g[None, :] * i[:, None] + levels - 1) // levels  # group g: [bounds_g, bounds_g+1)

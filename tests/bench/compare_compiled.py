@@ -1,12 +1,14 @@
 """Did a compile-time change change the compiled output? Compiles a fixed set of models
-(the shared MobileNetV2 in both --optimise modes and seven corpus models, float ones
-calibrated on 2 seeded random samples) with this checkout's `npu-compile` and either saves
+(the shared MobileNetV2 in both --optimise modes, seven corpus models and the conv chains
+of bench_compile_scale.py (--chains), float ones calibrated on 2 seeded random samples)
+with this checkout's `npu-compile` and either saves
 every output file (`--save DIR`, run on the old code) or compares each file's bytes with
 a saved set (`--against DIR`, run on the new code), printing one line per model.
 
 Run: PYTHONPATH=tests .venv/bin/python tests/bench/compare_compiled.py --save /tmp/ref
      (change the code)
      PYTHONPATH=tests .venv/bin/python tests/bench/compare_compiled.py --against /tmp/ref
+     (--only NAME,... compiles only those cases: mbv2_performance, magika, chain300, ...)
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+import onnx
 from bench_compile import shape_flags
-from bench_compile_scale import npuc_command
+from bench_compile_scale import conv_chain, npuc_command
 from shared_models import MBV2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
@@ -35,8 +38,9 @@ CORPUS = (
 )
 
 
-def cases() -> list[tuple[str, list[str]]]:
-    """(case name, npu-compile arguments after the output folder)."""
+def cases(chains: list[int], folder: Path) -> list[tuple[str, list[str]]]:
+    """(case name, npu-compile arguments after the output folder); the chain models are
+    written to `folder`."""
     found = [
         (f"mbv2_{optimise}", [str(MBV2), "--optimise", optimise])
         for optimise in ("performance", "size")
@@ -45,6 +49,10 @@ def cases() -> list[tuple[str, list[str]]]:
         if model.name in CORPUS:
             calib = [] if model.kind in ("tflite-int8", "onnx-qdq") else ["--calib-random", "2"]
             found.append((model.name, [str(model.file), *calib, *shape_flags(model.name)]))
+    for layers in chains:
+        path = folder / f"chain{layers}.onnx"
+        onnx.save(conv_chain(layers), path)
+        found.append((f"chain{layers}", [str(path), "--calib-random", "2"]))
     return found
 
 
@@ -71,11 +79,20 @@ def main() -> None:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--save", type=Path)
     mode.add_argument("--against", type=Path)
+    parser.add_argument("--chains", default="100,300", help="comma-separated chain depths")
+    parser.add_argument("--only", help="comma-separated case names")
     args = parser.parse_args()
     failed = 0
     if args.save:
         args.save.mkdir(parents=True, exist_ok=True)
-    for name, arguments in cases():
+    chains = [int(n) for n in args.chains.split(",") if n]
+    # A fixed folder: the accuracy report names the model file, so its path must repeat.
+    models = Path(tempfile.gettempdir()) / "compare_compiled_models"
+    models.mkdir(exist_ok=True)
+    only = set(args.only.split(",")) if args.only else None
+    for name, arguments in cases(chains, models):
+        if only is not None and name not in only:
+            continue
         if args.save:
             compile_case(arguments, args.save / name)
             print(f"{name}: saved {len(list((args.save / name).iterdir()))} files", flush=True)
