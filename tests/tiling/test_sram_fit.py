@@ -256,6 +256,17 @@ def test_slices_of_resident_tensors_are_read_in_place(tmp_path: Path):
             (region, lo, size), (r2, o2, s2) = where[op.operands[0]], where[op.results[0]]
             strided += region == r2 and lo <= o2 and o2 + s2 <= lo + size
     assert strided  # some slices share their source's bytes
+    # and some of them are stripes across channels (a nonzero H offset of a tensor with more
+    # than one channel: not a contiguous byte range), read as strided views recorded at
+    # their root's first byte rather than copied
+    across = 0
+    for op in func.body.block.ops:
+        if op.name == "tile.slice" and op.operands[0] in where:
+            offsets, shape = op.offsets.get_values(), op.operands[0].type.get_shape()
+            if len(shape) == 4 and shape[1] > 1 and offsets[2] > 0:
+                (region, lo, _), (r2, o2, _) = where[op.operands[0]], where[op.results[0]]
+                across += region == r2 and o2 == lo
+    assert across
 
 
 def test_a_model_that_cannot_fit_says_which_tensors(tmp_path: Path):
