@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import ast
 import fnmatch
+import functools
 import json
 import os
 import random
@@ -249,6 +250,7 @@ def _covered_lines() -> dict[str, dict[str, list[str]]]:
     return result
 
 
+@functools.cache
 def statement_spans(module: str) -> dict[int, range]:
     """Line -> the lines of the statement it belongs to, for statements written over several
     lines: coverage records only some of them (a constant table by its first line, a
@@ -261,7 +263,7 @@ def statement_spans(module: str) -> dict[int, range]:
             continue
         body = getattr(node, "body", None)
         last = body[0].lineno - 1 if isinstance(body, list) and body else node.end_lineno
-        span = range(node.lineno, max(last or node.lineno, node.lineno) + 1)
+        span = range(node.lineno, max(last or 0, node.lineno) + 1)
         if len(span) > 1:
             for line in span:
                 spans[line] = span
@@ -518,7 +520,8 @@ def main(argv: list[str] | None = None) -> int:
                 picked = rng.sample(tests, min(args.max_tests, len(tests)))
                 mutant.tests = len(picked)
                 run_mutant(mutant, picked, args.timeout)
-                rest = [t for t in tests if t not in picked]
+                drawn_tests = set(picked)
+                rest = [t for t in tests if t not in drawn_tests]
                 if mutant.outcome == "survived" and rest and not args.sample_only:
                     drawn = mutant.seconds  # a survivor faces every covering test
                     mutant.tests += len(rest)
