@@ -33,16 +33,9 @@ test added for it).
 from __future__ import annotations
 
 import argparse
-import ast
-import fnmatch
-import functools
 import json
-import os
 import random
-import re
-import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -50,42 +43,19 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-WORK = ROOT / "build" / "mutate"
-TREE = WORK / "tree"
-PKG = WORK / "pkg"
-
-# area -> its modules (globs relative to the checkout). Every test of the suite may kill a
-# mutant: coverage says which ones execute its line.
-AREAS: dict[str, list[str]] = {
-    "integer": ["npuc/integer.py"],
-    "kernels": [
-        "runtime/kernels/*.py",
-        "runtime/npu_conv.py",
-        "runtime/npu_gemm.py",
-        "runtime/npu_requant.py",
-        "runtime/npu_jit.py",
-        "runtime/jit_kernels.py",
-    ],
-    "calibration": [
-        "passes/quantization/statistics.py",
-        "passes/quantization/ranges.py",
-        "passes/quantization/entropy.py",
-    ],
-    "tiling": ["passes/tiling/*.py"],
-    "memory": ["passes/memory/*.py"],
-    "lowering": ["passes/npu_lowering/*.py", "passes/lower_to_npu.py"],
-    "loader": ["runtime/loader.py"],
-    "cycle_model": ["runtime/cycle_model.py"],
-}
-# The suite without what never reaches the core modules' logic through new code paths and
-# costs most of the coverage run's time: the fuzz smoke pass (its crash replay stays).
-COVERAGE_IGNORES = ["tests/fuzz/test_fuzz_smoke.py"]
-# Modules whose functions numba compiles: coverage never sees their bodies run, so a mutant
-# there runs these tests whole (they check each compiled kernel against the numpy path).
-COMPILED_TESTS = {"runtime/jit_kernels.py": ["tests/runtime/test_kernel_paths.py"]}
-# Coverage's context for lines run at import (collection), outside any test.
-IMPORTED = "<import>"
+from coverage_map import line_tests, module_tests, statement_spans
+from staging import (
+    AREAS,
+    COMPILED_TESTS,
+    IMPORTED,
+    TREE,
+    WORK,
+    area_modules,
+    environment,
+    pytest_command,
+    run_group,
+    stage,
+)
 
 # cosmic-ray operators (by name prefix) that make realistic bugs. Left out: swaps into
 # operators nobody would type there (x - y -> x ** y, x == y -> x is y), which tests kill
@@ -141,149 +111,6 @@ class Mutant:
         return self.module, str(self.line), self.operator, str(self.occurrence)
 
 
-# ------------------------------------------------------------------------------ staging
-
-
-def git(*args: str, cwd: Path = ROOT) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout.strip()
-
-
-def stage(commit: str = "HEAD") -> str:
-    """The worktree of `commit` and the package map onto it; returns the commit's hash."""
-    head = git("rev-parse", commit)
-    WORK.mkdir(parents=True, exist_ok=True)
-    if TREE.exists() and git("rev-parse", "HEAD", cwd=TREE) != head:
-        git("worktree", "remove", "--force", str(TREE))
-    if not TREE.exists():
-        git("worktree", "add", "--detach", str(TREE), head)
-    git("checkout", "--", ".", cwd=TREE)  # undo a mutant left by an interrupted run
-    for name, target in (("shared", ROOT.parent / "shared"), (".corpus", ROOT / ".corpus")):
-        link = (WORK if name == "shared" else TREE) / name
-        if not link.exists() and target.exists():
-            link.symlink_to(target)
-    if PKG.exists():
-        shutil.rmtree(PKG)
-    package = PKG / "npuc"
-    package.mkdir(parents=True)
-    for entry in (TREE / "npuc").iterdir():
-        (package / entry.name).symlink_to(entry)
-    for sub in ("dialects", "passes", "frontends", "backend", "runtime", "targets"):
-        (package / sub).symlink_to(TREE / sub)
-    return head
-
-
-def environment() -> dict[str, str]:
-    env = dict(os.environ)
-    paths = [str(PKG), str(TREE / "tests"), str(TREE / "tests" / "models")]
-    env["PYTHONPATH"] = os.pathsep.join(paths)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"  # a mutant must never be read back from a .pyc
-    env["PYTHONSAFEPATH"] = "1"  # not the worktree itself first: its npuc/ holds no subpackages
-    env.pop("NPUC_DEBUG", None)
-    return env
-
-
-def pytest_command(*args: str) -> list[str]:
-    options = ["-q", "-p", "no:cacheprovider", "--import-mode=importlib", "--benchmark-disable"]
-    return [sys.executable, "-m", "pytest", *options, *args]
-
-
-# ------------------------------------------------------------------------------ coverage
-
-
-def area_modules(area: str) -> list[str]:
-    found = []
-    for pattern in AREAS[area]:
-        found += sorted(
-            str(p.relative_to(TREE))
-            for p in TREE.glob(pattern)
-            if p.name != "__init__.py" and fnmatch.fnmatch(str(p.relative_to(TREE)), pattern)
-        )
-    return list(dict.fromkeys(found))
-
-
-def line_tests(head: str) -> dict[tuple[str, int], list[str]]:
-    """(module, line) -> the ids of the tests that execute it, from one run of the suite
-    under coverage with a context per test (cached in build/mutate per HEAD)."""
-    cache = WORK / f"coverage-{head[:12]}.json"
-    if not cache.exists():
-        cache.write_text(json.dumps(_covered_lines()))
-    raw = json.loads(cache.read_text())
-    return {(m, int(line)): tests for m, lines in raw.items() for line, tests in lines.items()}
-
-
-def _covered_lines() -> dict[str, dict[str, list[str]]]:
-    data = WORK / "coverage.db"
-    data.unlink(missing_ok=True)
-    modules = [m for area in AREAS for m in area_modules(area)]
-    env = environment() | {"COVERAGE_FILE": str(data)}
-    # Coverage resolves the files it traces to their real paths, in the worktree: the
-    # package map's npuc/ is a real folder of links, so it names the worktree's folders.
-    sources = [f"--cov={d}" for d in sorted({str((TREE / m).parent) for m in modules})]
-    ignores = [f"--ignore={path}" for path in COVERAGE_IGNORES]
-    command = pytest_command(*sources, "--cov-context=test", "--cov-report=", *ignores, "tests")
-    print("coverage of the core modules over the suite (once per commit) ...", flush=True)
-    done = run_group(command, env)
-    # A test that fails unmutated would 'kill' every mutant it covers: it is left out.
-    failing = set(re.findall(r"^(?:FAILED|ERROR) (\S+)", done.stdout, re.M))
-    if done.returncode not in (0, 1) or not data.exists():
-        raise SystemExit(f"the suite did not run under coverage:\n{done.stdout[-3000:]}")
-    if failing:
-        print(f"left out, failing before any mutation: {', '.join(sorted(failing))}")
-    result: dict[str, dict[str, list[str]]] = defaultdict(dict)
-    with sqlite3.connect(data) as db:
-        files = dict(db.execute("select id, path from file"))
-        contexts = dict(db.execute("select id, context from context"))
-        rows = db.execute("select file_id, context_id, numbits from line_bits")
-        for file_id, context_id, numbits in rows:
-            path = Path(os.path.realpath(files[file_id]))
-            try:
-                module = str(path.relative_to(TREE.resolve()))
-            except ValueError:
-                continue
-            test = contexts[context_id].split("|")[0] or IMPORTED
-            if test in failing:
-                continue
-            for line in _lines(numbits):
-                result[module].setdefault(str(line), []).append(test)
-    return result
-
-
-@functools.cache
-def statement_spans(module: str) -> dict[int, range]:
-    """Line -> the lines of the statement it belongs to, for statements written over several
-    lines: coverage records only some of them (a constant table by its first line, a
-    condition split over lines by the lines of its parts). A compound statement (if, def,
-    ...) spans its header only."""
-    tree = ast.parse((TREE / module).read_text())
-    spans: dict[int, range] = {}
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.stmt):
-            continue
-        body = getattr(node, "body", None)
-        last = body[0].lineno - 1 if isinstance(body, list) and body else node.end_lineno
-        span = range(node.lineno, max(last or 0, node.lineno) + 1)
-        if len(span) > 1:
-            for line in span:
-                spans[line] = span
-    return spans
-
-
-def module_tests(covering: dict[tuple[str, int], list[str]]) -> dict[str, set[str]]:
-    """Module -> every test that executes one of its lines (the tests of a line that runs
-    when the module is imported, such as a constant table or a default argument)."""
-    found: dict[str, set[str]] = defaultdict(set)
-    for (module, _), tests in covering.items():
-        found[module].update(t for t in tests if t != IMPORTED)
-    return found
-
-
-def _lines(numbits: bytes) -> list[int]:
-    """Line numbers set in coverage's numbits encoding."""
-    return [i * 8 + b for i, byte in enumerate(numbits) for b in range(8) if byte & (1 << b)]
-
-
 # ------------------------------------------------------------------------------ mutants
 
 
@@ -324,29 +151,6 @@ def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]
             start = (annotation.lineno, annotation.col_offset)
             spans.append((start, (annotation.end_lineno, annotation.end_col_offset or 0)))
     return spans
-
-
-def run_group(
-    command: list[str], env: dict[str, str], timeout: float | None = None
-) -> subprocess.CompletedProcess[str]:
-    """`command` run in the worktree in a process group of its own, which is killed whatever
-    ends the wait (a timeout, ^C, a SIGTERM to this script): no pytest is left running."""
-    child = subprocess.Popen(
-        command,
-        cwd=TREE,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = child.communicate(timeout=timeout)
-    finally:
-        if child.poll() is None:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.communicate()
-    return subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
 
 
 def run_mutant(mutant: Mutant, tests: list[str], timeout: float) -> None:
