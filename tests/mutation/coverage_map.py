@@ -39,7 +39,10 @@ def line_tests(head: str) -> dict[tuple[str, int], list[str]]:
     """(module, line) -> the ids of the tests that execute it, from one run of the suite
     under coverage with a context per test (cached in build/mutate per commit). When the
     cache holds the map of an ancestor that differs from `head` in test files only, just
-    those files run under coverage and their entries are replaced."""
+    those files run under coverage and their entries are replaced. Run apart from the
+    suite, their first tests also record what a process runs once (imports, cached
+    results), so the update holds every test a whole run would give each line, and a few
+    more: checked against the map of a whole run, it differed only by such additions."""
     cache = WORK / f"coverage-{head[:12]}.json"
     if not cache.exists():
         ancestor = _ancestor_map(head)
