@@ -1,0 +1,427 @@
+"""Corruptions of one field each of a valid `.npubin`, with the byte the loader must name
+and the words it must say, worked out from docs/binary-format.md: the file header, the
+section table and the STRINGS, REGIONS, IO, LAYERS, DEBUG and STATE sections
+(npubin_command_corruptions.py: COMMANDS and CONSTANTS)."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from npubin_layout import NAMES, REGION_KINDS, REQUIRED, Layout, Tensor, u32
+
+from npuc.dialects.npu_isa import Program
+
+
+@dataclass
+class Case:
+    name: str
+    edit: Callable[[bytearray], None]
+    place: int  # the byte the diagnostic names; -1: the file must load
+    says: str
+    fix: str = "all"  # CRCs recomputed after the edit: "all", "header" (the table's) or "none"
+    limit: int = 1 << 30  # the loader's max_region_bytes
+    loads: Callable[[Program], bool] | None = None
+
+
+def put(fmt: str, at: int, value: object) -> Callable[[bytearray], None]:
+    def edit(data: bytearray) -> None:
+        struct.pack_into(fmt, data, at, value)
+
+    return edit
+
+
+def header_cases(lay: Layout) -> Iterator[Case]:
+    n = len(lay.data)
+    for length in (0, 4, 31):
+        yield Case(
+            f"short-{length}",
+            lambda d, length=length: d.__delitem__(slice(length, None)),
+            0,
+            f"file of {length} bytes is too short for the 32-byte header",
+            fix="none",
+        )
+    yield Case("magic", put("4s", 0, b"NPUC"), 0, "not an npubin file (magic b'NPUC'")
+    yield Case("major-3", put("<H", 4, 3), 4, "format version 3.")
+    yield Case("major-0", put("<H", 4, 0), 4, "is older than this loader's 2.0")
+    yield Case("header-size", put("<I", 8, 40), 8, "header size 40, expected 32")
+    for count in (0, 17):
+        yield Case(f"count-{count}", put("<I", 12, count), 12, f"section count {count} is")
+    for cut in sorted({33, lay.table_end, *(o for _, _, o, _ in lay.entries.values()), n - 1}):
+        if cut < n:
+            yield Case(
+                f"truncated-at-{cut}",
+                lambda d, cut=cut: d.__delitem__(slice(cut, None)),
+                16,
+                f"the header says the file has {n} bytes, it has {cut} (truncated or extended)",
+                fix="none",
+            )
+    yield Case(
+        "trailing-bytes",
+        lambda d: d.extend(bytes(8)),
+        16,
+        f"the header says the file has {n} bytes, it has {n + 8}",
+        fix="none",
+    )
+
+    def extend(tail: bytes) -> Callable[[bytearray], None]:
+        def edit(d: bytearray) -> None:
+            d.extend(tail)
+            struct.pack_into("<Q", d, 16, len(d))
+
+        return edit
+
+    yield Case("trailing-zeros-counted", extend(bytes(16)), -1, "")
+    yield Case(
+        "trailing-byte-counted",
+        extend(bytes(5) + b"\x01"),
+        n + 5,
+        "padding after the last section must be zero",
+    )
+    yield Case("total-size", put("<Q", 16, n - 8), 16, f"the file has {n - 8} bytes, it has {n}")
+    yield Case("flags", put("<I", 24, 2), 24, "header flags 0x2 must be zero")
+    if lay.count < 16:
+        count = (n - 32) // 32 + 1
+        if count <= 16:
+            yield Case(
+                "table-past-end",
+                put("<I", 12, count),
+                32,
+                f"the section table ({count} entries) runs past the end",
+            )
+    yield Case(
+        "header-crc", put("<I", 28, 0), 28, "header and section table CRC32 mismatch", "none"
+    )
+
+
+def entry_cases(lay: Layout) -> Iterator[Case]:
+    data = lay.data
+    spans = sorted((o, o + s, (at - 32) // 32) for at, _, o, s in lay.entries.values())
+    for kind, (at, alignment, offset, size) in lay.entries.items():
+        i, name = (at - 32) // 32, NAMES[kind]
+        yield Case(f"{name}-reserved", put("<I", at + 28, 1), at + 28, "reserved field must be")
+        for bad in (4, 24, 8192):
+            yield Case(
+                f"{name}-alignment-{bad}",
+                put("<I", at + 4, bad),
+                at + 4,
+                f"section {i}: alignment {bad} is not a power of two in [8, 4096]",
+            )
+        yield Case(
+            f"{name}-offset-unaligned",
+            put("<Q", at + 8, offset + 4),
+            at + 8,
+            f"section {i}: offset {offset + 4} is not {alignment}-byte aligned",
+        )
+        yield Case(
+            f"{name}-alignment-4096",
+            put("<I", at + 4, 4096),
+            at + 8,
+            f"section {i}: offset {offset} is not 4096-byte aligned",
+        )
+        yield Case(
+            f"{name}-in-the-table",
+            put("<Q", at + 8, 0),
+            at + 8,
+            f"section {i}: bytes [0, {size}) lie outside the file's data area "
+            f"[{lay.table_end}, {len(data)})",
+        )
+        yield Case(
+            f"{name}-past-the-end",
+            put("<Q", at + 16, len(data) - offset + 1),
+            at + 8,
+            f"section {i}: bytes [{offset}, {len(data) + 1}) lie outside",
+        )
+        yield Case(
+            f"{name}-crc",
+            put("<I", at + 24, zlib.crc32(data[offset : offset + size]) ^ 1),
+            at + 24,
+            f"section {i} ({name}): CRC32 mismatch (bytes [{offset}, {offset + size}) are corrupt)",
+            fix="header",
+        )
+        yield Case(f"{name}-unknown-kind", put("<I", at, 99), at, f"section {i}: unknown kind 99")
+        if i > 0:
+            first = NAMES[struct.unpack_from("<I", data, 32)[0]]
+            yield Case(
+                f"{name}-twice", put("<I", at, 1 if first == "STRINGS" else 2), at, "a second"
+            )
+        if 8 not in lay.entries and lay.major == 1:
+            yield Case(
+                f"{name}-as-state",
+                put("<I", at, 8),
+                at,
+                f"section {i}: a STATE section needs format version 1.1, the file says 1.0",
+            )
+        later = [(s, j) for s, _, j in spans if s > offset]
+        if later and size:
+            nxt, j = min(later)
+            yield Case(
+                f"{name}-overlaps-the-next",
+                put("<Q", at + 16, nxt - offset + 1),
+                32 + 32 * j + 8,
+                f"section {j} overlaps another section",
+            )
+        yield removed(lay, kind)
+    position = lay.table_end
+    for start, end, j in spans:
+        if start > position:
+            yield Case(
+                f"padding-before-{j}",
+                put("B", start - 1, 7),
+                start - 1,
+                f"padding before section {j} must be zero",
+            )
+        position = end
+
+
+def removed(lay: Layout, kind: int) -> Case:
+    """The section's entry and bytes removed (later entries move up): refused if the section
+    is required, else the file loads without it."""
+    at, _, offset, size = lay.entries[kind]
+
+    def edit(d: bytearray) -> None:
+        d[offset : offset + size] = bytes(size)
+        d[at : lay.table_end] = d[at + 32 : lay.table_end] + bytes(32)
+        struct.pack_into("<I", d, 12, lay.count - 1)
+
+    name = NAMES[kind]
+    if kind in REQUIRED:
+        return Case(f"{name}-removed", edit, 12, f"the {name} section is missing")
+    gone = {"DEBUG": lambda p: p.debug == (), "STATE": lambda p: p.state == ()}
+    return Case(f"{name}-removed", edit, -1, "", loads=gone[name])
+
+
+def counted_cases(lay: Layout, kind: int, entry: int) -> Iterator[Case]:
+    """A section that starts with (count, reserved): the reserved field, a count whose
+    entries cannot fit, and (for exact-size sections) one entry fewer."""
+    name, s = NAMES[kind], lay.offset(kind)
+    size, count = lay.entries[kind][3], u32(lay.data, s)
+    yield Case(f"{name}-head-reserved", put("<I", s + 4, 1), s + 4, f"{name}: reserved field")
+    big = (size - 8) // entry + 1
+    yield Case(
+        f"{name}-count-too-big",
+        put("<I", s, big),
+        s,
+        f"{name}: {big} entries do not fit in {size} bytes",
+    )
+    if kind in (2, 7) and count:  # REGIONS and DEBUG are exactly 8 + entry x N bytes
+        yield Case(
+            f"{name}-one-entry-fewer",
+            put("<I", s, count - 1),
+            s,
+            f"{name}: {size} bytes do not hold exactly {count - 1} entries",
+        )
+
+
+def bad_string(at: int, fmt: str, what: str, lay: Layout) -> Case:
+    return Case(
+        f"{what}-string-at-{at}",
+        put(fmt, at, 0xFFFF),
+        at,
+        f"{what}: string 65535 does not exist ({lay.strings} strings)",
+    )
+
+
+def string_cases(lay: Layout) -> Iterator[Case]:
+    data, s = lay.data, lay.offset(1)
+    yield from counted_cases(lay, 1, 8)
+    count = u32(data, s)
+    blob = s + 8 + 8 * count
+    for i in range(count):
+        entry = s + 8 + 8 * i
+        offset, length = struct.unpack_from("<II", data, entry)
+        yield Case(
+            f"string-{i}-offset",
+            put("<I", entry, offset + 1),
+            entry,
+            f"string {i} starts at {offset + 1}, expected {offset}",
+        )
+        if i + 1 < count:
+            yield Case(
+                f"string-{i}-longer",
+                put("<I", entry + 4, length + 1),
+                entry + 8,
+                f"string {i + 1} starts at {offset + length}, expected {offset + length + 1}",
+            )
+        else:
+            yield Case(
+                f"string-{i}-past-the-section",
+                put("<I", entry + 4, length + 1),
+                entry,
+                f"string {i} runs past the STRINGS section",
+            )
+            if length:
+                end = blob + offset + length - 1
+                yield Case(
+                    f"string-{i}-shorter",
+                    put("<I", entry + 4, length - 1),
+                    end,
+                    "STRINGS: 1 bytes after the last string",
+                )
+        if length:
+            yield Case(
+                f"string-{i}-utf8",
+                put("B", blob + offset, 0xFF),
+                blob + offset,
+                f"string {i} is not valid UTF-8",
+            )
+
+
+def region_cases(lay: Layout) -> Iterator[Case]:
+    data, s = lay.data, lay.offset(2)
+    yield from counted_cases(lay, 2, 16)
+    count = u32(data, s)
+    sizes = []
+    for i in range(count):
+        entry = s + 8 + 16 * i
+        kind, _, size = struct.unpack_from("<IIQ", data, entry)
+        sizes.append((size, i, kind, entry))
+        yield Case(f"region-{i}-kind", put("<I", entry, 4), entry, f"region {i}: unknown kind 4")
+        yield bad_string(entry + 4, "<I", f"region {i} memory", lay)
+        if i:
+            first = u32(data, s + 8)
+            yield Case(
+                f"region-{i}-twice",
+                put("<I", entry, first),
+                s,
+                f"region '{REGION_KINDS[first]}' is declared twice",
+            )
+    largest = max(size for size, _, _, _ in sizes)
+    size, i, kind, entry = next(r for r in sizes if r[0] == largest)
+    yield Case(
+        "region-over-the-limit",
+        lambda d: None,
+        entry + 8,
+        f"region {i} ({REGION_KINDS[kind]}): {size} bytes exceed the loader's limit of {size - 1}",
+        limit=size - 1,
+    )
+
+
+def tensor_cases(t: Tensor, what: str) -> Iterator[Case]:
+    at = t.at
+    yield Case(f"{what}-region", put("B", at, 9), at, f"{what}: unknown region 9")
+    yield Case(f"{what}-dtype", put("B", at + 1, 8), at + 1, f"{what}: unknown element type 8")
+    for rank in (0, 9):
+        yield Case(
+            f"{what}-rank-{rank}",
+            put("B", at + 2, rank),
+            at + 2,
+            f"{what}: rank {rank} is outside [1, 8]",
+        )
+    for byte in (3, 4, 7):
+        yield Case(f"{what}-reserved-{byte}", put("B", at + byte, 1), at + 3, "reserved fields")
+    yield Case(f"{what}-dimension-0", put("<I", at + 16, 0), at, f"{what}: ")
+
+
+def io_cases(lay: Layout) -> Iterator[Case]:
+    data, s = lay.data, lay.offset(3)
+    end = s + lay.entries[3][3]
+    n_in, n_out = struct.unpack_from("<II", data, s + 4)
+    yield Case("io-reserved", put("<I", s + 12, 1), s + 12, "IO: reserved field must be zero")
+    yield Case(
+        "io-inputs-do-not-fit",
+        put("<I", s + 4, 1 << 20),
+        s + 4,
+        f"IO: {1 << 20} inputs and {n_out} outputs do not fit",
+    )
+    yield bad_string(s, "<I", "program name", lay)
+    if n_out:
+        last, _, t = lay.io[-1]
+        yield Case(
+            "io-one-output-fewer",
+            put("<I", s + 8, n_out - 1),
+            last,
+            f"IO: {end - last} bytes after the last descriptor",
+        )
+    for entry, what, t in lay.io:
+        yield bad_string(entry, "<I", what, lay)
+        yield from tensor_cases(t, what)
+        yield Case(f"{what}-scale", put("<d", entry + 8, -1.0), entry, f"{what} '")
+        yield Case(f"{what}-in-constants", put("B", t.at, 0), entry, f"{what} '")
+    if n_in >= 2:
+        name = u32(data, lay.io[0][0])
+        yield Case("io-names-twice", put("<I", lay.io[1][0], name), s, "")
+
+
+def layer_cases(lay: Layout) -> Iterator[Case]:
+    data, s = lay.data, lay.offset(4)
+    size = lay.entries[4][3]
+    yield from counted_cases(lay, 4, 4)
+    count = u32(data, s)
+    more = count + 2
+    yield Case(
+        "layers-two-more",
+        put("<I", s, more),
+        s,
+        f"LAYERS: {more} entries do not fit in {size} bytes"
+        if 4 * more > size - 8
+        else f"LAYERS: {size} bytes do not hold exactly {more} entries",
+    )
+    for i in range(count):
+        yield bad_string(s + 8 + 4 * i, "<I", f"layer {i}", lay)
+    if count % 2:
+        yield Case(
+            "layers-padding",
+            put("B", s + 8 + 4 * count, 1),
+            s + 8 + 4 * count,
+            "LAYERS padding must be zero",
+        )
+
+
+def debug_cases(lay: Layout) -> Iterator[Case]:
+    if 7 not in lay.entries:
+        return
+    data, s = lay.data, lay.offset(7)
+    yield from counted_cases(lay, 7, 8)
+    count = u32(data, s)
+    for i in range(count):
+        yield bad_string(s + 8 + 8 * i, "<I", "debug key", lay)
+        yield bad_string(s + 12 + 8 * i, "<I", "debug value", lay)
+    if count >= 2:
+        key = u32(data, s + 8)
+        yield Case("debug-keys-twice", put("<I", s + 16, key), s, "debug keys must be unique")
+
+
+def state_cases(lay: Layout) -> Iterator[Case]:
+    if 8 not in lay.entries:
+        return
+    data, s = lay.data, lay.offset(8)
+    yield from counted_cases(lay, 8, 24)
+    count = u32(data, s)
+    values = s + 8 + 24 * count
+    for i in range(count):
+        entry = s + 8 + 24 * i
+        _, _, offset, size = struct.unpack_from("<IIQQ", data, entry)
+        yield Case(
+            f"state-{i}-offset",
+            put("<Q", entry + 8, offset + 8),
+            entry + 8,
+            f"state {i}: initial value at offset {offset + 8}, expected {offset}",
+        )
+        yield Case(
+            f"state-{i}-size",
+            put("<Q", entry + 16, size + 64),
+            entry + 16,
+            f"state {i}: an initial value of {size + 64} bytes runs past the STATE section",
+        )
+        if size % 8:
+            yield Case(
+                f"state-{i}-padding",
+                put("B", values + offset + size, 1),
+                values + offset + size,
+                f"state {i}: initial value padding must be zero",
+            )
+        yield Case(f"state-{i}-input", put("<I", entry, 99), entry, f"state {i}: ")
+        yield Case(f"state-{i}-output", put("<I", entry + 4, 99), entry, f"state {i}: ")
+        if size % 8:
+            yield Case(
+                f"state-{i}-one-byte-shorter",
+                put("<Q", entry + 16, size - 1),
+                values + offset + size - 1,
+                f"state {i}: initial value padding must be zero",
+            )
+            yield Case(
+                f"state-{i}-one-byte-longer", put("<Q", entry + 16, size + 1), entry, f"state {i}: "
+            )
