@@ -65,6 +65,13 @@ def command_cases(lay: Layout) -> Iterator[Case]:
             r.deps_at,
             f"{what}: 65535 deps run past the record",
         )
+        filling = (r.at + r.size - r.deps_at) // 4  # deps up to the record's end: read, not earlier
+        yield Case(
+            f"{what}-deps-fill-the-record",
+            put("<H", r.at + 4, filling),
+            r.deps_at,
+            "must be distinct earlier instructions",
+        )
         if r.deps:
             yield Case(
                 f"{what}-dep-on-itself",
@@ -160,12 +167,13 @@ def constants_cases(lay: Layout) -> Iterator[Case]:
         item = (1, 1, 2, 2, 4)[dtype]
         yield Case(f"stream-{i}-reserved", put("<H", at + 30, 1), at + 30, "reserved field")
         yield Case(f"stream-{i}-codec", put("B", at + 28, 2), at + 28, f"stream {i}: unknown codec")
-        yield Case(
-            f"stream-{i}-dtype",
-            put("B", at + 29, 6),
-            at + 29,
-            f"stream {i}: element type 6 cannot be encoded",
-        )
+        for dtype in (5, 8):  # i64, and the first code no type has
+            yield Case(
+                f"stream-{i}-dtype-{dtype}",
+                put("B", at + 29, dtype),
+                at + 29,
+                f"stream {i}: element type {dtype} cannot be encoded",
+            )
         yield Case(
             f"stream-{i}-past-the-decoded-size",
             put("<Q", at + 8, decoded - offset + 1),

@@ -301,7 +301,7 @@ def region_cases(lay: Layout) -> Iterator[Case]:
 
 def tensor_cases(t: Tensor, what: str) -> Iterator[Case]:
     at = t.at
-    yield Case(f"{what}-region", put("B", at, 9), at, f"{what}: unknown region 9")
+    yield Case(f"{what}-region", put("B", at, 4), at, f"{what}: unknown region 4")
     yield Case(f"{what}-dtype", put("B", at + 1, 8), at + 1, f"{what}: unknown element type 8")
     for rank in (0, 9):
         yield Case(

@@ -102,6 +102,9 @@ class Views:
             for d in range(rank):
                 if rng.random() < 0.5:
                     strides[d] = 0
+        for d in range(rank):  # a dimension of size 1 never moves: any stride is its
+            if shape[d] == 1 and rng.random() < 0.5:
+                strides[d] = int(rng.integers(1, 50))
         offset = int(rng.integers(0, 64)) * ITEMSIZE[dtype]
         return tensor(region, offset, shape, dtype, strides)
 
@@ -558,3 +561,18 @@ def test_reads_of_encoded_streams_move_their_payloads_share(rate: float | None) 
         assert cost.memory_cycles == {"flash": bus, "sram": write}, (at, n)
         assert cost.end - cost.start == max(bus, write)
         assert cost.bytes_read == {"flash": n}
+
+
+def test_a_program_without_instructions_takes_no_time() -> None:
+    """No instruction: 0 cycles, every layer empty, and an inference rate without bound."""
+    x = IODesc("x", tensor("mutable", 0, (16,)))
+    program = Program("p", (Region("mutable", 64, "sram"),), (x,), (x,), ("a", "b"), ())
+    profile = estimate(program, decoder_target(None))
+    assert profile.total_cycles == 0 and profile.instructions == []
+    assert profile.inferences_per_s == math.inf
+    assert profile.utilization == 0.0 and profile.total_macs == 0
+    assert profile.busy == {"dma": 0, "compute": 0, "host": 0}
+    assert [(layer.name, layer.cycles, layer.share) for layer in profile.layers] == [
+        ("a", 0, 0.0),
+        ("b", 0, 0.0),
+    ]
