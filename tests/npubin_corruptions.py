@@ -49,7 +49,7 @@ def header_cases(lay: Layout) -> Iterator[Case]:
     yield Case("header-size", put("<I", 8, 40), 8, "header size 40, expected 32")
     for count in (0, 17):
         yield Case(f"count-{count}", put("<I", 12, count), 12, f"section count {count} is")
-    for cut in sorted({33, lay.table_end, *(o for _, _, o, _ in lay.entries.values()), n - 1}):
+    for cut in sorted({32, 33, lay.table_end, *(o for _, _, o, _ in lay.entries.values()), n - 1}):
         if cut < n:
             yield Case(
                 f"truncated-at-{cut}",
@@ -82,6 +82,13 @@ def header_cases(lay: Layout) -> Iterator[Case]:
     )
     yield Case("total-size", put("<Q", 16, n - 8), 16, f"the file has {n - 8} bytes, it has {n}")
     yield Case("flags", put("<I", 24, 2), 24, "header flags 0x2 must be zero")
+
+    def cut_after_the_table(d: bytearray) -> None:
+        del d[lay.table_end :]
+        struct.pack_into("<Q", d, 16, len(d))
+
+    first = min(lay.entries.values())  # the table's first entry: its bytes now lie past the end
+    yield Case("cut-after-the-table", cut_after_the_table, first[0] + 8, "lie outside")
     if lay.count < 16:
         count = (n - 32) // 32 + 1
         if count <= 16:
@@ -296,6 +303,14 @@ def region_cases(lay: Layout) -> Iterator[Case]:
         entry + 8,
         f"region {i} ({REGION_KINDS[kind]}): {size} bytes exceed the loader's limit of {size - 1}",
         limit=size - 1,
+    )
+    gib = 1 << 30  # the loader's default limit (docs/binary-format.md, REGIONS)
+    yield Case("region-of-1-gib", put("<Q", entry + 8, gib), -1, "")
+    yield Case(
+        "region-over-1-gib",
+        put("<Q", entry + 8, gib + 1),
+        entry + 8,
+        f"region {i} ({REGION_KINDS[kind]}): {gib + 1} bytes exceed the loader's limit of {gib}",
     )
 
 
