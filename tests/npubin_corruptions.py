@@ -49,6 +49,8 @@ def header_cases(lay: Layout) -> Iterator[Case]:
     yield Case("header-size", put("<I", 8, 40), 8, "header size 40, expected 32")
     for count in (0, 17):
         yield Case(f"count-{count}", put("<I", 12, count), 12, f"section count {count} is")
+    # one entry: the table's other entries become padding before the first section
+    yield Case("count-1", put("<I", 12, 1), 64, "padding before section 0 must be zero")
     for cut in sorted({32, 33, lay.table_end, *(o for _, _, o, _ in lay.entries.values()), n - 1}):
         if cut < n:
             yield Case(
@@ -225,9 +227,9 @@ def counted_cases(lay: Layout, kind: int, entry: int) -> Iterator[Case]:
 def bad_string(at: int, fmt: str, what: str, lay: Layout) -> Case:
     return Case(
         f"{what}-string-at-{at}",
-        put(fmt, at, 0xFFFF),
+        put(fmt, at, lay.strings),  # the first index without a string
         at,
-        f"{what}: string 65535 does not exist ({lay.strings} strings)",
+        f"{what}: string {lay.strings} does not exist ({lay.strings} strings)",
     )
 
 

@@ -163,3 +163,24 @@ def test_a_newer_minor_version_skips_a_section_kind_it_adds(binaries):
     fix_crcs(data)
     program = load(bytes(data))
     assert program.debug == () and program.instructions
+
+
+def test_a_file_of_16_sections_loads(binaries):
+    """docs/binary-format.md: the section count is 1 to 16, and a newer minor version's
+    unknown kinds are skipped. The conv_pool file with empty sections of an unknown kind
+    added up to 16 entries (the sections moved by what the table grows, rounded up to the
+    largest alignment, 64)."""
+    data = binaries["conv_pool"]
+    lay = Layout(data)
+    assert max(alignment for _, alignment, _, _ in lay.entries.values()) == 64
+    move = -(-32 * (16 - lay.count) // 64) * 64
+    out = bytearray(data[: lay.table_end]) + bytes(move) + data[lay.table_end :]
+    out += bytes(-len(out) % 8)  # the empty sections go at the end, 8-aligned
+    end = len(out)
+    for at, _, offset, _ in lay.entries.values():
+        struct.pack_into("<Q", out, at + 8, offset + move)
+    for i in range(lay.count, 16):
+        struct.pack_into("<IIQQII", out, 32 + 32 * i, 99, 8, end, 0, 0, 0)
+    struct.pack_into("<HHIIQ", out, 4, 1, 2, 32, 16, end)  # version 1.2, 16 sections
+    fix_crcs(out)
+    assert load(bytes(out)) == load(data)
