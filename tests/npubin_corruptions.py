@@ -22,7 +22,7 @@ class Case:
     place: int  # the byte the diagnostic names; -1: the file must load
     says: str
     fix: str = "all"  # CRCs recomputed after the edit: "all", "header" (the table's) or "none"
-    limit: int = 1 << 30  # the loader's max_region_bytes
+    limit: int | None = None  # the max_region_bytes given to the loader (None: its default)
     loads: Callable[[Program], bool] | None = None
 
 
@@ -342,6 +342,12 @@ def io_cases(lay: Layout) -> Iterator[Case]:
         put("<I", s + 4, 1 << 20),
         s + 4,
         f"IO: {1 << 20} inputs and {n_out} outputs do not fit",
+    )
+    yield Case(
+        "io-outputs-do-not-fit",
+        put("<I", s + 8, 1 << 20),
+        s + 4,
+        f"IO: {n_in} inputs and {1 << 20} outputs do not fit",
     )
     yield bad_string(s, "<I", "program name", lay)
     if n_out:

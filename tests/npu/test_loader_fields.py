@@ -76,6 +76,20 @@ def one_state() -> Program:
     )
 
 
+def rank_8() -> Program:
+    """A copy of a tensor of the largest rank, 8 (docs/binary-format.md: rank 1 to 8)."""
+    shape = (1, 2, 1, 3, 1, 2, 1, 2)
+    x, y = tensor("mutable", 0, shape), tensor("mutable", 32, shape)
+    return Program(
+        "rank_8",
+        (Region("mutable", 64, "sram"),),
+        (IODesc("x", x),),
+        (IODesc("y", y),),
+        (),
+        (inst("dma", (x, y)),),
+    )
+
+
 def streamed(program: Program) -> Program:
     """Every run of the constants the instructions read of 16 bytes or more, as a stream."""
     from npuc.passes.compress_constants import constant_runs
@@ -107,7 +121,8 @@ def outcome(case: Case, data: bytes) -> str | None:
         crc = zlib.crc32(edited[:28] + edited[32 : 32 + 32 * count])
         struct.pack_into("<I", edited, 28, crc)
     try:
-        program = load(bytes(edited), max_region_bytes=case.limit)
+        limit = {} if case.limit is None else {"max_region_bytes": case.limit}
+        program = load(bytes(edited), **limit)
     except NpucError as e:
         if case.place < 0:
             return f"refused: {e.message}"
@@ -142,9 +157,12 @@ def test_the_cases_cover_every_structure(binaries):
     assert cases > 1000, cases
 
 
-@pytest.mark.parametrize("name", ["tiny", "eltwise", "conv_pool", "state", "streams", "empty"])
+@pytest.mark.parametrize(
+    "name", ["tiny", "eltwise", "conv_pool", "state", "streams", "empty", "rank_8"]
+)
 def test_valid_files_load_to_the_program_they_encode(programs, name):
     program = {
+        "rank_8": rank_8(),
         "state": one_state(),
         "streams": streamed(programs["conv_pool"]),
     }.get(name) or programs[name]
