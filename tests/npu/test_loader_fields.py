@@ -62,17 +62,27 @@ def all_cases(data: bytes) -> list[Case]:
 # --------------------------------------------------------------------------- the programs
 
 
-def one_state() -> Program:
-    """One state pair of 5 bytes (so its value is padded): input 1 takes output 0."""
-    x, acc, acc_next = (tensor("mutable", at, (1, 5)) for at in (0, 8, 16))
+def two_states() -> Program:
+    """Two state pairs of 5 and 3 bytes (so their values are padded): input 1 takes output 0,
+    input 2 output 1."""
+    x, high, high_next = (tensor("mutable", at, (1, 5)) for at in (0, 8, 24))
+    low, low_next = tensor("mutable", 16, (1, 3)), tensor("mutable", 32, (1, 3))
     return Program(
-        "running_max",
-        (Region("mutable", 32, "sram"),),
-        (IODesc("x", x, 0.5, 3), IODesc("acc", acc, 0.5, 3)),
-        (IODesc("acc", acc_next, 0.5, 3),),
-        ("max",),
-        (inst("eltwise", (acc, x, acc_next), kind="maximum", layer=0),),
-        state=(StatePair(1, 0, bytes([1, 2, 3, 4, 5])),),
+        "running_range",
+        (Region("mutable", 40, "sram"),),
+        (IODesc("x", x, 0.5, 3), IODesc("high", high, 0.5, 3), IODesc("low", low, 0.5, 3)),
+        (IODesc("high", high_next, 0.5, 3), IODesc("low", low_next, 0.5, 3)),
+        ("max", "min"),
+        (
+            inst("eltwise", (high, x, high_next), kind="maximum", layer=0),
+            inst(
+                "eltwise",
+                (low, tensor("mutable", 0, (1, 3)), low_next),
+                kind="minimum",
+                layer=1,
+            ),
+        ),
+        state=(StatePair(1, 0, bytes([1, 2, 3, 4, 5])), StatePair(2, 1, bytes([9, 8, 7]))),
     )
 
 
@@ -105,7 +115,7 @@ def streamed(program: Program) -> Program:
 @pytest.fixture(scope="module")
 def binaries(programs) -> dict[str, bytes]:
     out = {name: encode_program(programs[name]) for name in ("tiny", "eltwise", "conv_pool")}
-    out["state"] = encode_program(one_state())
+    out["state"] = encode_program(two_states())
     out["streams"] = encode_program(streamed(programs["conv_pool"]))
     return out
 
@@ -163,7 +173,7 @@ def test_the_cases_cover_every_structure(binaries):
 def test_valid_files_load_to_the_program_they_encode(programs, name):
     program = {
         "rank_8": rank_8(),
-        "state": one_state(),
+        "state": two_states(),
         "streams": streamed(programs["conv_pool"]),
     }.get(name) or programs[name]
     data = encode_program(program)
