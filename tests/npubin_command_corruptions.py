@@ -52,6 +52,11 @@ def command_cases(lay: Layout) -> Iterator[Case]:
             r.at + 12,
             f"{what}: record size 8 runs past the COMMANDS section",
         )
+        if r.params or r.deps:  # a record of its 16-byte head alone: the rest runs past it
+            head_only = (r.deps_at, f"{what}: {r.deps} deps run past the record")
+        else:
+            head_only = (r.at + 16, f"{what} operand 0 needs 16 bytes, only 0 remain")
+        yield Case(f"{what}-size-16", put("<I", r.at + 12, 16), *head_only)
         if k + 1 < len(lay.records):
             yield Case(
                 f"{what}-size-longer",
