@@ -7,7 +7,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-from npubin_corruptions import Case, bad_string, counted_cases, put, tensor_cases
+from npubin_corruptions import Case, at_field, bad_string, counted_cases, put, tensor_cases
 from npubin_layout import ENGINE, ENUMS, FLAGS, PARAMS, Layout, u32
 
 
@@ -26,30 +26,34 @@ def command_cases(lay: Layout) -> Iterator[Case]:
     for k, r in enumerate(lay.records):
         what = f"instruction {k} ({r.op})"
         engine = ENGINE.get(r.op, 1)
-        yield Case(f"{what}-opcode", put("<H", r.at, 99), r.at, f"instruction {k}: unknown opcode")
-        yield Case(
+        yield at_field(f"{what}-opcode", "<H", r.at, 99, f"instruction {k}: unknown opcode")
+        yield at_field(
             f"{what}-engine",
-            put("B", r.at + 2, (engine + 1) % 3),
+            "B",
             r.at + 2,
+            (engine + 1) % 3,
             f"{what}: engine {(engine + 1) % 3}, expected {engine}",
         )
         if r.op != "host":
-            yield Case(
+            yield at_field(
                 f"{what}-operands",
-                put("B", r.at + 3, r.operands + 1),
+                "B",
                 r.at + 3,
+                r.operands + 1,
                 f"{what}: {r.operands + 1} operands, expected {r.operands}",
             )
-        yield Case(
+        yield at_field(
             f"{what}-layer",
-            put("<I", r.at + 8, layers),
+            "<I",
             r.at + 8,
+            layers,
             f"{what}: layer {layers} is not among the {layers} layers",
         )
-        yield Case(
+        yield at_field(
             f"{what}-size-8",
-            put("<I", r.at + 12, 8),
+            "<I",
             r.at + 12,
+            8,
             f"{what}: record size 8 runs past the COMMANDS section",
         )
         if r.params or r.deps:  # a record of its 16-byte head alone: the rest runs past it
@@ -78,26 +82,29 @@ def command_cases(lay: Layout) -> Iterator[Case]:
             "must be distinct earlier instructions",
         )
         if r.deps:
-            yield Case(
+            yield at_field(
                 f"{what}-dep-on-itself",
-                put("<I", r.deps_at, k),
+                "<I",
                 r.deps_at,
+                k,
                 "must be distinct earlier instructions",
             )
         if r.deps % 2:
-            yield Case(
+            yield at_field(
                 f"{what}-dep-padding",
-                put("B", r.deps_at + 4 * r.deps, 1),
+                "B",
                 r.deps_at + 4 * r.deps,
+                1,
                 f"{what}: dep padding must be zero",
             )
         size, used = PARAMS[r.op]
         params = r.at + 16
         if used < size:
-            yield Case(
+            yield at_field(
                 f"{what}-param-padding",
-                put("B", params + used, 1),
+                "B",
                 params + used,
+                1,
                 f"{what}: parameter padding must be zero",
             )
         for offset, name, codes in ENUMS.get(r.op, ()):
@@ -145,11 +152,12 @@ def constants_cases(lay: Layout) -> Iterator[Case]:
     data, s = lay.data, lay.offset(6)
     end = s + lay.entries[6][3]
     decoded, count = struct.unpack_from("<QI", data, s)
-    yield Case("constants-reserved", put("<I", s + 12, 1), s + 12, "CONSTANTS: reserved field")
-    yield Case(
+    yield at_field("constants-reserved", "<I", s + 12, 1, "CONSTANTS: reserved field")
+    yield at_field(
         "constants-count",
-        put("<I", s + 8, count + 1000),
+        "<I",
         s + 8,
+        count + 1000,
         f"CONSTANTS: {count + 1000} stream entries do not fit",
     )
     region = next(
@@ -157,10 +165,11 @@ def constants_cases(lay: Layout) -> Iterator[Case]:
         for at in range(lay.offset(2) + 8, lay.offset(2) + 8 + 16 * u32(data, lay.offset(2)), 16)
         if u32(data, at) == 0
     )
-    yield Case(
+    yield at_field(
         "constants-decoded-size",
-        put("<Q", s, region + 1),
+        "<Q",
         s,
+        region + 1,
         f"CONSTANTS: {region + 1} bytes exceed the constants region ({region})",
     )
     area = s + 16 + 32 * count
@@ -170,13 +179,14 @@ def constants_cases(lay: Layout) -> Iterator[Case]:
         offset, length, payload_at, payload, _, dtype, _ = struct.unpack_from("<QQQIBBH", data, at)
         read += offset - position
         item = (1, 1, 2, 2, 4)[dtype]
-        yield Case(f"stream-{i}-reserved", put("<H", at + 30, 1), at + 30, "reserved field")
-        yield Case(f"stream-{i}-codec", put("B", at + 28, 2), at + 28, f"stream {i}: unknown codec")
+        yield at_field(f"stream-{i}-reserved", "<H", at + 30, 1, "reserved field")
+        yield at_field(f"stream-{i}-codec", "B", at + 28, 2, f"stream {i}: unknown codec")
         for dtype in (5, 8):  # i64, and the first code no type has
-            yield Case(
+            yield at_field(
                 f"stream-{i}-dtype-{dtype}",
-                put("B", at + 29, dtype),
+                "B",
                 at + 29,
+                dtype,
                 f"stream {i}: element type {dtype} cannot be encoded",
             )
         yield Case(
@@ -186,16 +196,18 @@ def constants_cases(lay: Layout) -> Iterator[Case]:
             f"stream {i}: bytes [{offset}, {decoded + 1}) are not after the last stream "
             f"and inside the {decoded} constants bytes",
         )
-        yield Case(
+        yield at_field(
             f"stream-{i}-payload-at",
-            put("<Q", at + 16, payload_at + 1),
+            "<Q",
             at + 16,
+            payload_at + 1,
             f"stream {i}: payload at {payload_at + 1}, expected {payload_at}",
         )
-        yield Case(
+        yield at_field(
             f"stream-{i}-payload-size",
-            put("<I", at + 24, end - read + 1),
+            "<I",
             at + 24,
+            end - read + 1,
             f"stream {i}: its payload runs past the CONSTANTS section",
         )
         if item > 1:

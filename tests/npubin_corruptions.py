@@ -33,6 +33,11 @@ def put(fmt: str, at: int, value: object) -> Callable[[bytearray], None]:
     return edit
 
 
+def at_field(name: str, fmt: str, at: int, value: object, says: str, fix: str = "all") -> Case:
+    """The field at `at` set to `value`: the loader must name that byte."""
+    return Case(name, put(fmt, at, value), at, says, fix)
+
+
 def header_cases(lay: Layout) -> Iterator[Case]:
     n = len(lay.data)
     for length in (0, 4, 31):
@@ -43,12 +48,12 @@ def header_cases(lay: Layout) -> Iterator[Case]:
             f"file of {length} bytes is too short for the 32-byte header",
             fix="none",
         )
-    yield Case("magic", put("4s", 0, b"NPUC"), 0, "not an npubin file (magic b'NPUC'")
-    yield Case("major-3", put("<H", 4, 3), 4, "format version 3.")
-    yield Case("major-0", put("<H", 4, 0), 4, "is older than this loader's 2.0")
-    yield Case("header-size", put("<I", 8, 40), 8, "header size 40, expected 32")
+    yield at_field("magic", "4s", 0, b"NPUC", "not an npubin file (magic b'NPUC'")
+    yield at_field("major-3", "<H", 4, 3, "format version 3.")
+    yield at_field("major-0", "<H", 4, 0, "is older than this loader's 2.0")
+    yield at_field("header-size", "<I", 8, 40, "header size 40, expected 32")
     for count in (0, 17):
-        yield Case(f"count-{count}", put("<I", 12, count), 12, f"section count {count} is")
+        yield at_field(f"count-{count}", "<I", 12, count, f"section count {count} is")
     # one entry: the table's other entries become padding before the first section
     yield Case("count-1", put("<I", 12, 1), 64, "padding before section 0 must be zero")
     for cut in sorted({32, 33, lay.table_end, *(o for _, _, o, _ in lay.entries.values()), n - 1}):
@@ -82,8 +87,8 @@ def header_cases(lay: Layout) -> Iterator[Case]:
         n + 5,
         "padding after the last section must be zero",
     )
-    yield Case("total-size", put("<Q", 16, n - 8), 16, f"the file has {n - 8} bytes, it has {n}")
-    yield Case("flags", put("<I", 24, 2), 24, "header flags 0x2 must be zero")
+    yield at_field("total-size", "<Q", 16, n - 8, f"the file has {n - 8} bytes, it has {n}")
+    yield at_field("flags", "<I", 24, 2, "header flags 0x2 must be zero")
 
     def cut_after_the_table(d: bytearray) -> None:
         del d[lay.table_end :]
@@ -110,18 +115,20 @@ def entry_cases(lay: Layout) -> Iterator[Case]:
     spans = sorted((o, o + s, (at - 32) // 32) for at, _, o, s in lay.entries.values())
     for kind, (at, alignment, offset, size) in lay.entries.items():
         i, name = (at - 32) // 32, NAMES[kind]
-        yield Case(f"{name}-reserved", put("<I", at + 28, 1), at + 28, "reserved field must be")
+        yield at_field(f"{name}-reserved", "<I", at + 28, 1, "reserved field must be")
         for bad in (4, 24, 8192):
-            yield Case(
+            yield at_field(
                 f"{name}-alignment-{bad}",
-                put("<I", at + 4, bad),
+                "<I",
                 at + 4,
+                bad,
                 f"section {i}: alignment {bad} is not a power of two in [8, 4096]",
             )
-        yield Case(
+        yield at_field(
             f"{name}-offset-unaligned",
-            put("<Q", at + 8, offset + 4),
+            "<Q",
             at + 8,
+            offset + 4,
             f"section {i}: offset {offset + 4} is not {alignment}-byte aligned",
         )
         yield Case(
@@ -130,10 +137,11 @@ def entry_cases(lay: Layout) -> Iterator[Case]:
             at + 8,
             f"section {i}: offset {offset} is not 4096-byte aligned",
         )
-        yield Case(
+        yield at_field(
             f"{name}-in-the-table",
-            put("<Q", at + 8, 0),
+            "<Q",
             at + 8,
+            0,
             f"section {i}: bytes [0, {size}) lie outside the file's data area "
             f"[{lay.table_end}, {len(data)})",
         )
@@ -143,24 +151,26 @@ def entry_cases(lay: Layout) -> Iterator[Case]:
             at + 8,
             f"section {i}: bytes [{offset}, {len(data) + 1}) lie outside",
         )
-        yield Case(
+        yield at_field(
             f"{name}-crc",
-            put("<I", at + 24, zlib.crc32(data[offset : offset + size]) ^ 1),
+            "<I",
             at + 24,
+            zlib.crc32(data[offset : offset + size]) ^ 1,
             f"section {i} ({name}): CRC32 mismatch (bytes [{offset}, {offset + size}) are corrupt)",
             fix="header",
         )
-        yield Case(f"{name}-unknown-kind", put("<I", at, 99), at, f"section {i}: unknown kind 99")
+        yield at_field(f"{name}-unknown-kind", "<I", at, 99, f"section {i}: unknown kind 99")
         if i > 0:
             first = NAMES[struct.unpack_from("<I", data, 32)[0]]
             yield Case(
                 f"{name}-twice", put("<I", at, 1 if first == "STRINGS" else 2), at, "a second"
             )
         if 8 not in lay.entries and lay.major == 1:
-            yield Case(
+            yield at_field(
                 f"{name}-as-state",
-                put("<I", at, 8),
+                "<I",
                 at,
+                8,
                 f"section {i}: a STATE section needs format version 1.1, the file says 1.0",
             )
         later = [(s, j) for s, _, j in spans if s > offset]
@@ -176,10 +186,11 @@ def entry_cases(lay: Layout) -> Iterator[Case]:
     position = lay.table_end
     for start, end, j in spans:
         if start > position:
-            yield Case(
+            yield at_field(
                 f"padding-before-{j}",
-                put("B", start - 1, 7),
+                "B",
                 start - 1,
+                7,
                 f"padding before section {j} must be zero",
             )
         position = end
@@ -207,19 +218,21 @@ def counted_cases(lay: Layout, kind: int, entry: int) -> Iterator[Case]:
     entries cannot fit, and (for exact-size sections) one entry fewer."""
     name, s = NAMES[kind], lay.offset(kind)
     size, count = lay.entries[kind][3], u32(lay.data, s)
-    yield Case(f"{name}-head-reserved", put("<I", s + 4, 1), s + 4, f"{name}: reserved field")
+    yield at_field(f"{name}-head-reserved", "<I", s + 4, 1, f"{name}: reserved field")
     big = (size - 8) // entry + 1
-    yield Case(
+    yield at_field(
         f"{name}-count-too-big",
-        put("<I", s, big),
+        "<I",
         s,
+        big,
         f"{name}: {big} entries do not fit in {size} bytes",
     )
     if kind in (2, 7) and count:  # REGIONS and DEBUG are exactly 8 + entry x N bytes
-        yield Case(
+        yield at_field(
             f"{name}-one-entry-fewer",
-            put("<I", s, count - 1),
+            "<I",
             s,
+            count - 1,
             f"{name}: {size} bytes do not hold exactly {count - 1} entries",
         )
 
@@ -241,10 +254,11 @@ def string_cases(lay: Layout) -> Iterator[Case]:
     for i in range(count):
         entry = s + 8 + 8 * i
         offset, length = struct.unpack_from("<II", data, entry)
-        yield Case(
+        yield at_field(
             f"string-{i}-offset",
-            put("<I", entry, offset + 1),
+            "<I",
             entry,
+            offset + 1,
             f"string {i} starts at {offset + 1}, expected {offset}",
         )
         if i + 1 < count:
@@ -270,10 +284,11 @@ def string_cases(lay: Layout) -> Iterator[Case]:
                     "STRINGS: 1 bytes after the last string",
                 )
         if length:
-            yield Case(
+            yield at_field(
                 f"string-{i}-utf8",
-                put("B", blob + offset, 0xFF),
+                "B",
                 blob + offset,
+                0xFF,
                 f"string {i} is not valid UTF-8",
             )
 
@@ -287,7 +302,7 @@ def region_cases(lay: Layout) -> Iterator[Case]:
         entry = s + 8 + 16 * i
         kind, _, size = struct.unpack_from("<IIQ", data, entry)
         sizes.append((size, i, kind, entry))
-        yield Case(f"region-{i}-kind", put("<I", entry, 4), entry, f"region {i}: unknown kind 4")
+        yield at_field(f"region-{i}-kind", "<I", entry, 4, f"region {i}: unknown kind 4")
         yield bad_string(entry + 4, "<I", f"region {i} memory", lay)
         if i:
             first = u32(data, s + 8)
@@ -308,23 +323,25 @@ def region_cases(lay: Layout) -> Iterator[Case]:
     )
     gib = 1 << 30  # the loader's default limit (docs/binary-format.md, REGIONS)
     yield Case("region-of-1-gib", put("<Q", entry + 8, gib), -1, "")
-    yield Case(
+    yield at_field(
         "region-over-1-gib",
-        put("<Q", entry + 8, gib + 1),
+        "<Q",
         entry + 8,
+        gib + 1,
         f"region {i} ({REGION_KINDS[kind]}): {gib + 1} bytes exceed the loader's limit of {gib}",
     )
 
 
 def tensor_cases(t: Tensor, what: str) -> Iterator[Case]:
     at = t.at
-    yield Case(f"{what}-region", put("B", at, 4), at, f"{what}: unknown region 4")
-    yield Case(f"{what}-dtype", put("B", at + 1, 8), at + 1, f"{what}: unknown element type 8")
+    yield at_field(f"{what}-region", "B", at, 4, f"{what}: unknown region 4")
+    yield at_field(f"{what}-dtype", "B", at + 1, 8, f"{what}: unknown element type 8")
     for rank in (0, 9):
-        yield Case(
+        yield at_field(
             f"{what}-rank-{rank}",
-            put("B", at + 2, rank),
+            "B",
             at + 2,
+            rank,
             f"{what}: rank {rank} is outside [1, 8]",
         )
     for byte in (3, 4, 7):
@@ -336,11 +353,12 @@ def io_cases(lay: Layout) -> Iterator[Case]:
     data, s = lay.data, lay.offset(3)
     end = s + lay.entries[3][3]
     n_in, n_out = struct.unpack_from("<II", data, s + 4)
-    yield Case("io-reserved", put("<I", s + 12, 1), s + 12, "IO: reserved field must be zero")
-    yield Case(
+    yield at_field("io-reserved", "<I", s + 12, 1, "IO: reserved field must be zero")
+    yield at_field(
         "io-inputs-do-not-fit",
-        put("<I", s + 4, 1 << 20),
+        "<I",
         s + 4,
+        1 << 20,
         f"IO: {1 << 20} inputs and {n_out} outputs do not fit",
     )
     yield Case(
@@ -374,10 +392,11 @@ def layer_cases(lay: Layout) -> Iterator[Case]:
     yield from counted_cases(lay, 4, 4)
     count = u32(data, s)
     more = count + 2
-    yield Case(
+    yield at_field(
         "layers-two-more",
-        put("<I", s, more),
+        "<I",
         s,
+        more,
         f"LAYERS: {more} entries do not fit in {size} bytes"
         if 4 * more > size - 8
         else f"LAYERS: {size} bytes do not hold exactly {more} entries",
@@ -385,10 +404,11 @@ def layer_cases(lay: Layout) -> Iterator[Case]:
     for i in range(count):
         yield bad_string(s + 8 + 4 * i, "<I", f"layer {i}", lay)
     if count % 2:
-        yield Case(
+        yield at_field(
             "layers-padding",
-            put("B", s + 8 + 4 * count, 1),
+            "B",
             s + 8 + 4 * count,
+            1,
             "LAYERS padding must be zero",
         )
 
@@ -417,26 +437,29 @@ def state_cases(lay: Layout) -> Iterator[Case]:
     for i in range(count):
         entry = s + 8 + 24 * i
         _, _, offset, size = struct.unpack_from("<IIQQ", data, entry)
-        yield Case(
+        yield at_field(
             f"state-{i}-offset",
-            put("<Q", entry + 8, offset + 8),
+            "<Q",
             entry + 8,
+            offset + 8,
             f"state {i}: initial value at offset {offset + 8}, expected {offset}",
         )
-        yield Case(
+        yield at_field(
             f"state-{i}-size",
-            put("<Q", entry + 16, size + 64),
+            "<Q",
             entry + 16,
+            size + 64,
             f"state {i}: an initial value of {size + 64} bytes runs past the STATE section",
         )
         if size % 8:
-            yield Case(
+            yield at_field(
                 f"state-{i}-padding",
-                put("B", values + offset + size, 1),
+                "B",
                 values + offset + size,
+                1,
                 f"state {i}: initial value padding must be zero",
             )
-        yield Case(f"state-{i}-input", put("<I", entry, 99), entry, f"state {i}: ")
+        yield at_field(f"state-{i}-input", "<I", entry, 99, f"state {i}: ")
         yield Case(f"state-{i}-output", put("<I", entry + 4, 99), entry, f"state {i}: ")
         if size % 8:
             yield Case(
