@@ -576,3 +576,33 @@ def test_a_program_without_instructions_takes_no_time() -> None:
         ("a", 0, 0.0),
         ("b", 0, 0.0),
     ]
+
+
+def test_dma_owns_the_cycles_it_shares_with_the_host(body: str) -> None:
+    """docs/cycle-model.md, "Per layer": where engines overlap, compute owns the stretch, then
+    DMA, then host, whatever the instructions' order. A host op (index 0, layer `host`) runs
+    beside a shorter DMA (index 1, layer `dma`), then beside a compute instruction (index 2)."""
+    target = decoder_target(None)
+    x = tensor("mutable", 0, (1, 10))
+    host = Instruction(
+        "host", (x, tensor("mutable", 16, (1,), "i64")), {"body": body, "inputs": 1}, (), 0
+    )
+    dma = Instruction("dma", (tensor("mutable", 32, (16,)), tensor("sram", 0, (16,))), {}, (), 1)
+    move = Instruction("move", (tensor("sram", 0, (16,)), tensor("sram", 64, (16,))), {}, (1,), 2)
+    regions = (Region("mutable", 128, "sram"), Region("sram", 256, "sram"))
+    program = Program(
+        "p",
+        regions,
+        (IODesc("x", x),),
+        (IODesc("x", x),),
+        ("host", "dma", "move"),
+        (host, dma, move),
+    )
+    want = reference_costs(program, target)
+    assert want[0].start == want[1].start == 0 and want[1].end < want[0].end  # the overlap
+    assert want[1].end < want[2].end and want[2].start < want[0].end  # compute over it
+    profile = estimate(program, target)
+    owner = owners(want, max(c.end for c in want))
+    cycles = {layer.name: layer.cycles for layer in profile.layers}
+    assert cycles == {n: sum(1 for o in owner if o is not None and o.layer == n) for n in cycles}
+    assert cycles == {"host": 0, "dma": want[1].end, "move": want[2].end - want[2].start}
