@@ -212,3 +212,22 @@ def test_a_file_of_16_sections_loads(binaries):
     struct.pack_into("<HHIIQ", out, 4, 1, 2, 32, 16, end)  # version 1.2, 16 sections
     fix_crcs(out)
     assert load(bytes(out)) == load(data)
+
+
+def test_version_2_constants_need_a_constants_region(programs):
+    """docs/binary-format.md, CONSTANTS 2.0: the decoded size S is at most the constants
+    region's size; a program without that region (the empty one) has room for none."""
+    data = bytearray(encode_program(programs["empty"]))
+    lay = Layout(bytes(data))
+    at, alignment, offset, size = lay.entries[6]
+    assert size == 0 and offset == len(data)  # the last section, empty
+    contents = struct.pack("<QII", 1, 0, 0) + b"\x01"  # S = 1, no streams, one byte
+    data += contents
+    struct.pack_into("<IIQQII", data, at, 6, alignment, offset, len(contents), 0, 0)
+    struct.pack_into("<HH", data, 4, 2, 0)
+    struct.pack_into("<Q", data, 16, len(data))
+    fix_crcs(data)
+    with pytest.raises(NpucError) as info:
+        load(bytes(data))
+    want = f"byte {offset} ({offset:#x}): CONSTANTS: 1 bytes exceed the constants region (0)"
+    assert info.value.message == want
