@@ -34,7 +34,7 @@ from npuc.dialects.npu_isa import (
     TensorRef,
     default_params,
 )
-from npuc.runtime.cycle_model import estimate, owned_spans
+from npuc.runtime.cycle_model import attribute, estimate, owned_spans
 from npuc.target import Target, parse_target, targets_dir
 
 ITEMSIZE = {"i8": 1, "u8": 1, "i16": 2, "i32": 4, "i64": 8}
@@ -398,6 +398,9 @@ def test_random_programs_cost_what_the_document_says(seed: int, body: str) -> No
         assert layer.utilization == pytest.approx(macs / (cycles * mpc) if cycles else 0.0)
         assert layer.share == pytest.approx(cycles / total)
     assert sum(layer.cycles for layer in profile.layers) == total
+    assert attribute(profile.instructions) == {
+        layer.name: layer.cycles for layer in profile.layers if layer.cycles
+    }
 
     spans: list[tuple[str, int, int]] = []
     for cycle, o in enumerate(owner):
@@ -487,6 +490,12 @@ def streamed_program() -> Program:
         )
         for at, n in READS
     )
+    # SRAM bytes at the streams' offsets: not constants, so every byte counts
+    body += (
+        Instruction(
+            "dma", (tensor("sram", 64, (448,)), tensor("sram", 1536, (448,))), {}, (), None
+        ),
+    )
     x = IODesc("x", tensor("sram", 1024, (16,)))
     return Program(
         "p",
@@ -540,7 +549,10 @@ def test_reads_of_encoded_streams_move_their_payloads_share(rate: float | None) 
     flash = next(m for m in target.memories if m.name == "flash")
     sram = next(m for m in target.memories if m.name == "sram")
     profile = estimate(program, target)
-    for cost, (at, n) in zip(profile.instructions, READS, strict=True):
+    *reads, sram_copy = profile.instructions
+    latency = max(sram.read_latency, sram.write_latency)  # reads and writes share the port
+    assert sram_copy.memory_cycles == {"sram": latency + math.ceil(Fraction(2 * 448, 8))}
+    for cost, (at, n) in zip(reads, READS, strict=True):
         moved, elements = Fraction(0), 0
         for byte in range(at, at + n):
             inside = [
