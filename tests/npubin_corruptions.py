@@ -10,7 +10,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from npubin_layout import NAMES, REGION_KINDS, REQUIRED, Layout, Tensor, u32
+from npubin_layout import NAMES, REGION_KINDS, REQUIRED, Layout, Tensor, pad8, u32
 
 from npuc.dialects.npu_isa import Program
 
@@ -354,6 +354,13 @@ def io_cases(lay: Layout) -> Iterator[Case]:
     end = s + lay.entries[3][3]
     n_in, n_out = struct.unpack_from("<II", data, s + 4)
     yield at_field("io-reserved", "<I", s + 12, 1, "IO: reserved field must be zero")
+    _, what, last = lay.io[-1]
+    yield Case(
+        "io-last-rank-past-the-end",
+        put("B", last.at + 2, last.rank + 1),
+        last.at + 16,
+        f"{what}: {last.rank + 1} dimensions run past the end of their section",
+    )
     yield at_field(
         "io-inputs-do-not-fit",
         "<I",
@@ -434,6 +441,16 @@ def state_cases(lay: Layout) -> Iterator[Case]:
     yield from counted_cases(lay, 8, 24)
     count = u32(data, s)
     values = s + 8 + 24 * count
+    end = s + lay.entries[8][3]
+    if count == 2:  # one entry: the second entry's 24 bytes start the value data
+        first = pad8(struct.unpack_from("<Q", data, s + 8 + 16)[0])
+        after = s + 8 + 24 + first
+        yield Case(
+            "state-one-entry-fewer",
+            put("<I", s, 1),
+            after,
+            f"STATE: {end - after} bytes after the last initial value",
+        )
     for i in range(count):
         entry = s + 8 + 24 * i
         _, _, offset, size = struct.unpack_from("<IIQQ", data, entry)
@@ -444,12 +461,13 @@ def state_cases(lay: Layout) -> Iterator[Case]:
             offset + 8,
             f"state {i}: initial value at offset {offset + 8}, expected {offset}",
         )
+        past = end - values - offset + 1  # one byte more than the section has from there
         yield at_field(
             f"state-{i}-size",
             "<Q",
             entry + 16,
-            size + 64,
-            f"state {i}: an initial value of {size + 64} bytes runs past the STATE section",
+            past,
+            f"state {i}: an initial value of {past} bytes runs past the STATE section",
         )
         if size % 8:
             yield at_field(

@@ -469,6 +469,8 @@ READS = (  # (offset, bytes) of reads of the constants, one DMA each
     (320, 448),  # the gap, the second, the gap, the third's start
     (896, 64),  # after the last
     (800, 96),  # the third's end and beyond
+    (511, 2),  # one byte of the second
+    (767, 4),  # three bytes of the third (i16): one whole element to decode
 )
 
 
@@ -553,19 +555,12 @@ def test_reads_of_encoded_streams_move_their_payloads_share(rate: float | None) 
     latency = max(sram.read_latency, sram.write_latency)  # reads and writes share the port
     assert sram_copy.memory_cycles == {"sram": latency + math.ceil(Fraction(2 * 448, 8))}
     for cost, (at, n) in zip(reads, READS, strict=True):
-        moved, elements = Fraction(0), 0
-        for byte in range(at, at + n):
-            inside = [
-                (p, s, ITEMSIZE[d])
-                for (o, s, d), p in zip(STREAMS, payloads, strict=True)
-                if o <= byte < o + s
-            ]
-            if rate is not None and inside:
-                payload, size, item = inside[0]
-                moved += Fraction(payload, size)
-                elements += 1 if (byte - at) % item == 0 else 0
-            else:
-                moved += 1
+        moved, elements = Fraction(n), 0
+        for (offset, size, dtype), payload in zip(STREAMS, payloads, strict=True):
+            inside = len(set(range(at, at + n)) & set(range(offset, offset + size)))
+            if rate is not None:  # each byte inside counts payload / size bytes
+                moved -= inside * (1 - Fraction(payload, size))
+                elements += inside // ITEMSIZE[dtype]  # whole elements the decoder expands
         bus = flash.read_latency + math.ceil(moved / Fraction(2))
         if elements:
             bus = max(bus, flash.read_latency + math.ceil(Fraction(elements) / Fraction(rate)))
