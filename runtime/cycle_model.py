@@ -369,7 +369,7 @@ def _owners(costs: Iterable[InstructionCost]) -> Iterator[tuple[int, int, Instru
             events.setdefault(c.end, []).append((False, c))
     running: dict[int, InstructionCost] = {}  # at most one per engine
     edges = sorted(events)
-    for lo, hi in zip(edges, [*edges[1:], edges[-1] if edges else 0], strict=True):
+    for lo, hi in zip(edges, [*edges[1:], edges[-1]] if edges else [], strict=True):
         for starts, c in events[lo]:
             if starts:
                 running[c.index] = c
