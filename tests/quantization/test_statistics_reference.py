@@ -16,6 +16,7 @@ import math
 import numpy as np
 import pytest
 
+from npuc.diagnostics import NpucError
 from npuc.passes.quantization.entropy import kl_threshold
 from npuc.passes.quantization.ranges import activation_range, weight_range
 from npuc.passes.quantization.statistics import OutlierPolicy, TensorStatistics
@@ -147,6 +148,12 @@ def test_histogram_is_the_values_binned_at_the_grown_width(kind, bins):
     assert hist.counts.size == bins
     lo, hi = hist.range
     assert (lo, hi) == (hist.start * hist.width, (hist.start + bins) * hist.width)
+
+
+@pytest.mark.parametrize("bins", [7, 9, 2049, 6, 0])
+def test_a_histogram_needs_an_even_number_of_bins_from_8(bins):
+    with pytest.raises(NpucError, match="even number of bins >= 8"):
+        TensorStatistics("t", bins=bins)
 
 
 def test_nonfinite_values_are_dropped_and_counted_per_array():
