@@ -486,3 +486,105 @@ def test_live_ranges_peak_and_schedule_against_the_reference():
         assert peak_bytes(nodes, order, sizes, outs, a) == ref_order_peak(
             nodes, order, sizes, outs, a
         )
+
+
+# --------------------------------------------------------------------------- real graphs
+# The in-place rule of docs/memory-planning.md, checked on planned models from the IR
+# alone (conftest.py's readers): an elementwise result reuses an operand's bytes when it
+# can, i.e. the operand has the result's shape, element size and region, no other operand
+# shares its bytes, and no value holding any of those bytes is read after the op.
+
+LIGHT_PLANNED = ["densenet121", "resnet50", "shufflenet"]  # the ones with elementwise ops
+
+
+def shares(a, b) -> bool:
+    """Two (region, offset, size) places have a byte in common."""
+    return a[0] == b[0] and a[1] < b[1] + b[2] and b[1] < a[1] + a[2] and a[2] and b[2]
+
+
+def byte_groups(func, where):
+    """Values linked by sharing bytes through an op (view, in place, slice, insert)."""
+    parent = {v: v for v in where}
+
+    def find(v):
+        while parent[v] is not v:
+            v = parent[v]
+        return v
+
+    for op in func.body.block.ops:
+        for r in op.results:
+            for x in op.operands:
+                if x in where and r in where and shares(where[x], where[r]):
+                    parent[find(r)] = find(x)
+    return find
+
+
+def missed_in_place(arena, module) -> list[str]:
+    func, where = arena.buffers(module)
+    ops = [op for op in func.body.block.ops if op.name not in arena.CONSTANT_OPS]
+    ops = ops[:-1]  # the return
+    step = {op: i for i, op in enumerate(ops)}
+    first = {r: step[op] for op in ops for r in op.results}
+    last = dict(first)
+    for op in ops:
+        for x in op.operands:
+            if x in last:
+                last[x] = max(last[x], step[op])
+    for v in func.body.block.last_op.operands:
+        if v in last:
+            last[v] = len(ops)
+    strided = arena.strided_views(func, where)
+    for r, (x, _) in reversed(list(strided.items())):
+        last[x] = max(last[x], last[r])
+    find = byte_groups(func, where)
+    members: dict = {}
+    for v in first:
+        members.setdefault(find(v), []).append(v)
+    written_into = {
+        x
+        for op in ops
+        if op.name in arena.VIEW_OPS | arena.ASSEMBLING
+        for x in op.operands
+        if x in where and shares(where[x], where[op.results[0]])
+    }
+    missed = []
+    for op in ops:
+        if op.name not in arena.ELEMENTWISE or len(op.results) != 1:
+            continue
+        r, at = op.results[0], step[op]
+        if r in written_into or any(shares(where[r], where[x]) for x in op.operands if x in where):
+            continue  # written straight into a concat or insert, or in place already
+        for x in dict.fromkeys(op.operands):
+            if x not in first or x in strided or where[x][0] != where[r][0]:
+                continue
+            if where[x][2] != where[r][2] or arena.shape_of(x.type) != arena.shape_of(r.type):
+                continue
+            group = members[find(x)]
+            others = [y for y in op.operands if y is not x and y in first]
+            if any(find(y) is find(x) for y in others):
+                continue
+            if all(last[v] <= at for v in group if first[v] <= at):
+                missed.append(f"{op.name} at step {at}")
+                break
+    return missed
+
+
+@pytest.mark.parametrize("name", LIGHT_PLANNED)
+def test_every_elementwise_result_that_may_reuse_an_operand_does(arena, name):
+    from onnx_models import LIGHT_DIR
+
+    import npuc.api as api
+    from npuc.frontends.onnx import import_onnx
+    from npuc.registry import DEFAULT_PIPELINE
+
+    module = import_onnx(str(LIGHT_DIR / f"light_{name}.onnx"))
+    api.apply_pipeline(module, DEFAULT_PIPELINE + ",plan-memory{target=mcu-64 alignment=16}")
+    func, where = arena.buffers(module)
+    elementwise = [op for op in func.body.block.ops if op.name in arena.ELEMENTWISE]
+    shared = [
+        op
+        for op in elementwise
+        if any(x in where and shares(where[x], where[op.results[0]]) for x in op.operands)
+    ]
+    assert shared  # the rule has ops to apply to
+    assert missed_in_place(arena, module) == []
