@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 
 from npuc.passes.memory.plan import (
@@ -26,6 +27,7 @@ from npuc.passes.memory.plan import (
     resolve_aliases,
 )
 from npuc.passes.memory.report import plan_with_report, verify_placement
+from npuc.passes.memory.rules import region_offset
 from npuc.passes.memory.schedule import Node, live_ranges, peak_bytes, schedule
 
 ALIGNMENTS = (1, 16, 64)
@@ -588,3 +590,25 @@ def test_every_elementwise_result_that_may_reuse_an_operand_does(arena, name):
     ]
     assert shared  # the rule has ops to apply to
     assert missed_in_place(arena, module) == []
+
+
+# --------------------------------------------------------------------------- aliasing rules
+
+
+def test_region_offset_is_the_first_element_of_a_contiguous_region_only():
+    """A region of a row-major tensor is a view when its elements are consecutive: the
+    reference lists their flat indices."""
+    rng = np.random.default_rng(2)
+    contiguous = 0
+    for _ in range(600):
+        shape = tuple(int(n) for n in rng.integers(1, 5, rng.integers(1, 5)))
+        offsets = tuple(int(rng.integers(0, n)) for n in shape)
+        sizes = tuple(int(rng.integers(1, n - o + 1)) for n, o in zip(shape, offsets, strict=True))
+        grid = np.indices(sizes).reshape(len(shape), -1) + np.array(offsets)[:, None]
+        flat = np.sort(np.ravel_multi_index(tuple(grid), shape))
+        consecutive = bool((np.diff(flat) == 1).all())
+        want = int(flat[0]) if consecutive else None
+        assert region_offset(shape, offsets, sizes) == want, (shape, offsets, sizes)
+        contiguous += consecutive
+    assert 100 < contiguous < 500  # both kinds drawn
+    assert region_offset((2, 3), (0,), (1, 3)) is None  # ranks disagree
