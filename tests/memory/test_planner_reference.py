@@ -1,3 +1,5 @@
+# ruff: noqa: E501  (IR in strings keeps its one-op-per-line form)
+
 """The planning core against a reference written from docs/memory-planning.md.
 
 Nothing here calls the planner's helpers: alias folding, aligned sizes, the lower bound,
@@ -612,3 +614,129 @@ def test_region_offset_is_the_first_element_of_a_contiguous_region_only():
         contiguous += consecutive
     assert 100 < contiguous < 500  # both kinds drawn
     assert region_offset((2, 3), (0,), (1, 3)) is None  # ranks disagree
+
+
+# --------------------------------------------------------------------------- report contents
+# What the reports say a planned module holds, recomputed from its IR: the `mem.buffer`
+# attributes (place and reserved steps), the op kinds and the signature's names.
+
+CONTENTS = """
+func.func @main(%x: tensor<2x8xf32> {nn.name = "x"}, %z: tensor<2x8xf32> {nn.name = "z"}) -> (tensor<1x8xf32> {nn.name = "y"}, tensor<2x8xf32> {nn.name = "e"}) {
+  %k = nn.constant dense<0.5> : tensor<2x8xf32>
+  %j = nn.constant dense<1.5> : tensor<2x8xf32>
+  %e = nn.exp %x {name = "exp"} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %s = nn.add %e, %k {name = "add"} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %m = nn.mul %s, %z {name = "mul"} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %n = nn.sub %m, %j : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %l = tile.load %n {offsets = array<i64: 1, 0>, from = "sram", to = "dram"} : tensor<2x8xf32> -> tensor<1x8xf32>
+  %y = nn.neg %l : (tensor<1x8xf32>) -> tensor<1x8xf32>
+  func.return %y, %e : tensor<1x8xf32>, tensor<2x8xf32>
+}
+"""
+
+
+def reference_contents(arena, module) -> dict[str, str]:
+    func, where = arena.buffers(module)
+    regions = arena.regions(module)
+    ops = list(func.body.block.ops)[:-1]
+    constants = [op.results[0] for op in ops if op.name in arena.CONSTANT_OPS]
+    results = [r for op in ops if op.name not in arena.CONSTANT_OPS for r in op.results]
+    names = dict(zip(func.body.block.args, ("x", "z"), strict=True))
+    outputs = dict(zip(func.body.block.last_op.operands, ("y", "e"), strict=True))
+    contents = {}
+    for region, (size, _) in regions.items():
+        parts = []
+        held = [c for c in constants if where[c][0] == region]
+        if held:
+            total = size if region == "constants" else sum(where[c][2] for c in held)
+            parts.append(f"planned weights and other constants: {len(held)} tensors, {total} bytes")
+        inputs = [n for v, n in names.items() if where[v][0] == region]
+        outs = [n for v, n in outputs.items() if where[v][0] == region]
+        if inputs:
+            parts.append("inputs " + ", ".join(inputs))
+        if outs:
+            parts.append("outputs " + ", ".join(outs))
+        places = {where[v] for v in outputs}
+        scratch = [r for r in results if where[r][0] == region and where[r] not in places]
+        if scratch:
+            what = "intermediate tensors" if region == "activations" else "tiles and buffers"
+            parts.append(f"{len(scratch)} {what}, reusing memory as their lives end")
+        contents[region] = "; ".join(parts) or "nothing"
+    return contents
+
+
+def reference_profiles(module) -> dict[str, list[int]]:
+    """Bytes reserved per step in each liveness region: a set of bytes per step."""
+    from npuc.graph_io import entry_function
+
+    func = entry_function(module)
+    align = {
+        op.sym_name.data: op.alignment.value.data for op in module.ops if op.name == "mem.region"
+    }
+    steps = sum(op.name not in ("nn.constant", "func.return") for op in func.body.block.ops)
+    attrs = [e.data["mem.buffer"] for e in func.arg_attrs.data]
+    for op in func.body.block.ops:
+        if "mem.buffer" in op.attributes:
+            attr = op.attributes["mem.buffer"]
+            attrs += (
+                list(attr.data)
+                if hasattr(attr, "data") and isinstance(attr.data, tuple)
+                else [attr]
+            )
+    profiles = {}
+    for region in align:
+        if region in ("constants", "mutable"):
+            continue
+        used = [set() for _ in range(steps)]
+        for b in attrs:
+            if b.region.data != region or b.live is None:
+                continue
+            a = align[region]
+            top = b.offset.data + -(-b.size.data // a) * a
+            for s in range(b.live[0], min(b.live[1], steps - 1) + 1):
+                used[s].update(range(b.offset.data, top))
+        profiles[region] = [len(u) for u in used]
+    return profiles
+
+
+@pytest.mark.parametrize("io", ["separate", "arena"])
+def test_report_contents_profiles_and_memory_use_are_recomputed_from_the_ir(arena, io):
+    import npuc.api as api
+    from npuc.passes.memory.ir import read_plan
+    from npuc.passes.memory.report import memory_json
+    from npuc.passes.memory.usage import layer_peaks, memory_in_use, region_contents
+    from npuc.target import load_target
+
+    module = api.apply_pipeline(api.parse_mlir(CONTENTS), f"plan-memory{{target=mid-256 io={io}}}")
+    planned = read_plan(module)
+    want = reference_contents(arena, module)
+    assert region_contents(planned) == want
+    assert len(set(want.values())) == len(want)
+    profiles = reference_profiles(module)
+    assert set(profiles) == {"activations", "dram"}
+    data = memory_json(planned, load_target("mid-256"))
+    for region, profile in profiles.items():
+        assert [s["live_bytes"][region] for s in data["profile"]] == profile
+        assert max(profile) == {r["name"]: r for r in data["regions"]}[region]["lower_bound"]
+    sizes = arena.regions(module)
+    memory = {op.sym_name.data: op.memory.data for op in module.ops if op.name == "mem.region"}
+    layers = [s.layer for s in planned.steps]
+    for name in set(memory.values()):
+        fixed = sum(sizes[r][0] for r in ("constants", "mutable") if memory[r] == name)
+        use = [
+            fixed + sum(p[s] for r, p in profiles.items() if memory[r] == name)
+            for s in range(len(layers))
+        ]
+        assert memory_in_use(planned, name) == use
+        peaks: dict[str, int] = {}
+        pending, last = 0, ""
+        for layer, n in zip(layers, use, strict=True):
+            if not layer:  # a step without a layer counts towards the next one ...
+                pending = max(pending, n)
+                continue
+            last = layer
+            peaks[layer] = max(peaks.get(layer, 0), n, pending)
+            pending = 0
+        if pending:  # ... trailing ones towards the last
+            peaks[last] = max(peaks[last], pending)
+        assert layer_peaks(planned, name) == peaks
