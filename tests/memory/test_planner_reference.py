@@ -740,3 +740,39 @@ def test_report_contents_profiles_and_memory_use_are_recomputed_from_the_ir(aren
         if pending:  # ... trailing ones towards the last
             peaks[last] = max(peaks[last], pending)
         assert layer_peaks(planned, name) == peaks
+
+
+# --------------------------------------------------------------------------- strided slices
+# docs/memory-planning.md: a stripe read after its source's last reader becomes a view when
+# holding the source that long "raises no step of the region's live bytes above their
+# peak". Worked by hand (io=arena, 16-byte alignment, bytes): x 1024, y 1024, s 512, z 1024,
+# u 512. As copies: step 0 x+y 2048, 1 y+s 1536, 2 y+s+z 2560 (the peak), 3 s+z 1536 (w in
+# place of z), 4 s+w+u 2048. Holding y (rise 1024 - 512) to step 4 gives 2048 at step 3
+# and 2560 at step 4: exactly the peak, not above it, so s is a view.
+
+T = "tensor<1x4x8x8xf32>"
+HALF = "tensor<1x4x4x8xf32>"
+POOL = "{kernel = array<i64: 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>}"
+AT_THE_PEAK = f"""
+func.func @main(%x: {T}) -> ({T}, {HALF}) {{
+  %y = nn.exp %x : ({T}) -> {T}
+  %s = tile.slice %y {{offsets = array<i64: 0, 0, 4, 0>}} : {T} -> {HALF}
+  %z = nn.max_pool2d %y {POOL} : ({T}) -> {T}
+  %w = nn.neg %z : ({T}) -> {T}
+  %u = nn.max_pool2d %s {POOL} : ({HALF}) -> {HALF}
+  func.return %w, %u : {T}, {HALF}
+}}
+"""
+
+
+def test_a_stripe_held_to_exactly_the_peak_is_a_view(arena):
+    import npuc.api as api
+
+    module = api.parse_mlir(AT_THE_PEAK)
+    api.apply_pipeline(module, "plan-memory{target=mcu-64 alignment=16 io=arena schedule=false}")
+    func, where = arena.buffers(module)
+    ops = {op.results[0].name_hint: op for op in func.body.block.ops if op.results}
+    y, s = ops["y"].results[0], ops["s"].results[0]
+    assert where[s][0] == where[y][0] and where[y][1] <= where[s][1] < where[y][1] + 1024
+    assert arena.regions(module)["activations"][0] == 2560
+    arena.check_against_interpreter(module)
