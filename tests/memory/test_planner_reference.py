@@ -503,7 +503,7 @@ LIGHT_PLANNED = ["densenet121", "resnet50", "shufflenet"]  # the ones with eleme
 
 def shares(a, b) -> bool:
     """Two (region, offset, size) places have a byte in common."""
-    return a[0] == b[0] and a[1] < b[1] + b[2] and b[1] < a[1] + a[2] and a[2] and b[2]
+    return a[0] == b[0] and a[1] < b[1] + b[2] and b[1] < a[1] + a[2] and min(a[2], b[2]) > 0
 
 
 def byte_groups(func, where):
