@@ -776,3 +776,27 @@ def test_a_stripe_held_to_exactly_the_peak_is_a_view(arena):
     assert where[s][0] == where[y][0] and where[y][1] <= where[s][1] < where[y][1] + 1024
     assert arena.regions(module)["activations"][0] == 2560
     arena.check_against_interpreter(module)
+
+
+@pytest.mark.parametrize("io", ["separate", "arena"])
+@pytest.mark.parametrize("with_target", [True, False])
+def test_the_fast_json_writer_writes_what_json_dumps_writes(io, with_target):
+    """`memory_json_text` promises exactly `json.dumps(memory_json(...), indent=1) + "\\n"`:
+    strings to escape, nulls, booleans, nested lists and empty containers included."""
+    import json
+
+    import npuc.api as api
+    from npuc.passes.memory.ir import read_plan
+    from npuc.passes.memory.report import memory_json, memory_json_text
+    from npuc.target import load_target
+
+    module = api.apply_pipeline(api.parse_mlir(CONTENTS), f"plan-memory{{target=mid-256 io={io}}}")
+    planned = read_plan(module)
+    target = load_target("mid-256") if with_target else None
+    contents = {"activations": 'a "quoted" \\ name, é\n\t', "dram": ""}
+    for given in ({}, contents):
+        want = json.dumps(memory_json(planned, target, given), indent=1) + "\n"
+        assert memory_json_text(planned, target, given) == want
+    data = json.loads(memory_json_text(planned, target))
+    assert any(b["live"] is None for b in data["buffers"])  # constants: no live range
+    assert any(b["name"] == "mul" for b in data["buffers"])
