@@ -834,3 +834,18 @@ def test_the_fast_json_writer_writes_what_json_dumps_writes(io, with_target):
     data = json.loads(memory_json_text(planned, target))
     assert any(b["live"] is None for b in data["buffers"])  # constants: no live range
     assert any(b["name"] == "mul" for b in data["buffers"])
+
+
+def test_the_report_plans_up_to_seven_roots_exhaustively():
+    """docs/memory-planning.md: with at most 7 root buffers every order is tried; the pass
+    plans through `plan_with_report`, which must keep that limit."""
+    rng = random.Random(17)
+    searched = 0
+    for _ in range(600):
+        bufs = random_roots(rng, 7, mixed=False)
+        placement, report = plan_with_report(bufs, 16)
+        assert placement == plan(bufs, 16)
+        if "+improve" in report.method:  # the best classic order missed the lower bound
+            searched += 1
+            assert report.method.endswith("+improve(exhaustive)")
+    assert searched >= 5
