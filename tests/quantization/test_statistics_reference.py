@@ -397,3 +397,22 @@ def test_weight_mse_picks_the_least_error_clip_ratio_of_the_extrema(symmetric, b
             assert ratio == pytest.approx(k / n, rel=1e-12)
             assert errors[k - 1] <= min(errors) * (1 + 1e-9)
             assert math.isclose(got_lo, k / n * lo0, rel_tol=1e-12, abs_tol=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "weights", "accepted"),
+    [
+        ("percentile", False, "(options: percentile)"),
+        ("kl", False, "(options: stride)"),
+        ("extrema", False, "(options: none)"),
+        ("mse", True, "(options: num_candidates)"),
+    ],
+)
+def test_an_unknown_option_is_named_with_the_accepted_ones(strategy, weights, accepted):
+    stats = gather([[np.arange(5.0)]])
+    with pytest.raises(NpucError) as error:
+        if weights:
+            weight_range(np.arange(5.0), strategy, bogus=1)
+        else:
+            activation_range(stats, strategy, bogus=1)
+    assert str(error.value).endswith(f"strategy '{strategy}' has no option bogus {accepted}")
