@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -416,3 +417,20 @@ def test_an_unknown_option_is_named_with_the_accepted_ones(strategy, weights, ac
         else:
             activation_range(stats, strategy, bogus=1)
     assert str(error.value).endswith(f"strategy '{strategy}' has no option bogus {accepted}")
+
+
+@pytest.mark.parametrize(
+    ("edit", "key"),
+    [
+        ({"ema_min": 2.0, "ema_max": 1.0}, "'ema_min' (2.0) is greater than 'ema_max' (1.0)"),
+        ({"min": 3.0, "max": -1.0}, "'min' (3.0) is greater than 'max' (-1.0)"),
+        ({"ema_min": 1.0, "ema_max": None}, "'ema_min' and 'ema_max' must both be"),
+        ({"std": -0.5}, "'std' must not be negative"),
+    ],
+)
+def test_a_hand_edited_file_entry_breaking_an_order_is_refused(edit, key):
+    stats = gather([[np.arange(-3.0, 4.0)], [np.arange(5.0)]])
+    data = {**stats.to_dict(), **edit}
+    with pytest.raises(NpucError, match=re.escape(key)):
+        TensorStatistics.from_dict("t", data)
+    assert TensorStatistics.from_dict("t", stats.to_dict()).to_dict() == stats.to_dict()
