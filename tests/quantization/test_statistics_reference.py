@@ -151,6 +151,25 @@ def test_histogram_is_the_values_binned_at_the_grown_width(kind, bins):
     assert (lo, hi) == (hist.start * hist.width, (hist.start + bins) * hist.width)
 
 
+@pytest.mark.parametrize("step", [1 / 255, 0.1, 1 / 3, 0.02, 0.7])
+@pytest.mark.parametrize("bins", [8, 10, 12, 16])
+def test_histogram_of_values_on_a_grid_is_binned_at_the_grown_width(step, bins):
+    """Quantized data (pixels / 255, integer codes times a scale) puts values on bin edges
+    or a rounding away from them: the window and the bins must agree on each one's bin."""
+    rng = np.random.default_rng(int(bins + 1000 * step))
+    for _ in range(40):
+        first = rng.integers(-5, 6, size=int(rng.integers(2, 6))) * step
+        arrays = [first]
+        width = grown_width(arrays, bins)
+        for _ in range(int(rng.integers(0, 3))):
+            arrays.append(rng.integers(-30, 31, size=int(rng.integers(1, 6))) * width)
+            width = grown_width(arrays, bins)
+        hist = gather([[a] for a in arrays], bins=bins).histogram
+        assert hist.width == grown_width(arrays, bins)
+        got = {hist.start + j: int(c) for j, c in enumerate(hist.counts) if c}
+        assert got == abs_bins(np.concatenate(arrays), hist.width)
+
+
 @pytest.mark.parametrize("bins", [7, 9, 2049, 6, 0])
 def test_a_histogram_needs_an_even_number_of_bins_from_8(bins):
     with pytest.raises(NpucError, match="even number of bins >= 8"):
