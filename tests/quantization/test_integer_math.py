@@ -67,6 +67,14 @@ def test_rounding_shift_by_zero_and_per_element_shifts():
         assert got.tolist() == want, mode
 
 
+@pytest.mark.parametrize("mode", ["half_away_from_zero", "half_to_even", "tflite"])
+def test_a_zero_multiplier_is_zero_and_requantizes_everything_to_zero(mode):
+    # TFLite's QuantizeMultiplier: a multiplier of 0 gives quantized_multiplier 0, shift 0.
+    assert quantize_multiplier(0.0) == (0, 0)
+    accs = np.array([-(2**31) + 1, -5, 0, 7, 2**31 - 1])
+    assert requantize(accs, *quantize_multiplier(0.0), mode).tolist() == [0] * accs.size
+
+
 @settings(max_examples=300)
 @given(INT32, MULTIPLIERS, st.sampled_from(["half_away_from_zero", "half_to_even"]))
 def test_requantize_is_exact_single_rounding(acc, real, mode):
