@@ -47,7 +47,7 @@ def line_tests(head: str) -> dict[tuple[str, int], list[str]]:
     if not cache.exists():
         ancestor = _ancestor_map(head)
         if ancestor is None:
-            print("coverage of the core modules over the suite (once per commit) ...")
+            print("coverage of the core modules over the suite (once per commit) ...", flush=True)
             covered = _covered_lines(["tests"])
         else:
             base, changed = ancestor
