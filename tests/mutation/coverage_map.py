@@ -58,8 +58,9 @@ def line_tests(head: str) -> dict[tuple[str, int], list[str]]:
             )
             covered = _updated(json.loads(base.read_text()), changed)
         cache.write_text(json.dumps(covered))
-    raw = json.loads(cache.read_text())
-    return {(m, int(line)): tests for m, lines in raw.items() for line, tests in lines.items()}
+    else:
+        covered = json.loads(cache.read_text())
+    return {(m, int(line)): tests for m, lines in covered.items() for line, tests in lines.items()}
 
 
 def _ancestor_map(head: str) -> tuple[Path, list[str]] | None:
