@@ -7,13 +7,13 @@ import itertools
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from onnx import numpy_helper
+from tool_runner import tool_command
 
 import npuc.api as api
 from npuc.backend.bundle import check_name, sanitised_names
@@ -29,7 +29,7 @@ FILES = ["h", "weights.bin", "weights.txt", "mem.mlir", "memory.txt", "memory.js
 
 def bundle(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "npuc.tools.npu_bundle", *map(str, args)],
+        [*tool_command("npu-bundle"), *map(str, args)],
         capture_output=True,
         text=True,
         timeout=300,

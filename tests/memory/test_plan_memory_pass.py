@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ import pytest
 from onnx_models import LIGHT_DIR, with_random_weights
 from PIL import Image
 from shared_models import MBV2
+from tool_runner import tool_command
 from xdsl.passes import PassPipeline
 
 import npuc.api as api
@@ -392,9 +392,7 @@ def test_bad_option_in_npu_opt_exits_with_one_line(tmp_path):
     out = tmp_path / "out.mlir"
     proc = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "npuc.tools.npu_opt",
+            *tool_command("npu-opt"),
             src,
             "-p",
             "plan-memory{target=nope}",
@@ -452,7 +450,7 @@ def test_reports_describe_the_plan(tmp_path, arena):
 def test_npu_opt_memory_targets(tmp_path):
     src = tmp_path / "m.mlir"
     src.write_text(VIEWS)
-    args = [sys.executable, "-m", "npuc.tools.npu_opt", src, "-p", "plan-memory{target=mcu-64}"]
+    args = [*tool_command("npu-opt"), src, "-p", "plan-memory{target=mcu-64}"]
     proc = subprocess.run(
         [*args, "-t", "memory-json"], capture_output=True, text=True, timeout=120, check=True
     )

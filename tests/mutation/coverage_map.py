@@ -31,6 +31,7 @@ from staging import (
 TEST_FILE = re.compile(r"tests/(?:.+/)?test_[^/]*\.py")
 TESTS_ONLY = re.compile(rf"{TEST_FILE.pattern}|tests/mutation/.*|docs/.*|[^/]*\.md")
 CACHED = re.compile(r"coverage-([0-9a-f]{12})\.json")
+TOOL_COVERAGE = "NPUC_TOOL_COVERAGE"  # tests/tool_runner.py's COVERAGE_SOURCES
 
 Covered = dict[str, dict[str, list[str]]]  # module -> line -> test ids
 
@@ -111,10 +112,13 @@ def _covered_lines(targets: list[str]) -> Covered:
     data = WORK / "coverage.db"
     data.unlink(missing_ok=True)
     modules = [m for area in AREAS for m in area_modules(area)]
-    env = environment() | {"COVERAGE_FILE": str(data)}
     # Coverage resolves the files it traces to their real paths, in the worktree: the
     # package map's npuc/ is a real folder of links, so it names the worktree's folders.
-    sources = [f"--cov={d}" for d in sorted({str((TREE / m).parent) for m in modules})]
+    folders = sorted({str((TREE / m).parent) for m in modules})
+    sources = [f"--cov={d}" for d in folders]
+    # The tools a CLI test starts (tests/tool_runner.py) run under coverage as well, into
+    # parallel data files that pytest-cov combines with its own when the run ends.
+    env = environment() | {"COVERAGE_FILE": str(data), TOOL_COVERAGE: ",".join(folders)}
     ignores = [f"--ignore={path}" for path in COVERAGE_IGNORES]
     command = pytest_command(*sources, "--cov-context=test", "--cov-report=", *ignores, *targets)
     done = run_group(command, env)

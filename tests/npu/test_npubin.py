@@ -12,6 +12,7 @@ import zlib
 
 import pytest
 from npu_programs import fix_crcs
+from tool_runner import tool_command
 
 from npuc.backend.npubin import encode_module, encode_program
 from npuc.backend.npubin_disasm import disassemble
@@ -252,7 +253,7 @@ def test_operand_outside_its_region_is_refused(programs):
 
 def _npu_opt(*args, stdin=None):
     return subprocess.run(
-        [sys.executable, "-m", "npuc.tools.npu_opt", *map(str, args)],
+        [*tool_command("npu-opt"), *map(str, args)],
         capture_output=True,
         input=stdin,
         timeout=120,

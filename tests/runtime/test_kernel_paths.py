@@ -291,6 +291,39 @@ def test_one_row_matmul_paths_equal_qnn(
     assert len(np.unique(got["y"])) > 10
 
 
+@pytest.mark.parametrize("shape", [(7,), (3, 5), (2, 3, 4, 5), (2, 1, 3, 4, 5), (1, 2, 2, 3, 2, 3)])
+def test_eltwise_lookup_paths_equal_qnn_at_every_rank(
+    shape: tuple[int, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An 8-bit multiply runs as a 256x256 table lookup: compiled (`lookup_pairs`, which
+    takes rank 4) up to rank 4, and through numpy beyond, with qnn.mul's bytes either way."""
+    rng = np.random.default_rng(len(shape))
+    a = rng.integers(-128, 128, shape)
+    c = rng.integers(-128, 128, shape)
+    b = Builder()
+    at, ct, yt = b.input("a", a, "i8"), b.input("c", c, "i8"), b.output("y", shape, "i8")
+    p = dict(
+        kind="mul",
+        lhs_zero_point=-3,
+        rhs_zero_point=7,
+        ofm_zero_point=2,
+        multiplier=1234567890,
+        shift=38,
+        rounding="half_up",
+        clamp_min=-100,
+        clamp_max=110,
+    )
+    got, compiled = run_both(b.program([inst("eltwise", (at, ct, yt), **p)]), b.feeds, monkeypatch)
+    assert compiled == ([jit_kernels.lookup_pairs] if len(shape) <= 4 else [])
+    attrs = f"multiplier = {arr([1234567890])}, shift = {arr([38])}, " + clamp_attrs(p)
+    args = [a.astype(np.int8), c.astype(np.int8)]
+    want = qnn(
+        "qnn.mul", args, [qt(shape, "i8", -3), qt(shape, "i8", 7)], qt(shape, "i8", 2), attrs
+    )
+    np.testing.assert_array_equal(got["y"], want)
+    assert len(np.unique(want)) > 3
+
+
 def test_mobilenet_v2_paths_equal_the_qnn_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
     """The shared MobileNetV2, tiled for ethos-u55-256-hee as npu-compile does: both paths
     give the qnn interpreter's softmax bytes (which are LiteRT's reference kernels':

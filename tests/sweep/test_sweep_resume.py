@@ -6,12 +6,11 @@ from __future__ import annotations
 import csv
 import io
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from tool_runner import REPO
+from tool_runner import REPO, tool_command
 
 import npuc
 import npuc.sweep
@@ -36,7 +35,7 @@ def data_lines(path: Path) -> list[str]:
 def test_killed_sweep_resumes_with_the_rest(tmp_path: Path, monkeypatch) -> None:
     sweep, out = tmp_path / "six.toml", tmp_path / "out"
     sweep.write_text(SIX_POINTS)
-    command = [sys.executable, "-m", "npuc.tools.npu_sweep", str(sweep), "-q", "-o", str(out)]
+    command = [*tool_command("npu-sweep"), str(sweep), "-q", "-o", str(out)]
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 240
     while len(data_lines(out / "results.csv")) < 2 and process.poll() is None:

@@ -8,12 +8,11 @@ from __future__ import annotations
 import dataclasses
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import onnx
 import pytest
-from tool_runner import EXAMPLE, RELU_MLIR, run_tool
+from tool_runner import EXAMPLE, RELU_MLIR, run_tool, tool_command
 
 from npuc.registry import DEFAULT_PIPELINE, PASSES
 from npuc.target import available_targets, load_target
@@ -47,7 +46,7 @@ def test_print_between_passes_goes_to_stderr():
 
 def test_dash_reads_standard_input(relu_mlir: Path):
     done = subprocess.run(
-        [sys.executable, "-m", "npuc.tools.npu_opt", "-"],
+        [*tool_command("npu-opt"), "-"],
         input=RELU_MLIR,
         capture_output=True,
         text=True,
