@@ -271,7 +271,8 @@ def _mse_range(
     counts: np.ndarray, edges: np.ndarray, vmin: float, vmax: float, bits: int, symmetric: bool
 ) -> tuple[float, float]:
     """The clip range minimising clipping error + (values inside) * step^2 / 12, over
-    thresholds at every bin edge inside the data (plus zero and the extrema)."""
+    thresholds at every nonzero bin edge inside the data and the extrema (zero where a
+    side holds no data)."""
     width = float(edges[1] - edges[0])
     nonzero = counts > 0
     c, lower = counts[nonzero].astype(np.float64), edges[:-1][nonzero]
