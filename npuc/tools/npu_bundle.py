@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from ..diagnostics import located, working_on
 from .cli_options import add_debug_option, add_import_options, import_options
-from .reporting import reported_errors
+from .reporting import finish, reported_errors
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,7 +76,8 @@ def run(argv: list[str] | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     with reported_errors("npu-bundle"):
-        sys.exit(run(argv))
+        status = run(argv)
+    finish(status, argv)
 
 
 if __name__ == "__main__":

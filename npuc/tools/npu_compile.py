@@ -13,7 +13,6 @@ import argparse
 import csv
 import gc
 import io
-import sys
 from pathlib import Path
 
 from ..diagnostics import NpucError
@@ -22,7 +21,7 @@ from .cli_options import add_debug_option, add_import_options, import_options
 from .compare_vela import check_comparable, comparison, run_vela, vela_arguments
 from .listing import ListTargetsAction
 from .quantize_options import SCHEMES
-from .reporting import reported_errors
+from .reporting import finish, reported_errors
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -163,7 +162,8 @@ def run(argv: list[str] | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     with reported_errors("npu-compile"):
-        sys.exit(run(argv))
+        status = run(argv)
+    finish(status, argv)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,13 @@ from ..version import __version__
 from .cli_options import add_debug_option, add_import_options, import_options
 from .listing import ListTargetsAction, PassHelpAction
 from .plugin_listing import add_list_plugins_option, plugin_listing
-from .reporting import EXIT_USER_ERROR, report_user_error, reported_errors, user_error_text
+from .reporting import (
+    EXIT_USER_ERROR,
+    finish,
+    report_user_error,
+    reported_errors,
+    user_error_text,
+)
 
 
 class _HeldOutput(io.StringIO):
@@ -346,6 +352,8 @@ def main(argv: list[str] | None = None) -> None:
         except ArgSpecParseError as e:  # xDSL parses the -t spec while it sets up
             raise NpucError(f"-t: {pipeline_error(e)}") from None
         tool.run()
+    if argv is None:  # the command (called in-process, it returns)
+        finish(0, argv)
 
 
 if __name__ == "__main__":

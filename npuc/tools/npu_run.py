@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 import numpy as np
 
@@ -19,7 +18,7 @@ from .benchmark import (
 )
 from .cli_options import add_debug_option, add_import_options
 from .quantize_options import add_quantize_options, check_options
-from .reporting import reported_errors
+from .reporting import finish, reported_errors
 from .run_binary import add_binary_options, apply_config, run_binary
 from .run_model import run_model
 
@@ -183,7 +182,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     with reported_errors("npu-run"):
-        sys.exit(run(argv))
+        status = run(argv)
+    finish(status, argv)
 
 
 if __name__ == "__main__":

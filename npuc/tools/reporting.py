@@ -9,6 +9,7 @@ and, with --debug or NPUC_DEBUG=1, the traceback.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import sys
 import traceback
@@ -80,6 +81,32 @@ def reported_errors(tool: str) -> Iterator[None]:
         _fail(tool, text)
     finally:
         _DEBUG.reset(token)
+
+
+def finish(status: int, argv: list[str] | None) -> NoReturn:
+    """End a tool's successful run with `status`. Run as the command (`argv` None: the
+    process's own arguments), the process ends once the exit handlers have run and the
+    output is flushed, without the interpreter's teardown: that collects and frees every
+    object of the IR one by one, 0.8 s of a 1000-layer chain's compile and 8 % of a small
+    model's. Called with `argv` (tests, scripts) or under a tracer (coverage saves its data
+    after the program returns, a debugger may stop there), it raises SystemExit as sys.exit
+    does."""
+    if argv is not None or _traced():
+        sys.exit(status)
+    atexit._run_exitfuncs()  # multiprocessing's and tempfile's clean-ups
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: what the interpreter's exit reports
+            status = status or 120
+    os._exit(status)
+
+
+def _traced() -> bool:
+    coverage = sys.modules.get("coverage")
+    return sys.gettrace() is not None or (
+        coverage is not None and coverage.Coverage.current() is not None
+    )
 
 
 def user_error_text(error: Exception) -> str | None:
