@@ -450,7 +450,8 @@ def test_reports_describe_the_plan(tmp_path, arena):
 def test_npu_opt_memory_targets(tmp_path):
     src = tmp_path / "m.mlir"
     src.write_text(VIEWS)
-    args = [*tool_command("npu-opt"), src, "-p", "plan-memory{target=mcu-64}"]
+    npu_opt = tool_command("npu-opt")
+    args = [*npu_opt, src, "-p", "plan-memory{target=mcu-64}"]
     proc = subprocess.run(
         [*args, "-t", "memory-json"], capture_output=True, text=True, timeout=120, check=True
     )
@@ -466,7 +467,7 @@ def test_npu_opt_memory_targets(tmp_path):
     )
     assert proc.stdout.startswith("region") and "memory sram:" in proc.stdout
     proc = subprocess.run(
-        [*args[:4], "-t", "memory-report"], capture_output=True, text=True, timeout=120
+        [*npu_opt, src, "-t", "memory-report"], capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 1 and "not memory-planned" in proc.stderr
 
