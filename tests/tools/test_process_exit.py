@@ -4,6 +4,7 @@ output and its exit status; called in-process, it raises SystemExit."""
 
 from __future__ import annotations
 
+import pstats
 import subprocess
 import sys
 import textwrap
@@ -89,3 +90,18 @@ def test_in_process_calls_raise_system_exit(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as ended:
         npu_run.main([str(tmp_path / f"{EXAMPLE.stem}.npubin")])
     assert ended.value.code == 0
+
+
+def test_a_profiled_command_exits_as_usual_so_the_profile_is_written(tmp_path: Path) -> None:
+    profile = tmp_path / "compile.prof"
+    out = tmp_path / "out"
+    profiled = [sys.executable, "-m", "cProfile", "-o", profile, "-m", "npuc.tools.npu_compile"]
+    done = subprocess.run(
+        [*profiled, EXAMPLE, "--target", "mcu-64", "--calib-random", "2", "-q", "-o", out],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    stats = pstats.Stats(str(profile))
+    assert any(name == "compile_model" for _, _, name in stats.stats)  # type: ignore[attr-defined]
