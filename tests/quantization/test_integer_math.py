@@ -46,6 +46,16 @@ def test_quantize_multiplier_is_normalised_and_close(real):
     assert abs(approx - Fraction(real)) <= Fraction(real) * Fraction(1, 2**31)
 
 
+@pytest.mark.parametrize("k", [-20, -1, 0, 5])
+@pytest.mark.parametrize("below", [2**-33, 2**-32])
+def test_a_multiplier_whose_mantissa_rounds_up_to_two_to_the_31_is_renormalised(k, below):
+    """2^k (1 - e) with e at most half a 31-bit ulp rounds to 2^31 * 2^-(31 - k): m0 would
+    overflow its 31 bits, so it is halved and the shift lowered, as TFLite's
+    QuantizeMultiplier does (q_fixed == 1 << 31). The result is 2^k exactly."""
+    real = math.ldexp(1 - below, k)
+    assert quantize_multiplier(real) == (2**30, 30 - k)
+
+
 @given(st.integers(0, 62), st.integers(-(2**62), 2**62))
 def test_rounding_shift_matches_exact_division(shift, x):
     for mode in ("half_away_from_zero", "half_to_even"):
