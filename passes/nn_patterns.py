@@ -23,6 +23,7 @@ from npuc.dialects.nn import (
     ConcatOp,
     ConstantOp,
     DivOp,
+    HardSwishOp,
     MulOp,
     PadOp,
     PowOp,
@@ -291,6 +292,77 @@ class SquareAsProduct(RewritePattern):
         rewriter.replace(op, new)
 
 
+class FuseHardSwish(RewritePattern):
+    """x * clip(x + 3, 0, 6) / 6 -> hard_swish(x), the clip possibly fused into the add and
+    `/ 6` possibly `* (1/6)`: exported MobileNetV3 blocks (PP-OCR) spell hard-swish this way.
+    Quantized, hard_swish is one table lookup from x, rounded once; the chain would round after
+    the add and after the multiply. The interpreter's hard_swish is the `/ 6` form in f32, so
+    that form is rewritten exactly (`* (1/6)` within an ulp)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: DivOp | MulOp, rewriter: PatternRewriter) -> None:
+        product = _divided_by_six(op)
+        if product is None or not product.has_one_use():
+            return
+        mul = product.owner
+        if not isinstance(mul, MulOp) or mul.activation is not None:
+            return
+        for x, gate in ((mul.lhs, mul.rhs), (mul.rhs, mul.lhs)):
+            same = x.type == gate.type == op.output.type
+            if same and gate.has_one_use() and _is_relu6_of_x_plus_3(gate, x):
+                new = HardSwishOp.create(
+                    operands=[x], result_types=[op.output.type], properties=with_name({}, op)
+                )
+                rewriter.replace(op, new)
+                for dead in dict.fromkeys((mul, gate.owner, _relu6_input(gate).owner)):
+                    if isinstance(dead, Operation) and not any(r.uses for r in dead.results):
+                        rewriter.erase(dead)
+                return
+
+
+def _divided_by_six(op: DivOp | MulOp) -> SSAValue | None:
+    """v for op = v / 6 or v * (1/6) (no fused activation), else None."""
+    if isinstance(op, ActivationFusable) and op.activation is not None:
+        return None
+    if isinstance(op, DivOp):
+        return op.lhs if is_splat(op.rhs, 6.0) else None
+    for v, c in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+        array = constant_value(c)
+        if array is not None and bool(np.all(array.astype(np.float32) == np.float32(1 / 6))):
+            return v
+    return None
+
+
+def _relu6_input(gate: SSAValue) -> SSAValue:
+    """What `gate` clips to [0, 6]: a clip's input, or the add itself when it fuses the clip."""
+    owner = gate.owner
+    return owner.input if isinstance(owner, ClipOp) else gate
+
+
+def _is_relu6_of_x_plus_3(gate: SSAValue, x: SSAValue) -> bool:
+    owner = gate.owner
+    if isinstance(owner, ClipOp):
+        if clip_bounds(owner) != (0.0, 6.0):
+            return False
+        add = owner.input.owner
+        if not isinstance(add, AddOp) or add.activation is not None:
+            return False
+        if not owner.input.has_one_use():
+            return False
+    elif isinstance(owner, AddOp) and owner.activation is not None:
+        if owner.activation.data != "clip":
+            return False
+        lo, hi = bound(owner.activation_min, -math.inf), bound(owner.activation_max, math.inf)
+        if (lo, hi) != (0.0, 6.0):
+            return False
+        add = owner
+    else:
+        return False
+    return add.output.type == x.type and any(
+        a is x and is_splat(b, 3.0) for a, b in ((add.lhs, add.rhs), (add.rhs, add.lhs))
+    )
+
+
 IDENTITY_PATTERNS: tuple[type[RewritePattern], ...] = (
     RemoveIdentityReshape,
     RemoveReshapeRoundTrip,
@@ -311,5 +383,6 @@ COMPOSITION_PATTERNS: tuple[type[RewritePattern], ...] = (
     ComposeClips,
     RemoveNeutralOperand,
     SquareAsProduct,
+    FuseHardSwish,
 )
 """Patterns that merge chains, drop neutral arithmetic or strength-reduce (canonicalize only)."""

@@ -235,3 +235,65 @@ func.func @square(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, ten
   %2 = nn.pow %x, %twos : (tensor<2x3xf32>, tensor<4x2x3xf32>) -> tensor<4x2x3xf32>
   func.return %0, %1, %2 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<4x2x3xf32>
 }
+
+// -----
+
+// x * clip(x + 3, 0, 6) / 6 -> hard_swish(x), keeping the division's name: with / 6, with
+// * (1/6) on either side, with the clip fused into the add, and with x on either side of the
+// product; the add, clip and product go with it.
+// CHECK-LABEL: func.func @hard_swish
+// CHECK-NEXT:    %[[A:.*]] = nn.hard_swish %x {name = "div"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[B:.*]] = nn.hard_swish %x {name = "mul"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[C:.*]] = nn.hard_swish %x {name = "fused"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    func.return %[[A]], %[[B]], %[[C]]
+func.func @hard_swish(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) {
+  %three = nn.constant dense<3.0> : tensor<1xf32>
+  %six = nn.constant dense<6.0> : tensor<f32>
+  %sixth = nn.constant dense<0.166666672> : tensor<1x1xf32>
+  %a0 = nn.add %x, %three : (tensor<2x3xf32>, tensor<1xf32>) -> tensor<2x3xf32>
+  %a1 = nn.clip %a0 {min = 0.0 : f32, max = 6.0 : f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %a2 = nn.mul %x, %a1 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %a3 = nn.div %a2, %six {name = "div"} : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %b0 = nn.add %three, %x : (tensor<1xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %b1 = nn.clip %b0 {min = 0.0 : f32, max = 6.0 : f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %b2 = nn.mul %b1, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %b3 = nn.mul %sixth, %b2 {name = "mul"} : (tensor<1x1xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %c0 = nn.add %x, %three {activation = "clip", activation_min = 0.0 : f32, activation_max = 6.0 : f32} : (tensor<2x3xf32>, tensor<1xf32>) -> tensor<2x3xf32>
+  %c1 = nn.mul %x, %c0 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %c2 = nn.div %c1, %six {name = "fused"} : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  func.return %a3, %b3, %c2 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
+}
+
+// -----
+
+// Not hard-swish, so nothing changes: x + 3 also used elsewhere, clip to [0, 5], y * clip(x + 3)
+// (another tensor), / 5, and a product with an activation of its own.
+// CHECK-LABEL: func.func @not_hard_swish
+// CHECK-NOT:     nn.hard_swish
+// CHECK:         func.return
+func.func @not_hard_swish(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) {
+  %three = nn.constant dense<3.0> : tensor<1xf32>
+  %six = nn.constant dense<6.0> : tensor<f32>
+  %five = nn.constant dense<5.0> : tensor<f32>
+  %a0 = nn.add %x, %three : (tensor<2x3xf32>, tensor<1xf32>) -> tensor<2x3xf32>
+  %a1 = nn.clip %a0 {min = 0.0 : f32, max = 6.0 : f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %a2 = nn.mul %x, %a1 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %a3 = nn.div %a2, %six : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %b0 = nn.add %x, %three : (tensor<2x3xf32>, tensor<1xf32>) -> tensor<2x3xf32>
+  %b1 = nn.clip %b0 {min = 0.0 : f32, max = 5.0 : f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %b2 = nn.mul %x, %b1 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %b3 = nn.div %b2, %six : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %c0 = nn.add %x, %three : (tensor<2x3xf32>, tensor<1xf32>) -> tensor<2x3xf32>
+  %c1 = nn.clip %c0 {min = 0.0 : f32, max = 6.0 : f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %c2 = nn.mul %y, %c1 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %c3 = nn.div %c2, %six : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %d0 = nn.add %x, %three : (tensor<2x3xf32>, tensor<1xf32>) -> tensor<2x3xf32>
+  %d1 = nn.clip %d0 {min = 0.0 : f32, max = 6.0 : f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %d2 = nn.mul %x, %d1 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %d3 = nn.div %d2, %five : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %e0 = nn.add %x, %three : (tensor<2x3xf32>, tensor<1xf32>) -> tensor<2x3xf32>
+  %e1 = nn.clip %e0 {min = 0.0 : f32, max = 6.0 : f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %e2 = nn.mul %x, %e1 {activation = "clip", activation_min = 0.0 : f32} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %e3 = nn.div %e2, %six : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  func.return %a3, %a0, %b3, %c3, %d3, %e3 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
+}

@@ -88,8 +88,14 @@ def quantized(name: str) -> tuple[ModuleOp, dict, dict]:
         npuc.apply_pipeline(module, DEFAULT_PIPELINE)
     else:
         module = quantize_float(module, samples=2)
-    inputs = random_inputs(module, seed=3)
-    return module, inputs, run_module(module, inputs)
+    # Inputs whose outputs vary, so that equal outputs say something: a random line can leave
+    # a two-class softmax at exactly one half (ppocr_cls on seed 3).
+    for seed in range(3, 13):
+        inputs = random_inputs(module, seed=seed)
+        outputs = run_module(module, inputs)
+        if any(np.unique(value).size > 1 for value in outputs.values()):
+            break
+    return module, inputs, outputs
 
 
 def test_every_corpus_model_is_built_and_its_header_checked():
@@ -101,7 +107,6 @@ def test_every_corpus_model_is_built_and_its_header_checked():
 def test_int8_build_runs_bit_exact_on_every_target(name, target):
     """...and its NAME.h and NAME.weights.bin describe the binary (compile_helpers)."""
     module, inputs, reference = quantized(name)
-    # Random data must make the outputs vary (a one-element score may be one value).
     assert any(np.unique(value).size > 1 for value in reference.values())
     planned, binary = compile_program(module, target, "performance", host="all")
     assert_header_describes(identifier_from(name), planned, binary)

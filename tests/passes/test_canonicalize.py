@@ -6,11 +6,14 @@ import itertools
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, TensorType, f32, i64
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType, f32, i64
 
+from npuc.api import apply_pipeline
 from npuc.dialects import nn
+from npuc.graph_io import entry_function
 from npuc.passes.canonicalize import CanonicalizePass
 from npuc.passes.eliminate_identity import EliminateIdentityPass
+from npuc.runtime.nn_interpreter import run_function
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -77,3 +80,46 @@ def test_non_identities_keep_values(graph, check, ops):
     c = g.op(nn.AddOp, [x, g.const(np.array([0.0, 0.0, 1.0], np.float32))])
     module = check(g.module(a, b, c), CanonicalizePass(), rtol=0, atol=0)
     assert len([op for op in ops(module) if not isinstance(op, nn.ConstantOp)]) == 3
+
+
+def hard_swish_chain(graph, form: str):
+    """x * clip(x + 3, 0, 6) / 6 as exported models spell it: `div` (/ 6), `sixth` (* (1/6)),
+    `fused` (the clip fused into the add)."""
+    g = graph((4, 64))
+    x = g.inputs[0]
+    if form == "fused":
+        clip = {"activation": StringAttr("clip")} | {
+            k: FloatAttr(v, f32) for k, v in (("activation_min", 0.0), ("activation_max", 6.0))
+        }
+        gate = g.op(nn.AddOp, [x, g.const(np.float32([3.0]))], clip)
+    else:
+        added = g.op(nn.AddOp, [g.const(np.float32([3.0])), x])
+        bounds = {"min": FloatAttr(0.0, f32), "max": FloatAttr(6.0, f32)}
+        gate = g.op(nn.ClipOp, [added], bounds)
+    product = g.op(nn.MulOp, [gate, x])
+    if form == "sixth":
+        out = g.op(nn.MulOp, [product, g.const(np.float32(1 / 6))], name="hs")
+    else:
+        out = g.op(nn.DivOp, [product, g.const(np.float32(6.0))], name="hs")
+    return g.module(out)
+
+
+@pytest.mark.parametrize("form", ["div", "sixth", "fused"])
+def test_hard_swish_chains_become_one_op_with_the_same_values(graph, ops, form):
+    """Values from -8 to 8 (the kinks at -3 and 3 and the stretch between included) against
+    hard-swish computed in f32 from its definition: exactly for the / 6 forms (the
+    interpreter's hard_swish is that arithmetic), within an ulp for * (1/6)."""
+    module = hard_swish_chain(graph, form)
+    x = np.linspace(-8, 8, 256, dtype=np.float32).reshape(4, 64)
+    x[0, :4] = [-3, 3, 0, -0.0]
+    before = run_function(entry_function(module), [x])[0]
+    apply_pipeline(module, "canonicalize")
+    assert [op.name for op in ops(module)] == ["nn.hard_swish"]
+    assert ops(module)[0].properties["name"] == StringAttr("hs")
+    after = run_function(entry_function(module), [x])[0]
+    want = x * np.clip(x + np.float32(3), np.float32(0), np.float32(6)) / np.float32(6)
+    if form == "sixth":
+        np.testing.assert_allclose(after, before, rtol=2**-23, atol=0)
+    else:
+        np.testing.assert_array_equal(after, before)
+        np.testing.assert_array_equal(after, want)
