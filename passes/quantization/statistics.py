@@ -75,7 +75,8 @@ class Histogram:
 
     Growth rule: the first batch sets width = (max - min) / (bins - 2), so its
     values span at most `bins` bins. When the bins occupied by the recorded values
-    and a new batch together span more than `bins` bins, the width is multiplied
+    and a new batch together span more than `bins` bins, or an absolute index k
+    leaves -2^52 < k < 2^52 - 1 (x / width exact in float64), the width is multiplied
     by the smallest power of two 2^d that makes them fit; each old bin k (absolute
     index, k * width its lower edge) merges into bin floor(k / 2^d), which is
     exact (every old bin lies inside one new bin), so counts are preserved. The

@@ -81,7 +81,8 @@ def abs_bins(x: np.ndarray, width: float) -> dict[int, int]:
 def grown_width(batches: list[np.ndarray], bins: int) -> float:
     """The growth rule: the first batch sets (max - min) / (bins - 2) (a constant one
     |value| / (bins - 2), zeros 1 / (bins - 2)); the width doubles, as little as it
-    must, whenever the recorded values stop fitting in `bins` bins."""
+    must, whenever the recorded values stop fitting in `bins` bins or an absolute bin
+    index k of theirs leaves -2^52 < k < 2^52 - 1 (x / w exact in float64)."""
     first = batches[0]
     span = float(first.max() - first.min())
     width = (span if span > 0 else (abs(float(first.max())) or 1.0)) / (bins - 2)
@@ -90,7 +91,7 @@ def grown_width(batches: list[np.ndarray], bins: int) -> float:
         seen = np.concatenate([seen, x])
         while True:
             k = np.floor(seen / width)
-            if k.max() - k.min() + 1 <= bins:
+            if k.max() - k.min() + 1 <= bins and max(-k.min(), k.max() + 1) < 2**52:
                 break
             width *= 2
     return width
@@ -149,6 +150,23 @@ def test_histogram_is_the_values_binned_at_the_grown_width(kind, bins):
     assert hist.counts.size == bins
     lo, hi = hist.range
     assert (lo, hi) == (hist.start * hist.width, (hist.start + bins) * hist.width)
+
+
+@pytest.mark.parametrize("centre", [1e12, -3e13, 7.5e15, 2.0**60])
+@pytest.mark.parametrize("bins", [1024, 2048])
+def test_data_far_from_zero_is_binned_with_indices_below_two_to_the_52(centre, bins):
+    """A narrow batch far from zero (an offset feature, a timestamp) gets a first width
+    so small that its bin indices pass 2^52: the width doubles until they fit."""
+    rng = np.random.default_rng(int(abs(centre)) % 1000 + bins)
+    spread = abs(centre) * 1e-14  # a few dozen float64 steps
+    batches = [centre + spread * rng.standard_normal(64) for _ in range(3)]
+    first = batches[0]
+    assert abs(centre) / ((first.max() - first.min()) / (bins - 2)) >= 2**52  # the premise
+    hist = gather([[x] for x in batches], bins=bins).histogram
+    assert hist.width == grown_width(batches, bins)
+    x = np.concatenate(batches)
+    got = {hist.start + j: int(c) for j, c in enumerate(hist.counts) if c}
+    assert got == abs_bins(x, hist.width)
 
 
 @pytest.mark.parametrize("step", [1 / 255, 0.1, 1 / 3, 0.02, 0.7])

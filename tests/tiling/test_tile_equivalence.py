@@ -11,6 +11,7 @@ with rtol 1e-5, and chains without such convolutions exactly.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import (
@@ -217,20 +218,25 @@ def test_automatic_tilings_under_small_limits_are_bit_exact(data):
     _assert_same(q, tiled, exact=True)
 
 
-def test_tiled_fully_connected_streams_weights_bit_exactly():
-    """A dense layer whose weights exceed the limit runs in output-feature slices."""
+@pytest.mark.parametrize(("outputs", "inputs", "limit"), [(40, 96, 3000), (2, 1536, 2000)])
+def test_tiled_fully_connected_streams_weights_bit_exactly(outputs, inputs, limit):
+    """A dense layer whose weights exceed the limit runs in output-feature slices, each
+    with its own features' multipliers and shifts (per-channel weights: two features of
+    different scales take one each)."""
     rng = np.random.default_rng(0)
-    block = Block(arg_types=[TensorType(f32, [2, 96])])
-    weight = nn.ConstantOp(to_dense(rng.standard_normal((40, 96)).astype(np.float32)))
-    bias = nn.ConstantOp(to_dense(rng.standard_normal(40).astype(np.float32)))
+    block = Block(arg_types=[TensorType(f32, [2, inputs])])
+    scales = np.geomspace(0.05, 4.0, outputs).astype(np.float32)[:, None]
+    weights = rng.standard_normal((outputs, inputs)).astype(np.float32) * scales
+    weight = nn.ConstantOp(to_dense(weights))
+    bias = nn.ConstantOp(to_dense(rng.standard_normal(outputs).astype(np.float32)))
     fc = nn.build(nn.FullyConnectedOp, [block.args[0], weight, bias], name="fc")
     for op in (weight, bias, fc):
         block.add_op(op)
     block.add_op(ReturnOp(fc.results[0]))
     signature = FunctionType.from_lists([block.args[0].type], [fc.results[0].type])
     module = _quantized(ModuleOp([FuncOp("main", signature, Region(block))]))
-    tiled = _tiled(module, target="mcu-64", sram_limit=3000)
+    tiled = _tiled(module, target="mcu-64", sram_limit=limit)
     dense = [op for op in tiled.walk() if op.name == "qnn.fully_connected"]
     assert len(dense) > 1
-    assert sum(nn.shape_of(op.results[0])[1] for op in dense) == 40
+    assert sum(nn.shape_of(op.results[0])[1] for op in dense) == outputs
     _assert_same(module, tiled, exact=True)
