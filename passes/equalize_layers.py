@@ -75,7 +75,7 @@ from npuc.dialects.nn import (
 from npuc.dialects.nn_base import ActivationFusable
 from npuc.tensors import to_dense
 
-from .nn_patterns import bound, clip_bounds, constant_value
+from .nn_patterns import clip_bounds, constant_value, fused_clip_bounds
 
 Layer = Conv2dOp | FullyConnectedOp | MatMulOp
 POOLS = (MaxPool2dOp, AvgPool2dOp, GlobalAvgPoolOp, GlobalMaxPoolOp)
@@ -193,8 +193,7 @@ def homogeneous_activation(op: Operation) -> bool:
         return True
     if op.activation.data == "leaky_relu":
         return True
-    lo, hi = bound(op.activation_min, -math.inf), bound(op.activation_max, math.inf)
-    return op.activation.data == "clip" and _homogeneous_clip(lo, hi)
+    return op.activation.data == "clip" and _homogeneous_clip(*fused_clip_bounds(op))
 
 
 def output_axis(op: Layer) -> int:

@@ -33,7 +33,13 @@ from xdsl.pattern_rewriter import (
 from npuc.dialects.nn import ClipOp, LeakyReluOp, ReluOp
 from npuc.dialects.nn_base import ActivationFusable
 
-from .nn_patterns import bound, bound_props, clip_bounds, compose_clips, replace_with_value
+from .nn_patterns import (
+    bound_props,
+    clip_bounds,
+    compose_clips,
+    fused_clip_bounds,
+    replace_with_value,
+)
 
 ACTIVATION_PROPS = ("activation", "activation_min", "activation_max", "activation_alpha")
 
@@ -51,8 +57,7 @@ def _activation_props(
     if (lo, hi) == (-math.inf, math.inf):
         return None
     if current == "clip":
-        inner = bound(producer.activation_min, -math.inf), bound(producer.activation_max, math.inf)
-        lo, hi = compose_clips(inner, (lo, hi))
+        lo, hi = compose_clips(fused_clip_bounds(producer), (lo, hi))
     elif current is not None:
         return None
     props: dict[str, Attribute] = {"activation": StringAttr("clip")}

@@ -74,6 +74,11 @@ def clip_bounds(op: ClipOp) -> tuple[float, float]:
     return bound(op.min, -math.inf), bound(op.max, math.inf)
 
 
+def fused_clip_bounds(op: ActivationFusable) -> tuple[float, float]:
+    """(min, max) of an op's fused clip activation, with absent bounds as -inf / +inf."""
+    return bound(op.activation_min, -math.inf), bound(op.activation_max, math.inf)
+
+
 def compose_clips(inner: tuple[float, float], outer: tuple[float, float]) -> tuple[float, float]:
     """Bounds of clip(clip(x, *inner), *outer) as one clip, also when the ranges are disjoint."""
     lo, hi = outer
@@ -352,8 +357,7 @@ def _is_relu6_of_x_plus_3(gate: SSAValue, x: SSAValue) -> bool:
     elif isinstance(owner, AddOp) and owner.activation is not None:
         if owner.activation.data != "clip":
             return False
-        lo, hi = bound(owner.activation_min, -math.inf), bound(owner.activation_max, math.inf)
-        if (lo, hi) != (0.0, 6.0):
+        if fused_clip_bounds(owner) != (0.0, 6.0):
             return False
         add = owner
     else:
