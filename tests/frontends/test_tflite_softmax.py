@@ -14,10 +14,11 @@ from npuc.frontends.tflite import Unsupported, import_tflite
 from npuc.frontends.tflite_softmax import softmax_params
 from npuc.graph_io import entry_function, input_names
 from npuc.runtime.kernels.qnn_arith import softmax_int8
+from npuc.runtime.kernels.qnn_int16_lut import softmax_lut
 from npuc.runtime.qnn_interpreter import run_module
 
 RNG = np.random.default_rng(2026)
-LENGTHS = (2, 4, 10, 1000)
+LENGTHS = (1, 2, 4, 10, 1000)  # one class: every row reads 1.0, stored 127
 QUANT = ((0.05, -3), (0.1, 10), (0.5, 0), (1.3, 5), (0.03, -128), (8.0, 0))
 BETAS = (1.0, 0.5)
 
@@ -95,6 +96,22 @@ def test_long_rows_near_the_limit_bit_exact() -> None:
     feed[1, ::3] = 120
     feed[2] = RNG.integers(100, 128, 1000)
     check_exact(softmax_model([4, 1000], 0.1, 0, 1.0), feed)
+
+
+@pytest.mark.parametrize("value", [-128, -3, 0, 127])
+def test_a_one_element_tensor_bit_exact(value: int) -> None:
+    check_exact(softmax_model([1, 1], 0.1, 0, 1.0), np.array([[value]], np.int8))
+
+
+def test_rows_of_no_elements_give_no_elements() -> None:
+    """A softmax over an empty last axis reduces nothing: the result is as empty as the
+    input (int8 and the int16 table path alike), not a reduction error."""
+    table = np.zeros(513, np.int64)
+    for q in (np.zeros((2, 0), np.int8), np.zeros((0, 3), np.int8)):
+        got8 = softmax_int8(q, 1 << 30, 20, -32)
+        assert got8.shape == q.shape and got8.dtype == np.int8
+        got16 = softmax_lut(q.astype(np.int16), 1 << 30, 1, table, table)
+        assert got16.shape == q.shape
 
 
 def test_props_are_tflite_prepare() -> None:
