@@ -120,6 +120,7 @@ EDITS = [
     ({"histogram": {"range": [1, 1], "counts": [1, 2]}}, "'histogram' range \\[1.0, 1.0\\] is"),
     ({"histogram": {"range": [0, 1], "counts": [1, -2]}}, "'histogram' 'counts' must hold non-"),
     ({"histogram": {"range": [0, 1], "counts": [1, 2.5]}}, "'histogram' 'counts' must hold non-"),
+    ({"histogram": {"range": [0, 1], "counts": [1, 2**63]}}, "'histogram' 'counts' must hold non-"),
     ({"histogram": {"range": [0, 1]}}, "'histogram' must be an object with exactly 'range' and"),
     ({"maxx": 3}, "'maxx' is not a statistics key"),
 ]
@@ -134,6 +135,17 @@ def test_malformed_tensor_entries_name_the_tensor_and_key(tmp_path, edit, messag
     path.write_text(json.dumps(document))
     with pytest.raises(NpucError, match=f"tensor 'conv1': {message}"):
         load_statistics(path)
+
+
+def test_the_largest_int64_count_is_read(tmp_path):
+    """Counts are int64: 2**63 - 1 is the largest a file may hold (2**63 is refused above)."""
+    path = tmp_path / "stats.json"
+    save_statistics(path, sample_stats())
+    document = json.loads(path.read_text())
+    document["tensors"]["conv1"]["histogram"] = {"range": [0, 1], "counts": [1, 2**63 - 1]}
+    path.write_text(json.dumps(document))
+    counts = load_statistics(path)[0]["conv1"].histogram.counts
+    assert counts.dtype == np.int64 and int(counts[1]) == 2**63 - 1
 
 
 def test_nan_and_infinity_are_refused(tmp_path):
