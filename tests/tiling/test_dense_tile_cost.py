@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from onnx import helper
 from onnx_models import float_graph, random_init
+from xdsl.dialects.builtin import ModuleOp
 
 import npuc
 from npuc.frontends.onnx import import_onnx
@@ -25,15 +26,23 @@ def ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
-@pytest.mark.parametrize("target_name", ["mcu-64", "ethos-u55-256-hee"])
-@pytest.mark.parametrize("parts", [1, 2, 3, 5])
-def test_a_feature_slice_costs_its_width_wherever_it_starts(target_name: str, parts: int):
+@pytest.fixture(scope="module")
+def dense() -> ModuleOp:
+    """One float Gemm of ROWS x INPUTS by INPUTS x FEATURES."""
     rng = np.random.default_rng(0)
     node = helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1, name="fc")
     inits = [random_init(rng, "w", [FEATURES, INPUTS]), random_init(rng, "b", [FEATURES])]
     module = import_onnx(float_graph([node], inits, [ROWS, INPUTS], [ROWS, FEATURES]))
     npuc.apply_pipeline(module, DEFAULT_PIPELINE)
-    (layer,) = find_layers(entry_function(module))
+    return module
+
+
+@pytest.mark.parametrize("target_name", ["mcu-64", "ethos-u55-256-hee"])
+@pytest.mark.parametrize("parts", [1, 2, 3, 5])
+def test_a_feature_slice_costs_its_width_wherever_it_starts(
+    dense: ModuleOp, target_name: str, parts: int
+) -> None:
+    (layer,) = find_layers(entry_function(dense))
     assert layer.kind is Kind.DENSE
     target = load_target(target_name)
     array = target.mac_array
