@@ -26,6 +26,10 @@ against the tests that execute its line.
 5. Report: per area and module, mutants, killed, survived, not covered and the score
    (killed / tested); each survivor with its diff, in build/mutate/report.md and report.json.
 
+An interrupted run goes on with the same arguments plus --resume LOG (its printed lines): the
+sample and every test draw replay from the seed, and a mutant the log already has keeps its
+outcome instead of running again.
+
 docs/testing.md gives the scores and explains every survivor (equivalent, or caught by the
 test added for it).
 """
@@ -35,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -179,6 +184,37 @@ def run_mutant(mutant: Mutant, tests: list[str], timeout: float) -> None:
     mutant.seconds = time.perf_counter() - start
 
 
+def diff_only(mutant: Mutant) -> None:
+    """Record the mutant's diff without running anything (an outcome taken from a log)."""
+    from cosmic_ray.mutating import use_mutation
+    from cosmic_ray.plugins import get_operator
+
+    path = TREE / mutant.module
+    original = path.read_text()
+    with use_mutation(path, get_operator(mutant.operator)(), mutant.occurrence) as (_, mutated):
+        if mutated is not None:
+            text = mutated.decode() if isinstance(mutated, bytes) else mutated
+            mutant.diff = _diff(original, text, mutant.module)
+    assert path.read_text() == original, f"{mutant.module} was not restored"
+
+
+LOGGED = re.compile(
+    r"^\[(\S+) \d+/\d+\] (killed|survived|not covered|incompetent)\s+"
+    r"(\S+) \((\d+) tests, (\d+) s\)$"
+)
+
+
+def logged_outcomes(log: Path) -> dict[tuple[str, ...], tuple[str, int, float]]:
+    """Outcome, test count and seconds per mutant key, from the lines a run printed."""
+    found = {}
+    for line in log.read_text().splitlines():
+        match = LOGGED.match(line.strip())
+        if match:
+            _, outcome, key, tests, seconds = match.groups()
+            found[tuple(key.rsplit(":", 3))] = (outcome, int(tests), float(seconds))
+    return found
+
+
 def _diff(before: str, after: str, name: str) -> str:
     import difflib
 
@@ -271,6 +307,13 @@ def main(argv: list[str] | None = None) -> int:
         help="with --only: run these tests (pytest ids) instead of the covering ones, with no "
         "coverage map (the re-check of a survivor by the test added for it)",
     )
+    parser.add_argument(
+        "--resume",
+        metavar="LOG",
+        type=Path,
+        help="go on with an interrupted run (same arguments): mutants whose outcome LOG prints "
+        "keep it and are not run again",
+    )
     args = parser.parse_args(argv)
     # A SIGTERM unwinds like ^C, so that run_group kills the pytest under way and the
     # mutated module is restored.
@@ -281,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [a for a in areas if a not in AREAS]
     if unknown:
         parser.error(f"unknown area(s) {', '.join(unknown)} (have {', '.join(AREAS)})")
+    if args.resume and not args.resume.is_file():
+        parser.error(f"--resume: no such log {args.resume}")
+    resumed = logged_outcomes(args.resume) if args.resume else {}
     head = stage(args.commit)
     rng = random.Random(args.seed)
     covering: dict[tuple[str, int], list[str]] = {}
@@ -315,7 +361,12 @@ def main(argv: list[str] | None = None) -> int:
                 tests = (tests - {IMPORTED}) | by_module[mutant.module]
             tests = sorted(tests)
             compiled = COMPILED_TESTS.get(mutant.module) if not args.tests else None
-            if compiled:
+            if mutant.key() in resumed:
+                mutant.outcome, mutant.tests, mutant.seconds = resumed[mutant.key()]
+                diff_only(mutant)
+                if tests and not compiled:
+                    rng.sample(tests, min(args.max_tests, len(tests)))  # the draw it made
+            elif compiled:
                 mutant.tests = len(compiled)
                 run_mutant(mutant, compiled, args.timeout)
             elif not tests:
