@@ -42,6 +42,8 @@ from xdsl.printer import Printer
 from xdsl.traits import SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from npuc.element_types import OpVerifyException
+
 BUFFER_ATTR = "mem.buffer"
 
 I64Attr = IntegerAttr.constr(type=i64)
@@ -201,8 +203,9 @@ def module_buffers(module: ModuleOp) -> Iterator[tuple[Operation, str, BufferAtt
                     if attr is None:
                         continue
                     if not isinstance(attr, BufferAttr):
-                        raise VerifyException(
-                            f"{kind} {i} of @{op.sym_name.data}: mem.buffer must be a #mem.buffer"
+                        raise OpVerifyException(
+                            op,
+                            f"{kind} {i} of @{op.sym_name.data}: mem.buffer must be a #mem.buffer",
                         )
                     yield op, f"{kind} {i} of @{op.sym_name.data}", attr
         attr = op.attributes.get(BUFFER_ATTR)
@@ -210,9 +213,10 @@ def module_buffers(module: ModuleOp) -> Iterator[tuple[Operation, str, BufferAtt
             continue
         buffers = buffer_list(attr)
         if buffers is None or len(buffers) != len(op.results):
-            raise VerifyException(
+            raise OpVerifyException(
+                op,
                 f"'{op.name}': mem.buffer must be a #mem.buffer per result "
-                f"({len(op.results)}), an array for several results"
+                f"({len(op.results)}), an array for several results",
             )
         for i, b in enumerate(buffers):
             yield op, f"result {i} of '{op.name}'", b
@@ -220,10 +224,10 @@ def module_buffers(module: ModuleOp) -> Iterator[tuple[Operation, str, BufferAtt
 
 def verify_buffers(module: ModuleOp, regions: dict[str, RegionOp]) -> None:
     """Every buffer names an existing region, lies inside it and is aligned."""
-    for _op, what, b in module_buffers(module):
+    for op, what, b in module_buffers(module):
         region = regions.get(b.region.data)
         if region is None:
-            raise VerifyException(f"{what}: no mem.region @{b.region.data}")
+            raise OpVerifyException(op, f"{what}: no mem.region @{b.region.data}")
         try:  # a later region is verified after this check: it may lack a property
             size, align = region.size.value.data, region.alignment.value.data
         except (KeyError, AttributeError):
@@ -232,12 +236,13 @@ def verify_buffers(module: ModuleOp, regions: dict[str, RegionOp]) -> None:
             ) from None
         off, n = b.offset.data, b.size.data
         if off + n > size:
-            raise VerifyException(
-                f"{what}: bytes [{off}, {off + n}) exceed region @{b.region.data} of {size} bytes"
+            raise OpVerifyException(
+                op,
+                f"{what}: bytes [{off}, {off + n}) exceed region @{b.region.data} of {size} bytes",
             )
         if off % align:
-            raise VerifyException(
-                f"{what}: offset {off} in @{b.region.data} is not {align}-aligned"
+            raise OpVerifyException(
+                op, f"{what}: offset {off} in @{b.region.data} is not {align}-aligned"
             )
 
 

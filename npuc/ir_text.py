@@ -153,7 +153,10 @@ def verify_module(module: ModuleOp, location: str | None = None) -> None:
         if where is None and op is not None:  # an op a pass made: its layer, if it has one
             layer = describe(op.location)
             where = f"{location}: {layer}" if layer and location else layer
-        raise NpucError(f"{e}{failing_op(e)}", where or location) from None
+        # An OpVerifyException is located at its own op; xDSL's note marks the op whose
+        # verifier raised it (a module-level check run by another op).
+        shown = "" if isinstance(e, OpVerifyException) else failing_op(e)
+        raise NpucError(f"{e}{shown}", where or location) from None
 
 
 def op_location(op: Operation) -> str | None:

@@ -239,6 +239,7 @@ def read_plan(module: ModuleOp) -> PlannedModule:
         func = graph_io.entry_function(module)
     except ValueError as e:
         raise NpucError(str(e)) from None
+    from npuc.ir_text import op_location
     from npuc.runtime.nn_interpreter import value_names
 
     ssa = value_names(func)
@@ -255,7 +256,11 @@ def read_plan(module: ModuleOp) -> PlannedModule:
             steps.append(Step(len(steps), op.name, layer_name(op)))
         buffers = buffer_list(op.attributes.get(BUFFER_ATTR))
         if buffers is None or len(buffers) != len(op.results):
-            raise NpucError(f"'{op.name}' ({layer_name(op) or 'unnamed'}) has no mem.buffer")
+            raise NpucError(
+                f"'{op.name}' ({layer_name(op) or 'unnamed'}) has no mem.buffer, "
+                "though the module is memory-planned",
+                op_location(op),
+            )
         for i, (r, b) in enumerate(zip(op.results, buffers, strict=True)):
             label = layer_name(op) or ssa[r]
             if len(op.results) > 1:
