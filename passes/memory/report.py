@@ -6,6 +6,8 @@ and `memory_json` describe a planned module (read back with `memory_ir.read_plan
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -70,25 +72,45 @@ def verify_resolved(
         v = by_name[view]
         if not offs[root] <= offs[view] <= offs[view] + v.size <= offs[root] + roots[root].size:
             raise PlacementError(f"{view}: outside its root {root}")
-    rs = sorted(res.roots, key=lambda b: b.start)
-    starts = [b.start for b in rs]
-    sizes = [aligned_size(b, alignment) for b in rs]
-    lows = [offs[b.name] for b in rs]
-    for i, first in enumerate(rs):
-        sa, oa = sizes[i], lows[i]
-        if not sa:
+    _check_disjoint(res.roots, offs, alignment)
+
+
+def _check_disjoint(roots: Sequence[Buffer], offs: Mapping[str, int], alignment: int) -> None:
+    """No two roots live at a common step share a byte: a sweep over start steps keeps the
+    live roots' byte ranges (pairwise disjoint so far) sorted by offset, and checks each
+    new root against its neighbours there. O(n log n) plus list moves; every pair of live
+    roots used to be compared, quadratic for long-lived buffers."""
+    rs = sorted(roots, key=lambda b: b.start)
+    lows: list[int] = []  # live roots by offset: their offsets, ends and positions in rs
+    highs: list[int] = []
+    which: list[int] = []
+    expiry: list[tuple[int, int, int]] = []  # (end step, offset, position in rs)
+    for j, second in enumerate(rs):
+        size = aligned_size(second, alignment)
+        if not size:
             continue
-        for j in range(i + 1, len(rs)):
-            if starts[j] > first.end:
-                break
-            sb, ob = sizes[j], lows[j]
-            if sb and oa < ob + sb and ob < oa + sa:
-                second = rs[j]
-                raise PlacementError(
-                    f"{first.name} [{first.start},{first.end}] and "
-                    f"{second.name} [{second.start},{second.end}] "
-                    "overlap in bytes"
-                )
+        while expiry and expiry[0][0] < second.start:
+            _, low, k = heapq.heappop(expiry)
+            at = bisect.bisect_left(lows, low)
+            while which[at] != k:
+                at += 1
+            del lows[at], highs[at], which[at]
+        low, high = offs[second.name], offs[second.name] + size
+        at = bisect.bisect_left(lows, low)
+        clash = [
+            k for k in (at - 1, at) if 0 <= k < len(lows) and lows[k] < high and low < highs[k]
+        ]
+        if clash:
+            first = rs[which[clash[0]]]
+            raise PlacementError(
+                f"{first.name} [{first.start},{first.end}] and "
+                f"{second.name} [{second.start},{second.end}] "
+                "overlap in bytes"
+            )
+        lows.insert(at, low)
+        highs.insert(at, high)
+        which.insert(at, j)
+        heapq.heappush(expiry, (second.end, low, j))
 
 
 @dataclass(frozen=True)
