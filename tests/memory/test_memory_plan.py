@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -361,6 +362,15 @@ def test_report_fields():
     p, rep = plan_with_report(bufs, 16, max_iterations=200)
     assert rep.planned == p.total_size and rep.lower_bound <= rep.planned <= rep.naive
     assert "lower bound" in rep.format() and rep.buffers == 50
+
+
+def test_report_time_is_the_planning_time():
+    bufs = random_instance(random.Random(6), 50)
+    before = time.perf_counter()
+    _, rep = plan_with_report(bufs, 16, max_iterations=200)
+    elapsed = time.perf_counter() - before
+    assert 0 <= rep.seconds <= elapsed
+    assert f"{rep.seconds * 1000:.1f} ms" in rep.format()
 
 
 # --------------------------------------------------------------------------- scheduling
