@@ -670,7 +670,9 @@ func.func @main(%x: tensor<2x8xf32> {nn.name = "x"}, %z: tensor<2x8xf32> {nn.nam
 """
 
 
-def reference_contents(arena, module) -> dict[str, str]:
+def reference_contents(arena, module, lowered_constants: int | None = None) -> dict[str, str]:
+    """What each region holds, from the IR; `lowered_constants` bytes of lowered constants
+    add their excess over the constants region (tables, LUTs) to that region alone."""
     func, where = arena.buffers(module)
     regions = arena.regions(module)
     ops = list(func.body.block.ops)[:-1]
@@ -685,6 +687,9 @@ def reference_contents(arena, module) -> dict[str, str]:
         if held:
             total = size if region == "constants" else sum(where[c][2] for c in held)
             parts.append(f"planned weights and other constants: {len(held)} tensors, {total} bytes")
+        if region == "constants" and lowered_constants and lowered_constants > size:
+            added = lowered_constants - size
+            parts.append(f"bias/scale tables and LUTs added by lowering: {added} bytes")
         inputs = [n for v, n in names.items() if where[v][0] == region]
         outs = [n for v, n in outputs.items() if where[v][0] == region]
         if inputs:
@@ -747,6 +752,10 @@ def test_report_contents_profiles_and_memory_use_are_recomputed_from_the_ir(aren
     want = reference_contents(arena, module)
     assert region_contents(planned) == want
     assert len(set(want.values())) == len(want)
+    constants = planned.regions["constants"].size
+    for lowered in (constants, constants + 96):  # tables only in the excess, only there
+        assert region_contents(planned, lowered) == reference_contents(arena, module, lowered)
+    assert "added by lowering: 96 bytes" in region_contents(planned, constants + 96)["constants"]
     profiles = reference_profiles(module)
     assert set(profiles) == {"activations", "dram"}
     data = memory_json(planned, load_target("mid-256"))
