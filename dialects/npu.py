@@ -57,6 +57,7 @@ from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from npuc.diagnostics import NpucError
+from npuc.element_types import OpVerifyException
 from npuc.shape_text import shape_text
 
 from . import npu_isa as isa
@@ -186,6 +187,9 @@ class ProgramOp(IRDLOperation):
         try:
             check_program(program)
             check_hazards(program)
+        except isa.InstructionError as e:  # reported at the instruction's own line
+            instruction = list(self.body.blocks[0].ops)[e.index]
+            raise OpVerifyException(instruction, f"'{self.name}': {e}") from None
         except isa.ISAError as e:
             raise _error(self, e) from None
 

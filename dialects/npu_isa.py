@@ -64,6 +64,14 @@ class ISAError(ValueError):
     """A rule of the instruction set is broken; the message says which."""
 
 
+class InstructionError(ISAError):
+    """An ISAError about the program's instruction `index` (the first it names)."""
+
+    def __init__(self, index: int, message: str):
+        super().__init__(message)
+        self.index = index
+
+
 # --------------------------------------------------------------------------- tensors
 
 

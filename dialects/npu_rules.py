@@ -30,6 +30,7 @@ from .npu_isa import (
     SHIFT,
     SPECS,
     Instruction,
+    InstructionError,
     IODesc,
     ISAError,
     Program,
@@ -515,7 +516,7 @@ def check_program(program: Program) -> None:
         try:
             check_in_program(program, index, inst)
         except ISAError as e:
-            raise ISAError(f"instruction {index} ({inst.op}): {e}") from None
+            raise InstructionError(index, f"instruction {index} ({inst.op}): {e}") from None
 
 
 def check_in_program(program: Program, index: int, inst: Instruction) -> None:
@@ -635,9 +636,10 @@ def _conflict(
         for x in accesses[mine]:
             for y in accesses[theirs]:
                 if overlaps(x, y):
-                    raise ISAError(
+                    raise InstructionError(
+                        b,
                         f"instruction {b} ({program.instructions[b].op}) {what} instruction "
                         f"{a} ({earlier.op}, {earlier.engine} engine) in region '{x.region}' "
                         f"(bytes [{max(x.offset, y.offset)}, {min(x.end, y.end)})) without "
-                        f"waiting for its token"
+                        f"waiting for its token",
                     )

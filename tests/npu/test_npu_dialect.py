@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
+import re
 
 import numpy as np
 import pytest
@@ -320,3 +321,48 @@ def test_hazards_ignore_the_read_only_constants(build):
     clash = dataclasses.replace(prog.instructions[1], operands=(weights, tensor("sram", 8, (16,))))
     with pytest.raises(ISAError, match="writes bytes written by"):
         check_hazards(dataclasses.replace(prog, instructions=(prog.instructions[0], clash)))
+
+
+@pytest.mark.parametrize(
+    "lines, line, message",
+    [
+        (  # a hazard: the conv does not wait for the dma filling its weights
+            [LOAD_WEIGHTS, CONV],
+            3,
+            r"'npu.program': instruction 1 \(conv2d\) reads bytes written by instruction 0",
+        ),
+        (  # a rule tying one instruction to its program
+            [
+                LOAD_WEIGHTS,
+                '%1 = npu.dma <"sram", 0, [8], i8> -> <"sram", 64, [8], i8> {layer = 3 : i64}',
+            ],
+            3,
+            r"'npu.program': instruction 1 \(dma\): layer 3 is not among the 1 layers",
+        ),
+    ],
+    ids=["hazard", "layer"],
+)
+def test_an_instruction_error_is_reported_at_the_instruction(tmp_path, lines, line, message):
+    from tool_runner import run_tool
+
+    src = tmp_path / "bad.mlir"
+    src.write_text(program(*lines))
+    proc = run_tool("npu-opt", src, "-o", tmp_path / "out.mlir")
+    assert proc.returncode == 1, proc.stderr
+    assert re.search(rf"bad\.mlir:{line}:\d+: error: {message}", proc.stderr), proc.stderr
+    assert "in: " not in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "out.mlir").exists()
+
+
+def test_a_program_wide_error_stays_at_the_program(tmp_path):
+    from tool_runner import run_tool
+
+    src = tmp_path / "bad.mlir"
+    src.write_text(
+        program(LOAD_WEIGHTS).replace(
+            "outputs []", 'outputs [#npu.io<"y", #npu.tensor<"activations", 2000, [8], i8>, 1.0:0>]'
+        )
+    )
+    proc = run_tool("npu-opt", src, "-o", tmp_path / "out.mlir")
+    assert proc.returncode == 1, proc.stderr
+    assert re.search(r"bad\.mlir:1:1: error: 'npu.program': output 'y'", proc.stderr), proc.stderr
