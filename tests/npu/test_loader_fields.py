@@ -86,6 +86,29 @@ def two_states() -> Program:
     )
 
 
+def gathered() -> Program:
+    """Five copies, then an add waiting for all of them: 5 deps, 20 bytes and 4 of padding
+    (with 1 or 3 deps the padding ends where 3 * deps, rounded up to 8, ends too)."""
+    x = tensor("mutable", 0, (1, 8))
+    parts = [tensor("activations", 16 * k, (1, 8)) for k in range(5)]
+    y = tensor("mutable", 16, (1, 8))
+    copies = tuple(inst("dma", (x, part)) for part in parts[:4])
+    copies += (inst("dma", (tensor("constants", 0, (1, 8)), parts[4])),)
+    return Program(
+        "gathered",
+        (
+            Region("constants", 8, "flash"),
+            Region("mutable", 32, "sram"),
+            Region("activations", 80, "sram"),
+        ),
+        (IODesc("x", x),),
+        (IODesc("y", y),),
+        (),
+        (*copies, inst("eltwise", (parts[0], parts[4], y), deps=tuple(range(5)), kind="add")),
+        constants=bytes(range(1, 9)),
+    )
+
+
 def rank_8() -> Program:
     """A copy of a tensor of the largest rank, 8 (docs/binary-format.md: rank 1 to 8)."""
     shape = (1, 2, 1, 3, 1, 2, 1, 2)
@@ -116,6 +139,7 @@ def streamed(program: Program) -> Program:
 def binaries(programs) -> dict[str, bytes]:
     out = {name: encode_program(programs[name]) for name in ("tiny", "eltwise", "conv_pool")}
     out["state"] = encode_program(two_states())
+    out["gathered"] = encode_program(gathered())
     out["streams"] = encode_program(streamed(programs["conv_pool"]))
     return out
 
@@ -146,7 +170,7 @@ def outcome(case: Case, data: bytes) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("name", ["tiny", "eltwise", "conv_pool", "state", "streams"])
+@pytest.mark.parametrize("name", ["tiny", "eltwise", "conv_pool", "state", "streams", "gathered"])
 def test_every_corrupted_field_is_refused_at_its_byte(binaries, name):
     data = binaries[name]
     wrong = {c.name: why for c in all_cases(data) if (why := outcome(c, data)) is not None}
@@ -161,6 +185,7 @@ def test_the_cases_cover_every_structure(binaries):
     ops = {r.op for lay in layouts for r in lay.records}
     assert ops == set(OPCODES.values()), ops
     assert any(r.deps % 2 for lay in layouts for r in lay.records)  # dep padding
+    assert any(r.deps % 2 and r.deps >= 5 for lay in layouts for r in lay.records)
     assert any(u32(lay.data, lay.offset(4)) % 2 for lay in layouts)  # layer padding
     assert any(lay.major == 2 for lay in layouts)
     cases = sum(len(all_cases(data)) for data in binaries.values())
