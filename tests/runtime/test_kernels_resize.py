@@ -27,16 +27,17 @@ SCALES = [
 def _run(x, scales, **attrs):
     sc = np.array(scales, dtype=np.float32)
     out_shape = tuple(int(np.floor(d * s)) for d, s in zip(x.shape, sc, strict=True))
-    got = resize.resize(
-        x,
-        out_shape,
-        [float(s) for s in sc],
-        attrs["mode"],
-        attrs.get("coordinate_transformation_mode", "half_pixel"),
-        attrs.get("nearest_mode", "round_prefer_floor"),
-        attrs.get("cubic_coeff_a", -0.75),
-        bool(attrs.get("exclude_outside", 0)),
-    )
+    # An attribute the case leaves out is left to the kernel's default, which must be ONNX's.
+    names = {
+        "coordinate_transformation_mode": "coordinate_mode",
+        "nearest_mode": "nearest_mode",
+        "cubic_coeff_a": "cubic_coeff_a",
+        "exclude_outside": "exclude_outside",
+    }
+    given = {names[k]: v for k, v in attrs.items() if k in names}
+    if "exclude_outside" in given:
+        given["exclude_outside"] = bool(given["exclude_outside"])
+    got = resize.resize(x, out_shape, [float(s) for s in sc], attrs["mode"], **given)
     return got, sc
 
 
@@ -82,8 +83,9 @@ def test_cubic_matches_onnxruntime(image, onnx_ort, close, scales, coord, a, exc
 @pytest.mark.parametrize("mode", ["linear", "cubic"])
 def test_n_linear_over_every_axis_matches_onnx_reference(rng, onnx_ref, close, mode):
     # onnxruntime limits linear/cubic to the inner axes; the reference resizes all of them.
+    # No coefficient, coordinate mode or exclude_outside: both sides use their defaults.
     x = rng.standard_normal((3, 4, 5), dtype=np.float32)
-    attrs = dict(mode=mode, coordinate_transformation_mode="half_pixel")
+    attrs = dict(mode=mode)
     got, sc = _run(x, (2.0, 0.5, 1.6), **attrs)
     (expected,) = onnx_ref("Resize", [x, None, sc], attrs, opset=19)
     close(got, expected)
