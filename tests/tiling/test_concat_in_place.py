@@ -1,0 +1,57 @@
+"""A concat whose operands the memory planner writes straight into their slices of its result
+(docs/tiling.md: a concat along the outermost non-unit axis, each operand feeding only the
+concat) holds no operand buffers of its own in the tile search; one whose operand has
+another reader keeps them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+from onnx_models import float_graph, random_init
+
+import npuc
+from npuc.frontends.onnx import import_onnx
+from npuc.graph_io import entry_function
+from npuc.passes.tiling.layers import find_layers
+from npuc.passes.tiling.search import Planner
+from npuc.passes.tiling.working_set import ROLES
+from npuc.registry import DEFAULT_PIPELINE
+from npuc.target import load_target
+
+
+def planner(shared_operand: bool) -> Planner:
+    """x -> two 3x3 convolutions of 8 channels -> concat on channels -> 1x1 convolution;
+    with `shared_operand`, the first convolution's result is also added to the output."""
+    rng = np.random.default_rng(1)
+    nodes = [
+        helper.make_node("Conv", ["x", "wa", "ba"], ["a"], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["x", "wb", "bb"], ["b"], pads=[1, 1, 1, 1]),
+        helper.make_node("Concat", ["a", "b"], ["c"], axis=1),
+        helper.make_node("Conv", ["c", "wc", "bc"], ["d" if shared_operand else "y"]),
+    ]
+    if shared_operand:
+        nodes.append(helper.make_node("Add", ["d", "a"], ["y"]))
+    inits = [
+        random_init(rng, "wa", [8, 4, 3, 3]),
+        random_init(rng, "ba", [8]),
+        random_init(rng, "wb", [8, 4, 3, 3]),
+        random_init(rng, "bb", [8]),
+        random_init(rng, "wc", [8, 16, 1, 1]),
+        random_init(rng, "bc", [8]),
+    ]
+    module = import_onnx(float_graph(nodes, inits, [1, 4, 12, 12], [1, 8, 12, 12]))
+    npuc.apply_pipeline(module, DEFAULT_PIPELINE)
+    func = entry_function(module)
+    return Planner(func, find_layers(func), load_target("mcu-64"), 64 * 1024, 0.5)
+
+
+@pytest.mark.parametrize("shared_operand", [False, True], ids=["in-place", "shared"])
+def test_a_concat_written_in_place_holds_no_operand_buffers(shared_operand):
+    p = planner(shared_operand)
+    (k,) = [i for i, layer in enumerate(p.layers) if layer.op.name.endswith(".concat")]
+    concat = p.layers[k].op
+    assert (concat in p.residency.merged) is not shared_operand
+    terms, *_ = p.model(k, (), 1, 0)
+    views = [t for t in terms if t.role == ROLES["views"]]
+    assert bool(views) is shared_operand
