@@ -55,3 +55,6 @@ def test_a_concat_written_in_place_holds_no_operand_buffers(shared_operand):
     terms, *_ = p.model(k, (), 1, 0)
     views = [t for t in terms if t.role == ROLES["views"]]
     assert bool(views) is shared_operand
+    # a layer that is not split holds its whole result: 16 x 12 x 12 float32
+    (output,) = [t for t in terms if t.role == ROLES["output"]]
+    assert (output.unit, output.h, output.w) == (16 * 12 * 12 * 4, 2, 2)
