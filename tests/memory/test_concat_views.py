@@ -1,0 +1,42 @@
+"""The memory planner writes a concat's operands straight into their slices of its result
+(docs/memory-planning.md): each operand's buffer starts at the concat's offset plus the
+bytes of the operands before it, at any alignment that divides those offsets."""
+
+# ruff: noqa: E501  (IR in strings keeps its one-op-per-line form)
+
+from __future__ import annotations
+
+import pytest
+
+import npuc.api as api
+from npuc.graph_io import entry_function
+
+SOURCE = """
+func.func @main(%x: tensor<2x2x4x4xf32> {nn.name = "x"}) -> (tensor<1x2x4x4xf32> {nn.name = "y"}) {
+  %a = nn.reduce_sum %x {axes = array<i64: 0>, keepdims = true} : (tensor<2x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %b = nn.reduce_max %x {axes = array<i64: 0>, keepdims = true} : (tensor<2x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %t = nn.reduce_min %x {axes = array<i64: 0>, keepdims = true} : (tensor<2x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %c = nn.concat %a, %b, %t {axis = 1 : i64} : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %p, %q = nn.split %c {axis = 1 : i64} : (tensor<1x6x4x4xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x4x4x4xf32>)
+  %s = nn.reduce_sum %q {axes = array<i64: 1>, keepdims = true} : (tensor<1x4x4x4xf32>) -> tensor<1x1x4x4xf32>
+  %y = nn.mul %p, %s : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  func.return %y : tensor<1x2x4x4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("alignment", [1, 16, 64])
+def test_concat_operands_are_written_into_their_slices(alignment):
+    module = api.apply_pipeline(
+        api.parse_mlir(SOURCE), f"plan-memory{{target=mcu-64 alignment={alignment}}}"
+    )
+    ops = {op.name: op for op in entry_function(module).body.block.ops}
+    concat = ops["nn.concat"]
+    whole = concat.attributes["mem.buffer"]
+    at = whole.offset.data
+    for operand in concat.operands:
+        buffer = operand.owner.attributes["mem.buffer"]
+        assert buffer.region.data == whole.region.data
+        assert buffer.offset.data == at, operand.owner.name
+        at += buffer.size.data
+    assert at == whole.offset.data + whole.size.data
