@@ -73,22 +73,20 @@ def verify_resolved(
 def _check_disjoint(roots: Sequence[Buffer], offs: Mapping[str, int], alignment: int) -> None:
     """No two roots live at a common step share a byte: a sweep over start steps keeps the
     live roots' byte ranges (pairwise disjoint so far) sorted by offset, and checks each
-    new root against its neighbours there. O(n log n) plus list moves; every pair of live
-    roots used to be compared, quadratic for long-lived buffers."""
+    new root against its neighbours there: O(n log n) plus list moves, where comparing
+    every pair of live roots is quadratic in long-lived buffers."""
     rs = sorted(roots, key=lambda b: b.start)
     lows: list[int] = []  # live roots by offset: their offsets, ends and positions in rs
     highs: list[int] = []
     which: list[int] = []
-    expiry: list[tuple[int, int, int]] = []  # (end step, offset, position in rs)
+    expiry: list[tuple[int, int]] = []  # (end step, offset) of the live roots
     for j, second in enumerate(rs):
         size = aligned_size(second, alignment)
         if not size:
             continue
         while expiry and expiry[0][0] < second.start:
-            _, low, k = heapq.heappop(expiry)
-            at = bisect.bisect_left(lows, low)
-            while which[at] != k:
-                at += 1
+            _, low = heapq.heappop(expiry)
+            at = bisect.bisect_left(lows, low)  # live roots are disjoint: offsets distinct
             del lows[at], highs[at], which[at]
         low, high = offs[second.name], offs[second.name] + size
         at = bisect.bisect_left(lows, low)
@@ -105,7 +103,7 @@ def _check_disjoint(roots: Sequence[Buffer], offs: Mapping[str, int], alignment:
         lows.insert(at, low)
         highs.insert(at, high)
         which.insert(at, j)
-        heapq.heappush(expiry, (second.end, low, j))
+        heapq.heappush(expiry, (second.end, low))
 
 
 @dataclass(frozen=True)
