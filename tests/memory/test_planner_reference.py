@@ -878,3 +878,17 @@ def test_the_report_plans_up_to_seven_roots_exhaustively():
             searched += 1
             assert report.method.endswith("+improve(exhaustive)")
     assert searched >= 5
+
+
+def test_eight_roots_are_searched_by_hill_climbing():
+    """The limit is 7 (docs/memory-planning.md): with 8 roots the search climbs instead of
+    trying all 40320 orders."""
+    rng = random.Random(18)
+    searched = 0
+    for _ in range(300):
+        bufs = random_roots(rng, 8, mixed=False)
+        placement = plan(bufs, 16, max_iterations=50)
+        if "+improve" in placement.method:
+            searched += 1
+            assert not placement.method.endswith("(exhaustive)"), placement.method
+    assert searched >= 5
