@@ -45,6 +45,8 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -158,34 +160,10 @@ def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]
     return spans
 
 
-def run_mutant(mutant: Mutant, tests: list[str], timeout: float) -> None:
-    from cosmic_ray.mutating import use_mutation
-    from cosmic_ray.plugins import get_operator
-
-    path = TREE / mutant.module
-    original = path.read_text()
-    start = time.perf_counter()
-    operator = get_operator(mutant.operator)()
-    with use_mutation(path, operator, mutant.occurrence) as (_, mutated):
-        if mutated is None:
-            mutant.outcome = "incompetent"
-            return
-        text = mutated.decode() if isinstance(mutated, bytes) else mutated
-        mutant.diff = _diff(original, text, mutant.module)
-        try:
-            command = pytest_command("-x", "--no-header", "-W", "ignore", *tests)
-            done = run_group(command, environment(), timeout)
-            mutant.outcome = "survived" if done.returncode == 0 else "killed"
-            mutant.output = done.stdout[-1500:]
-        except subprocess.TimeoutExpired:
-            mutant.outcome = "killed"
-            mutant.output = "timeout"
-    assert path.read_text() == original, f"{mutant.module} was not restored"
-    mutant.seconds = time.perf_counter() - start
-
-
-def diff_only(mutant: Mutant) -> None:
-    """Record the mutant's diff without running anything (an outcome taken from a log)."""
+@contextmanager
+def applied(mutant: Mutant) -> Iterator[bool]:
+    """The mutant written into its module (its diff recorded) while the block runs, the
+    module restored after; False if cosmic-ray cannot apply it."""
     from cosmic_ray.mutating import use_mutation
     from cosmic_ray.plugins import get_operator
 
@@ -195,7 +173,25 @@ def diff_only(mutant: Mutant) -> None:
         if mutated is not None:
             text = mutated.decode() if isinstance(mutated, bytes) else mutated
             mutant.diff = _diff(original, text, mutant.module)
+        yield mutated is not None
     assert path.read_text() == original, f"{mutant.module} was not restored"
+
+
+def run_mutant(mutant: Mutant, tests: list[str], timeout: float) -> None:
+    start = time.perf_counter()
+    with applied(mutant) as competent:
+        if not competent:
+            mutant.outcome = "incompetent"
+            return
+        try:
+            command = pytest_command("-x", "--no-header", "-W", "ignore", *tests)
+            done = run_group(command, environment(), timeout)
+            mutant.outcome = "survived" if done.returncode == 0 else "killed"
+            mutant.output = done.stdout[-1500:]
+        except subprocess.TimeoutExpired:
+            mutant.outcome = "killed"
+            mutant.output = "timeout"
+    mutant.seconds = time.perf_counter() - start
 
 
 LOGGED = re.compile(
@@ -363,7 +359,8 @@ def main(argv: list[str] | None = None) -> int:
             compiled = COMPILED_TESTS.get(mutant.module) if not args.tests else None
             if mutant.key() in resumed:
                 mutant.outcome, mutant.tests, mutant.seconds = resumed[mutant.key()]
-                diff_only(mutant)
+                with applied(mutant):  # for its diff in the report: nothing runs
+                    pass
                 if tests and not compiled:
                     rng.sample(tests, min(args.max_tests, len(tests)))  # the draw it made
             elif compiled:
