@@ -20,14 +20,14 @@ from npuc.registry import DEFAULT_PIPELINE
 from npuc.target import load_target
 
 
-def planner(shared_operand: bool) -> Planner:
-    """x -> two 3x3 convolutions of 8 channels -> concat on channels -> 1x1 convolution;
+def planner(shared_operand: bool, axis: int = 1) -> Planner:
+    """x -> two 3x3 convolutions of 8 channels -> concat on `axis` -> 1x1 convolution;
     with `shared_operand`, the first convolution's result is also added to the output."""
     rng = np.random.default_rng(1)
     nodes = [
         helper.make_node("Conv", ["x", "wa", "ba"], ["a"], pads=[1, 1, 1, 1]),
         helper.make_node("Conv", ["x", "wb", "bb"], ["b"], pads=[1, 1, 1, 1]),
-        helper.make_node("Concat", ["a", "b"], ["c"], axis=1),
+        helper.make_node("Concat", ["a", "b"], ["c"], axis=axis),
         helper.make_node("Conv", ["c", "wc", "bc"], ["d" if shared_operand else "y"]),
     ]
     if shared_operand:
@@ -37,10 +37,11 @@ def planner(shared_operand: bool) -> Planner:
         random_init(rng, "ba", [8]),
         random_init(rng, "wb", [8, 4, 3, 3]),
         random_init(rng, "bb", [8]),
-        random_init(rng, "wc", [8, 16, 1, 1]),
+        random_init(rng, "wc", [8, 16 if axis == 1 else 8, 1, 1]),
         random_init(rng, "bc", [8]),
     ]
-    module = import_onnx(float_graph(nodes, inits, [1, 4, 12, 12], [1, 8, 12, 12]))
+    out = [1, 8, 24 if axis == 2 else 12, 12]
+    module = import_onnx(float_graph(nodes, inits, [1, 4, 12, 12], out))
     npuc.apply_pipeline(module, DEFAULT_PIPELINE)
     func = entry_function(module)
     return Planner(func, find_layers(func), load_target("mcu-64"), 64 * 1024, 0.5)
@@ -58,3 +59,12 @@ def test_a_concat_written_in_place_holds_no_operand_buffers(shared_operand):
     # a layer that is not split holds its whole result: 16 x 12 x 12 float32
     (output,) = [t for t in terms if t.role == ROLES["output"]]
     assert (output.unit, output.h, output.w) == (16 * 12 * 12 * 4, 2, 2)
+
+
+def test_a_concat_along_an_inner_axis_is_not_written_in_place():
+    # along H (N and C before it), each operand's bytes are rows spread over its channels
+    p = planner(shared_operand=False, axis=2)
+    (k,) = [i for i, layer in enumerate(p.layers) if layer.op.name.endswith(".concat")]
+    assert p.layers[k].op not in p.residency.merged
+    terms, *_ = p.model(k, (), 1, 0)
+    assert [t for t in terms if t.role == ROLES["views"]]

@@ -9,7 +9,9 @@ from xdsl.dialects.builtin import FunctionType, TensorType, f32, i32
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region
 
+from npuc.graph_io import entry_function
 from npuc.passes.tiling.layers import Kind, find_layers
+from npuc.pipeline import parse_mlir
 
 
 def test_ops_without_a_rule_are_whole_layers() -> None:
@@ -26,3 +28,30 @@ def test_ops_without_a_rule_are_whole_layers() -> None:
     assert [layer.op for layer in layers] == [scalar, pair, sink, same]
     assert all(layer.kind is Kind.WHOLE for layer in layers)
     assert [layer.activations for layer in layers] == [(0,), (0,), (0, 1), (0,)]
+
+
+def _dequantize_kind(axis: int) -> Kind:
+    """The kind of a dequantize whose NCHW input is quantized per axis `axis`."""
+    sizes = [1, 2, 3, 4]
+    scales = ", ".join(["0.5"] * sizes[axis])
+    text = f"""
+func.func @main(%x: tensor<1x2x3x4x!qnn.uniform<i8:f32:{axis}, {{{scales}}}>>)
+    -> tensor<1x2x3x4xf32> {{
+  %y = qnn.dequantize %x : (tensor<1x2x3x4x!qnn.uniform<i8:f32:{axis}, {{{scales}}}>>)
+      -> tensor<1x2x3x4xf32>
+  func.return %y : tensor<1x2x3x4xf32>
+}}
+"""
+    [layer] = find_layers(entry_function(parse_mlir(text)))
+    return layer.kind
+
+
+def test_per_axis_types_tile_unless_quantized_along_h_or_w() -> None:
+    # Tiles split H and W: a type quantized per batch or channel keeps its scales in every
+    # tile, one quantized per row or column would need its scales sliced.
+    assert [_dequantize_kind(axis) for axis in range(4)] == [
+        Kind.ELEMENTWISE,
+        Kind.ELEMENTWISE,
+        Kind.WHOLE,
+        Kind.WHOLE,
+    ]

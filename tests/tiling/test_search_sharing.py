@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import ModuleOp
 import npuc
 from npuc.graph_io import entry_function
 from npuc.passes.tiling.layers import find_layers
-from npuc.passes.tiling.search import Planner
+from npuc.passes.tiling.search import CHANNEL_PARTS, Planner
 from npuc.target import load_target
 
 TARGET = "mcu-64"
@@ -103,3 +103,44 @@ def test_equal_layers_alone_reuse_one_option_list(skip: ModuleOp):
     for k in convs:
         fresh = planner(skip).options(k, k)
         assert fresh and options[k] == fresh, k
+
+
+def test_a_channel_part_model_is_its_own_whatever_was_computed_before(chain: ModuleOp):
+    # Parts share a model by their channel counts: (0, 3) of 3 parts and (1, 2) of 8 parts
+    # must not meet under one key because their bounds add up alike.
+    shared = planner(chain)
+    k, parts = 0, [c for c in CHANNEL_PARTS if c <= shared.layers[0].channel_units]
+    assert parts == [1, 2, 3, 4, 6, 8]
+    linked = shared.linked(k, k)
+    keys = [(c, p) for c in parts for p in range(c)]
+    seen = {key: shared.model(k, linked, *key) for key in keys}
+    for key in reversed(keys):
+        assert seen[key] == planner(chain).model(k, linked, *key), key
+
+
+@pytest.fixture(scope="module")
+def widening(tmp_path_factory: pytest.TempPathFactory) -> ModuleOp:
+    """int8 3x3 convolutions 8 -> 8 -> 16 channels on 24 x 24: the second one's halves
+    have the tile model of the whole first one."""
+    rng = np.random.default_rng(7)
+    inits = [random_init(rng, "w0", [8, 8, 3, 3]), random_init(rng, "b0", [8])]
+    inits += [random_init(rng, "w1", [16, 8, 3, 3]), random_init(rng, "b1", [16])]
+    attrs = {"pads": [1] * 4, "strides": [1, 1]}
+    nodes = [
+        helper.make_node("Conv", ["x", "w0", "b0"], ["t"], name="c0", **attrs),
+        helper.make_node("Conv", ["t", "w1", "b1"], ["y"], name="c1", **attrs),
+    ]
+    path = Path(tmp_path_factory.mktemp("widening")) / "widening.onnx"
+    onnx.save(float_graph(nodes, inits, [1, 8, 24, 24], [1, 16, 24, 24]), path)
+    return quantize_float(npuc.load_model(path))
+
+
+def test_a_whole_layer_and_a_channel_part_of_one_model_keep_their_own_tiles(
+    widening: ModuleOp,
+):
+    # One model, but a tile of a channel part holds its input for the other parts too.
+    shared = planner(widening)
+    first = shared.options(0, 0)
+    assert shared.part_models(1, (), 2)[0] == shared.part_models(0, (), 1)[0]
+    assert first == planner(widening).options(0, 0)
+    assert shared.options(1, 1) == planner(widening).options(1, 1)
