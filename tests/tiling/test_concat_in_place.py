@@ -68,3 +68,46 @@ def test_a_concat_along_an_inner_axis_is_not_written_in_place():
     assert p.layers[k].op not in p.residency.merged
     terms, *_ = p.model(k, (), 1, 0)
     assert [t for t in terms if t.role == ROLES["views"]]
+
+
+def _concat_planner(inputs: list[str]) -> Planner:
+    """x -> a 3x3 convolution `a` and a 1x1 convolution `b` of 8 channels -> concat of
+    `inputs` (of x, a, b) on channels -> a 1x1 convolution."""
+    rng = np.random.default_rng(2)
+    nodes = [
+        helper.make_node("Conv", ["x", "wa", "ba"], ["a"], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["x", "wb", "bb"], ["b"]),
+        helper.make_node("Concat", inputs, ["c"], axis=1),
+        helper.make_node("Conv", ["c", "wc", "bc"], ["y"]),
+    ]
+    channels = sum(4 if name == "x" else 8 for name in inputs)
+    inits = [
+        random_init(rng, "wa", [8, 4, 3, 3]),
+        random_init(rng, "ba", [8]),
+        random_init(rng, "wb", [8, 4, 1, 1]),
+        random_init(rng, "bb", [8]),
+        random_init(rng, "wc", [8, channels, 1, 1]),
+        random_init(rng, "bc", [8]),
+    ]
+    if "b" not in inputs:  # b still feeds the output
+        nodes[-1] = helper.make_node("Conv", ["c", "wc", "bc"], ["d"])
+        nodes.append(helper.make_node("Add", ["d", "b"], ["y"]))
+    module = import_onnx(float_graph(nodes, inits, [1, 4, 12, 12], [1, 8, 12, 12]))
+    npuc.apply_pipeline(module, DEFAULT_PIPELINE)
+    func = entry_function(module)
+    return Planner(func, find_layers(func), load_target("mcu-64"), 64 * 1024, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "in_place"),
+    [
+        (["a", "b"], True),
+        (["a", "a"], False),  # one tensor in two slices
+        (["x", "a"], False),  # the model's input is not written by a layer of the run
+    ],
+    ids=["two-layers", "repeated", "model-input"],
+)
+def test_only_concats_of_distinct_layer_results_are_written_in_place(inputs, in_place):
+    p = _concat_planner(inputs)
+    (concat,) = [layer.op for layer in p.layers if layer.op.name.endswith(".concat")]
+    assert (concat in p.residency.merged) is in_place
