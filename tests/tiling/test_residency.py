@@ -1,0 +1,78 @@
+"""The bytes of whole tensors the tile search counts in SRAM while a run of layers
+executes (`Residency`): each tensor from its producer to its last reader, the model's
+outputs to the end, the links inside a cascade not at all."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from compile_helpers import quantize_float
+from onnx import helper
+from onnx_models import float_graph, random_init
+from shared_models import MBV2
+
+import npuc
+from npuc.graph_io import entry_function
+from npuc.passes.tiling.layers import find_layers
+from npuc.passes.tiling.search import Planner
+from npuc.registry import DEFAULT_PIPELINE
+from npuc.target import load_target
+
+MAP = 8 * 24 * 24  # one int8 map of the skip block, a multiple of the 64-byte alignment
+
+
+def _planner(module, target: str = "mcu-64") -> Planner:
+    func = entry_function(module)
+    return Planner(func, find_layers(func), load_target(target), 256 * 1024, 0.5)
+
+
+@pytest.fixture(scope="module")
+def skip(tmp_path_factory: pytest.TempPathFactory) -> Planner:
+    """x -> four int8 3x3 convolutions of 8 channels on 24 x 24 -> + x."""
+    rng = np.random.default_rng(5)
+    nodes, inits, x = [], [], "x"
+    for k in range(4):
+        inits += [random_init(rng, f"w{k}", [8, 8, 3, 3]), random_init(rng, f"b{k}", [8])]
+        nodes.append(helper.make_node("Conv", [x, f"w{k}", f"b{k}"], [f"t{k}"], pads=[1] * 4))
+        x = f"t{k}"
+    nodes.append(helper.make_node("Add", ["x", x], ["y"]))
+    path = Path(tmp_path_factory.mktemp("skip")) / "skip.onnx"
+    onnx.save(float_graph(nodes, inits, [1, 8, 24, 24], [1, 8, 24, 24]), path)
+    return _planner(quantize_float(npuc.load_model(path)))
+
+
+def test_a_layer_alone_holds_its_inputs_its_result_and_what_is_read_later(skip: Planner):
+    # weights are in flash (mcu-64): only maps count; x stays for the final add
+    assert skip.residency.static == 0
+    assert [skip.resident(k, k) for k in range(5)] == [2 * MAP, 3 * MAP, 3 * MAP, 3 * MAP, 3 * MAP]
+
+
+def test_a_cascade_holds_no_links(skip: Planner):
+    # conv1 .. conv3 as one cascade: t1 and t2 exist only as tiles
+    assert skip.linked(2, 1) == (0,) and skip.linked(3, 1) == (0,)
+    assert skip.resident(1, 3) == 3 * MAP  # x, t0, t3
+    assert skip.resident(0, 4) == 2 * MAP  # x and y
+
+
+def test_prefix_sums_equal_the_live_tensors_on_mobilenet_v2():
+    module = npuc.load_model(MBV2)
+    npuc.apply_pipeline(module, DEFAULT_PIPELINE)
+    planner = _planner(module, "ethos-u55-256-hee")
+    residency, ops = planner.residency, [layer.op for layer in planner.layers]
+    produced = [r for op in ops for r in op.results]
+    rng = random.Random(0)
+    checked = 0
+    for last in range(len(ops)):
+        for first in range(max(0, last - 4), last + 1):
+            inside = [r for op in ops[first:last] for r in op.results]
+            links = set(rng.sample(inside, rng.randint(0, len(inside))))
+            links.add(rng.choice(produced))  # and now and then one from outside the run
+            whole = residency.live(ops[first], ops[last], links)
+            expected = residency.static + sum(size for _, size in whole)
+            assert residency.resident(ops[first], ops[last], links) == expected, (first, last)
+            checked += 1
+    assert checked > 200
