@@ -1,0 +1,132 @@
+"""The tile search's two dynamic programs against brute force over every partition of a
+small model into groups: the lowest reachable peak P* (size mode: over every cascade the
+layers allow), and the fastest plan within the threshold over the runs the search weighed."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from compile_helpers import quantize_float
+from onnx import helper
+from onnx_models import float_graph, random_init
+from xdsl.dialects.func import FuncOp
+
+import npuc
+from npuc.graph_io import entry_function
+from npuc.passes.tiling.layers import find_layers
+from npuc.passes.tiling.search import NEVER, TILE_CHARGE, Estimate, Planner
+from npuc.target import load_target
+
+LONGEST = 12  # layers per cascade (docs/tiling.md, "Auto mode")
+
+
+def _save(tmp: Path, nodes, inits, out_channels: int) -> FuncOp:
+    path = tmp / "model.onnx"
+    onnx.save(float_graph(nodes, inits, [1, 4, 32, 32], [1, out_channels, 32, 32]), path)
+    return entry_function(quantize_float(npuc.load_model(path)))
+
+
+@pytest.fixture(scope="module", params=["alternating", "skip"])
+def model(request, tmp_path_factory: pytest.TempPathFactory) -> FuncOp:
+    """Eight 3x3 convolutions on 32 x 32 of 4 and 16 channels in turn; or five with the
+    input added to the last one's result (a tensor live across every layer)."""
+    rng = np.random.default_rng(13)
+    nodes, inits, x = [], [], "x"
+    count = 8 if request.param == "alternating" else 5
+    for k in range(count):
+        c_in = 4 if k % 2 == 0 else 16
+        c_out = 4 if k % 2 == 1 or k == count - 1 else 16
+        inits += [random_init(rng, f"w{k}", [c_out, c_in, 3, 3])]
+        inits += [random_init(rng, f"b{k}", [c_out])]
+        nodes.append(helper.make_node("Conv", [x, f"w{k}", f"b{k}"], [f"t{k}"], pads=[1] * 4))
+        x = f"t{k}"
+    if request.param == "skip":
+        nodes.append(helper.make_node("Add", ["x", x], ["y"]))
+    else:
+        nodes[-1].output[0] = "y"
+    tmp = Path(tmp_path_factory.mktemp(request.param))
+    return _save(tmp, nodes, inits, 4)
+
+
+def _planner(func: FuncOp) -> Planner:
+    return Planner(func, find_layers(func), load_target("mcu-64"), 12 * 1024, 0.5)
+
+
+def _best(
+    n: int, runs: dict[tuple[int, int], list[Estimate]], score: Callable, join: Callable, empty
+):
+    """The best (least) score of a partition of layers 0..n-1 into the given runs: `score`
+    of a run's options, `join` of a run's score and the rest's, `empty` of no layers; None
+    where no partition exists."""
+
+    @functools.cache
+    def best(a: int):
+        if a == n:
+            return empty
+        found = None
+        for b in range(a, n):
+            options = runs.get((a, b))
+            rest = best(b + 1)
+            if not options or rest is None:
+                continue
+            value = join(score(options), rest)
+            if found is None or value < found:
+                found = value
+        return found
+
+    return best(0)
+
+
+def test_lowest_peak_is_the_best_over_every_partition(model: FuncOp):
+    planner = _planner(model)
+    n = len(planner.layers)
+    fresh = _planner(model)
+    runs = {
+        (a, b): fresh._feasible(a, b)
+        for b in range(n)
+        for a in range(max(0, b - LONGEST + 1), b + 1)
+        if all(fresh.joins(k, b) for k in range(a, b))
+    }
+    assert any(a < b for a, b in runs)
+    worst = _best(n, runs, lambda options: min(e.peak for e in options), max, 0)
+    _, best_peak = planner.plan("size")
+    assert best_peak == max(worst, planner.residency.floor())
+
+
+@pytest.mark.parametrize("optimise", ["size", "performance"])
+def test_the_plan_is_the_fastest_within_its_threshold(model: FuncOp, optimise: str):
+    planner = _planner(model)
+    groups, best_peak = planner.plan(optimise)
+    threshold = planner._threshold(optimise, best_peak)
+    fresh = _planner(model)
+    n = len(planner.layers)
+    weighed = {(k, k) for k in range(n)} | planner._added
+    runs = {}
+    for a, b in weighed:
+        allowed = [e for e in fresh._feasible(a, b) if e.peak <= threshold]
+        runs[(a, b)] = allowed
+
+    def cost(options):
+        e = min(options, key=lambda e: (e.cycles + TILE_CHARGE * e.tiles, e.tiles))
+        return (e.cycles + TILE_CHARGE * e.tiles, e.tiles)
+
+    def add(x, rest):
+        return (x[0] + rest[0], x[1] + rest[1])
+
+    best = _best(n, runs, cost, add, (0, 0))
+    assert best is not None and best[0] < NEVER
+    chosen = (
+        sum(g.estimate.cycles + TILE_CHARGE * g.estimate.tiles for g in groups),
+        sum(g.estimate.tiles for g in groups),
+    )
+    assert chosen == best
+    assert all(g.estimate.peak <= threshold for g in groups)
+    assert [(g.first, g.last) for g in groups] == sorted((g.first, g.last) for g in groups)
+    assert groups[0].first == 0 and groups[-1].last == n - 1
+    assert all(x.last + 1 == y.first for x, y in itertools.pairwise(groups))
