@@ -18,11 +18,12 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import ReturnOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
-from npuc.api import load_model
+from npuc.api import load_model, make_context
 from npuc.dialects.tile import LAYER_ATTR
 from npuc.graph_io import entry_function
 from npuc.passes.tile import TilePass, TilingPlan, tile_module
 from npuc.passes.tiling.layers import Graph, find_layers
+from npuc.pipeline import parse_mlir
 from npuc.runtime.qnn_interpreter import random_inputs, run_module
 from npuc.target import load_target
 
@@ -203,3 +204,24 @@ def test_rolling_cascades_on_mobilenet_stay_within_the_estimate_and_are_bit_exac
     want, got = run_module(mbv2, feeds), run_module(module, feeds)
     for name in want:
         np.testing.assert_array_equal(got[name], want[name])
+
+
+ELEMENTWISE_PAIR = """
+func.func @main(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  %a = nn.relu %x {name = "a"} : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  %b = nn.sigmoid %a {name = "b"} : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  func.return %b : tensor<1x4x8x8xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("manual", ["(0,1,1,1)", "(0,1,2,1)", "(0,0,1);(1,1,1)"])
+def test_every_op_of_a_group_carries_its_layer(manual: str):
+    # docs/tiling.md, "Grouping": each op made for layer k carries tile.layer = k, in a
+    # cascade of one tile too (nothing else to do there: no DMA, no transpose)
+    module = parse_mlir(ELEMENTWISE_PAIR)
+    TilePass(target="mcu-64", manual=manual).apply(make_context(), module)
+    ops = [op for op in entry_function(module).body.block.ops if op.name.startswith("nn.")]
+    assert {op.name for op in ops} == {"nn.relu", "nn.sigmoid"}
+    for op in ops:
+        assert op.attributes[LAYER_ATTR].value.data == (0 if op.name == "nn.relu" else 1), op
