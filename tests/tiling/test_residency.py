@@ -76,3 +76,25 @@ def test_prefix_sums_equal_the_live_tensors_on_mobilenet_v2():
             assert residency.resident(ops[first], ops[last], links) == expected, (first, last)
             checked += 1
     assert checked > 200
+
+
+@pytest.fixture(scope="module")
+def residual(tmp_path_factory: pytest.TempPathFactory) -> Planner:
+    """x -> conv0 -> conv1 -> conv2, + conv0's result: int8, 8 channels on 24 x 24."""
+    rng = np.random.default_rng(6)
+    nodes, inits = [], []
+    for k, source in enumerate(["x", "t0", "t1"]):
+        inits += [random_init(rng, f"w{k}", [8, 8, 3, 3]), random_init(rng, f"b{k}", [8])]
+        nodes.append(helper.make_node("Conv", [source, f"w{k}", f"b{k}"], [f"t{k}"], pads=[1] * 4))
+    nodes.append(helper.make_node("Add", ["t0", "t2"], ["y"]))
+    path = Path(tmp_path_factory.mktemp("residual")) / "residual.onnx"
+    onnx.save(float_graph(nodes, inits, [1, 8, 24, 24], [1, 8, 24, 24]), path)
+    return _planner(quantize_float(npuc.load_model(path)))
+
+
+def test_tiles_read_later_stay_live_across_the_layers_between(residual: Planner):
+    assert [layer.op.name for layer in residual.layers] == ["qnn.conv2d"] * 3 + ["qnn.add"]
+    # in the sub-graph 0..3, conv0's tile waits for the add while conv2 runs (conv1 reads it)
+    assert all(residual.joins(k, 3) for k in range(3))
+    assert residual.crossing(0, 3) == [(), (), (0,), ()]
+    assert residual.crossing(1, 3) is None  # a chain (conv0's result is whole): none wait
