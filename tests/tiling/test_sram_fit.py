@@ -30,9 +30,12 @@ from npuc.graph_io import entry_function
 from npuc.passes.lower_to_npu import program_of
 from npuc.passes.memory.ir import read_plan
 from npuc.passes.tile import TilePass, plan_tiling
+from npuc.passes.tiling.layers import find_layers
+from npuc.passes.tiling.search import Planner
 from npuc.runtime.executor import Executor
 from npuc.runtime.loader import load
 from npuc.runtime.qnn_interpreter import random_inputs, run_module
+from npuc.target import load_target
 
 TARGETS = Path(__file__).resolve().parents[2] / "targets"
 
@@ -230,6 +233,24 @@ def test_float_ops_between_quantized_layers_are_tiled(tmp_path: Path, text: str)
     for op in entry_function(tiled).body.block.ops:
         if op.name.startswith("tile."):
             assert not isinstance(op.results[0].type.element_type, Float32Type), op
+
+
+def test_only_runs_with_int8_bounds_get_tiles():
+    """`Planner.host_copies`: a run that would slice a float tensor made outside it, or
+    assemble a float result, keeps one tile (each float slice or insert is a host copy of
+    the whole tensor)."""
+    func = entry_function(npuc.parse_mlir(FLOAT_SOFTMAX))
+    planner = Planner(func, find_layers(func), load_target("mcu-64"), 64 * 1024, 0.5)
+    assert planner.float_islands
+    tiled = {
+        (first, last): max(e.tiles for e in planner.options(first, last))
+        for last in range(3)
+        for first in range(last + 1)
+    }
+    # dequantize .. quantize starts and ends at int8 tensors; every other run reads the
+    # float map from outside (1..2, 2..2) or leaves one as its result (0..0, 0..1, 1..1)
+    assert tiled.pop((0, 2)) > 1
+    assert tiled == dict.fromkeys(tiled, 1)
 
 
 def test_slices_of_resident_tensors_are_read_in_place(tmp_path: Path):
