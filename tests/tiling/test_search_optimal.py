@@ -20,7 +20,7 @@ from xdsl.dialects.func import FuncOp
 import npuc
 from npuc.graph_io import entry_function
 from npuc.passes.tiling.layers import find_layers
-from npuc.passes.tiling.search import NEVER, TILE_CHARGE, Estimate, Planner
+from npuc.passes.tiling.search import NEVER, TILE_CHARGE, Estimate, Planner, fastest
 from npuc.target import load_target
 
 LONGEST = 12  # layers per cascade (docs/tiling.md, "Auto mode")
@@ -130,3 +130,16 @@ def test_the_plan_is_the_fastest_within_its_threshold(model: FuncOp, optimise: s
     assert [(g.first, g.last) for g in groups] == sorted((g.first, g.last) for g in groups)
     assert groups[0].first == 0 and groups[-1].last == n - 1
     assert all(x.last + 1 == y.first for x, y in itertools.pairwise(groups))
+
+
+def test_ties_go_to_fewer_tiles_then_h_before_w_before_channels():
+    # docs/tiling.md, "Auto mode": equal charged cycles, then the order below
+    def option(parts: tuple[int, int, int], cycles: int) -> Estimate:
+        return Estimate(parts, peak=0, working_set=0, cycles=cycles, overlap=0.0, resident=0)
+
+    charge = TILE_CHARGE * 4
+    same = [option(p, 1000) for p in [(1, 4, 1), (2, 1, 2), (2, 2, 1), (4, 1, 1)]]
+    assert fastest(same).parts == (4, 1, 1)
+    assert fastest(same[:3]).parts == (2, 2, 1)
+    assert fastest([*same, option((1, 1, 1), 1000 + charge - TILE_CHARGE)]).parts == (1, 1, 1)
+    assert fastest([*same, option((1, 1, 1), 1000 + charge - TILE_CHARGE + 1)]).parts == (4, 1, 1)
