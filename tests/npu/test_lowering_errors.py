@@ -28,3 +28,32 @@ def test_users_of_a_failed_op_are_skipped(parse):
         "lower-to-npu: 1 op(s) cannot be lowered:\n"
         "  'qnn.global_max_pool' (layer 'pool'): pooling needs NCHW tensors, got rank 3"
     )
+
+
+Q5 = "tensor<2x3x4x5x6x!qnn.uniform<i8:f32, 0.1>>"
+
+
+def scattered_reduce(axes: str, kept: str) -> str:
+    out = f"tensor<{kept}x!qnn.uniform<i8:f32, 0.1>>"
+    return f"""
+func.func @main(%x: {Q5} {{nn.name = "x"}}) -> ({out} {{nn.name = "y"}}) {{
+  %m = qnn.reduce_max %x {{axes = array<i64: {axes}>, name = "max"}} : ({Q5}) -> {out}
+  func.return %m : {out}
+}}
+"""
+
+
+# Axes 0, 2, 4 of 2x3x4x5x6 (strides 360, 30, 1) merge into no fewer than three
+# dimensions, one more than a pooling window's outer (N, C) or inner (H, W) view has.
+@pytest.mark.parametrize(
+    ("axes", "kept"), [("1, 3", "2x1x4x1x6"), ("0, 2, 4", "1x3x1x5x1")], ids=["outer", "window"]
+)
+def test_a_reduction_over_scattered_axes_is_refused(parse, axes: str, kept: str):
+    module = parse(scattered_reduce(axes, kept))
+    npuc.apply_pipeline(module, "plan-memory{target=mcu-64}")
+    with pytest.raises(NpucError) as e:
+        npuc.apply_pipeline(module, "lower-to-npu")
+    assert e.value.message == (
+        "lower-to-npu: 1 op(s) cannot be lowered:\n"
+        "  'qnn.reduce_max' (layer 'max'): these axes have no strided view as a pooling window"
+    )
