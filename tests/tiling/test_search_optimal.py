@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -143,3 +144,24 @@ def test_ties_go_to_fewer_tiles_then_h_before_w_before_channels():
     assert fastest(same[:3]).parts == (2, 2, 1)
     assert fastest([*same, option((1, 1, 1), 1000 + charge - TILE_CHARGE)]).parts == (1, 1, 1)
     assert fastest([*same, option((1, 1, 1), 1000 + charge - TILE_CHARGE + 1)]).parts == (4, 1, 1)
+
+
+PARTS = [(1, 1, 1), (2, 1, 1), (1, 2, 1), (2, 2, 1), (1, 1, 2), (3, 2, 2)]
+
+
+@pytest.mark.parametrize("parts", PARTS)
+def test_a_layer_estimate_adds_its_cycles_as_documented(model: FuncOp, parts):
+    # docs/tiling.md, "Cost model": DMA done once first; one tile adds DMA and compute;
+    # more overlap them: once + first tile's DMA + max(compute, rest of the DMA), the
+    # first tile's activation DMA being its share (1 / tiles) of the whole
+    planner = Planner(model, find_layers(model), load_target("mid-256"), 1 << 20, 0.5)
+    v = planner.layer_values(0, 0, 0, parts, False)
+    compute, activations, streamed, first, once = v[4], v[5], v[6], v[7], v[8]
+    assert activations > 0 and once + streamed > 0  # mid-256: input and weights in DRAM
+    tiles = parts[0] * parts[1] * parts[2]
+    if tiles == 1:
+        want = once + compute + streamed + activations
+    else:
+        first_tile = first + activations / tiles
+        want = once + first_tile + max(compute, streamed + activations - first_tile)
+    assert planner.evaluate(0, 0, parts, False).cycles == math.ceil(want)
