@@ -2,8 +2,9 @@
 
 `Planner.evaluate` estimates one group with given parts (peak SRAM, largest tile
 working set, cycles, halo overlap); `Planner.plan` chooses groups and parts for the
-whole function. Groups are contiguous runs of layers; a run of more than one layer
-must be a single-consumer chain. The choice is exact for the model, by dynamic
+whole function. Groups are contiguous runs of layers; in a run of more than one layer
+every result but the last is read only by later layers of the run (a chain, or a
+sub-graph). The choice is exact for the model, by dynamic
 programming over the runs:
 
 1. the lowest peak SRAM reachable, `P*` (min over plans of the max over groups);
@@ -13,30 +14,28 @@ programming over the runs:
 
 Options per group: every distinct stripe count along H (and W, up to 16 parts) for
 cascades within the overlap limit; for single layers, H stripes with up to 16
-output-channel parts, and W parts of single rows. Ties (estimates within CYCLES_TIE
-of the fastest) go to fewer tiles, then
-to H before W before channels. Deterministic.
+output-channel parts, and W parts of single rows. Each tile is charged
+TILE_CHARGE cycles; ties go to fewer tiles, then to H before W before channels.
+Deterministic. Residency (residency.py) gives the whole tensors every group holds.
 """
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from xdsl.dialects.builtin import IntegerAttr, TensorType
-from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import SSAValue
 
 from npuc.progress import progress
 from npuc.target import Target
 
 from .cost import group_cycles, mac_factor, transfer_cycles
-from .layers import CONSTANT_OPS, Graph, Kind, Layer, float_value, nbytes, shape
+from .layers import Graph, Kind, Layer, float_value
+from .residency import NEVER, Residency
 from .rolling import Roll, RollingBytes, Summary, rolling_bytes, rolling_spans, summarise
 from .working_set import (
     ROLES,
@@ -62,7 +61,6 @@ OVER_LIMIT_SLACK = 1 / 32  # performance mode, when even the lowest peak is over
 TILE_CHARGE = 16
 MAX_STRIPE_FOR_COLUMNS = 10  # cascades split along W only with stripes this thin (rows)
 CHANNEL_PARTS = (1, 2, 3, 4, 6, 8, 12, 16)
-NEVER = 1 << 62
 
 
 @dataclass(frozen=True)
@@ -101,107 +99,6 @@ TileModel = tuple[tuple[Term, ...], int, int]
 Runs = dict[int, list[tuple[int, list[Estimate], bool]]]
 
 
-class Residency:
-    """Bytes of whole tensors in the arena while a run of layers executes.
-
-    A tensor is live from its producer to its last user (a folded transpose counts as its
-    consumer, a reshape shares its input's bytes); outputs live to the end. Links inside
-    a cascade never exist whole.
-    """
-
-    def __init__(self, func: FuncOp, layers: Sequence[Layer], memories: Memories):
-        block = func.body.block
-        self.pos = {op: i for i, op in enumerate(block.ops)}
-        folded = {t: layer.op for layer in layers for t in layer.transposes.values()}
-        root: dict[SSAValue, SSAValue] = {}
-        live: dict[SSAValue, list[int]] = {}
-        for arg in block.args:
-            root[arg] = arg
-            live[arg] = [-1, -1]
-        for op in block.ops:
-            for r in op.results:
-                if op.name.endswith(".reshape"):
-                    root[r] = root.get(op.operands[0], op.operands[0])
-                elif not isinstance(op, CONSTANT_OPS) and op not in folded:
-                    root[r] = r
-                    live[r] = [self.pos[op], self.pos[op]]
-        for value, base in root.items():
-            if base not in live:
-                continue
-            for use in value.uses:
-                user = use.operation
-                end = NEVER if isinstance(user, ReturnOp) else self.pos[folded.get(user, user)]
-                live[base][1] = max(live[base][1], end)
-        self.merged: set[Operation] = set()  # concats whose operands are written into them
-        for op in block.ops:
-            if (
-                op.name.endswith(".concat")
-                and op not in folded
-                and _merge_concat(op, root, live, memories)
-            ):
-                self.merged.add(op)
-        self.tensors = [
-            (value, lo, hi, align(nbytes(value), memories.alignment))
-            for value, (lo, hi) in live.items()
-            if memories.of(value) == memories.arena
-            or (isinstance(value, BlockArgument) and memories.io == memories.arena)
-        ]
-        self.static = 0
-        if memories.constants == memories.arena:
-            self.static = sum(
-                align(nbytes(op.results[0]), memories.alignment)
-                for op in block.ops
-                if isinstance(op, CONSTANT_OPS)
-            )
-        self.steps = [
-            self.pos[op]
-            for op in block.ops
-            if not isinstance(op, (*CONSTANT_OPS, ReturnOp))
-            and op.name.endswith("transpose")
-            and op not in folded
-        ]
-        # resident() from prefix sums: a tensor overlaps [lo, hi] when it starts at or
-        # before hi, unless it also ends before lo (then it starts before lo too)
-        by_start = sorted((a, size) for _, a, _, size in self.tensors)
-        by_end = sorted((b, size) for _, _, b, size in self.tensors)
-        self._starts = [a for a, _ in by_start]
-        self._ends = [b for b, _ in by_end]
-        self._started = list(itertools.accumulate((size for _, size in by_start), initial=0))
-        self._ended = list(itertools.accumulate((size for _, size in by_end), initial=0))
-        self._span = {v: (a, b, size) for v, a, b, size in self.tensors}
-
-    def resident(self, first: Operation, last: Operation, links: set[SSAValue]) -> int:
-        lo, hi = self.pos[first], self.pos[last]
-        total = (
-            self._started[bisect.bisect_right(self._starts, hi)]
-            - self._ended[bisect.bisect_left(self._ends, lo)]
-        )
-        for v in links:
-            a, b, size = self._span.get(v, (0, -1, 0))
-            if a <= hi and b >= lo:
-                total -= size
-        return self.static + total
-
-    def live(
-        self, first: Operation, last: Operation, links: set[SSAValue]
-    ) -> list[tuple[SSAValue, int]]:
-        """The whole tensors `resident` counts, largest first (a concat stands for the
-        operands written into it)."""
-        lo, hi = self.pos[first], self.pos[last]
-        found = [(v, s) for v, a, b, s in self.tensors if a <= hi and b >= lo and v not in links]
-        return sorted(found, key=lambda t: -t[1])
-
-    def floor(self) -> int:
-        """The largest residency at an op that is not a layer (a transpose copies)."""
-        return max(
-            (
-                self.static + sum(s for _, a, b, s in self.tensors if a <= p <= b)
-                for p in self.steps
-            ),
-            default=0,
-        )
-
-
 def _width(r: tuple[int, int]) -> int | tuple[int, int]:
     """A channel range by its size (the empty range at 0 by itself, see `tile_terms`)."""
     return r if r == (0, 0) else r[1] - r[0]
@@ -210,61 +107,6 @@ def _width(r: tuple[int, int]) -> int | tuple[int, int]:
 def fastest(options: Sequence[Estimate]) -> Estimate:
     """The option with the fewest cycles, each tile charged TILE_CHARGE more."""
     return min(options, key=lambda e: (e.cycles + TILE_CHARGE * e.tiles, *e.order()))
-
-
-def _element(value: SSAValue) -> Attribute:
-    ty = value.type
-    assert isinstance(ty, TensorType)
-    return ty.element_type
-
-
-def _merge_concat(
-    op: Operation,
-    root: dict[SSAValue, SSAValue],
-    live: dict[SSAValue, list[int]],
-    memories: Memories,
-) -> bool:
-    """The memory planner writes a concat's operands straight into their slices of its
-    result when the slices are contiguous (a concat along the outermost non-unit axis) and
-    each operand feeds only the concat: such operands are the concat's bytes from their
-    producer on, not tensors of their own."""
-    out = op.results[0]
-    dims = list(shape(out))
-    axis_attr = op.properties.get("axis")
-    if (
-        out not in live
-        or not isinstance(axis_attr, IntegerAttr)
-        or memories.of(out) != memories.arena
-    ):
-        return False
-    axis = axis_attr.value.data % len(dims)
-    if math.prod(dims[:axis]) != 1:
-        return False
-    bases = [root.get(x) for x in op.operands]
-    if len(set(map(id, bases))) != len(bases):
-        return False
-    element = _element(out)
-    for x, base in zip(op.operands, bases, strict=True):
-        if (
-            base is None
-            or base not in live
-            or isinstance(base, BlockArgument)
-            or not x.has_one_use()
-            or _element(x) != element
-            or memories.of(base) != memories.arena
-            or nbytes(base) != nbytes(x)
-            or any(
-                use.operation is not op and not use.operation.name.endswith(".reshape")
-                for use in base.uses
-            )
-        ):
-            return False
-    for base in bases:
-        assert base is not None
-        lo, hi = live.pop(base)
-        live[out][0] = min(live[out][0], lo)
-        live[out][1] = max(live[out][1], hi)
-    return True
 
 
 class Planner:
