@@ -196,6 +196,21 @@ def test_kl_prefix_sum_search_picks_the_loop_references_threshold(case):
     assert kl_threshold(bins, 1.0, levels, 1) == expected
 
 
+@pytest.mark.parametrize("case", range(6))
+def test_kl_caps_the_zero_bin_at_the_next_bins_count(case):
+    """A spike of zeros before a density that falls fast over the first bins (an
+    exponential, with sparse outliers making the bins wide): bin 1 holds more than twice
+    bin 2, so capping bin 0 at either one differs."""
+    from npuc.passes.quantization.entropy import kl_threshold
+
+    rng = np.random.default_rng(200 + case)
+    x = np.concatenate([np.zeros(5000), rng.exponential(1.0, 8000), rng.uniform(0, 300, 200)])
+    levels = int(rng.choice([32, 64]))
+    bins = np.histogram(x, 300, (0, x.max()))[0].astype(np.int64)
+    assert bins[0] > bins[1] > 2 * bins[2]
+    assert kl_threshold(bins, 1.0, levels, 1) == trt_entropy_reference(bins, levels)
+
+
 @pytest.mark.parametrize("stride", [3, 7, 16])
 def test_kl_with_a_stride_still_tries_the_last_bin(stride):
     """With a stride the candidates skip bins but always include the last one: on a
