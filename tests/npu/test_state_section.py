@@ -416,3 +416,14 @@ def test_compiled_wakeword_runs_a_sequence_bit_exact(tmp_path, capsys, ctx):
     status, _, stderr = run_tool(npu_opt.main, [printed, "-t", "npubin", "-o", again], capsys)
     assert status == 0, stderr
     assert again.read_bytes() == binary.read_bytes()
+
+
+def test_the_version_a_section_needs_is_named_in_full(monkeypatch):
+    # the message gives major.minor of the version the section needs (STATE needs 1.1,
+    # whose two numbers are equal: a format where they differ is made by raising it)
+    from npuc.dialects import npubin_format
+
+    data = patched(lambda d: None)
+    monkeypatch.setitem(npubin_format.SECTION_SINCE, "STATE", (1, 2))
+    with pytest.raises(NpucError, match=re.escape("needs format version 1.2, the file says 1.1")):
+        load(data)
