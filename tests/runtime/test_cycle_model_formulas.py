@@ -474,14 +474,14 @@ READS = (  # (offset, bytes) of reads of the constants, one DMA each
 )
 
 
-def streamed_program() -> Program:
+def streamed_program(constants_memory: str = "flash") -> Program:
     rng = np.random.default_rng(7)
     constants = bytearray(rng.integers(-128, 128, 1024, dtype=np.int8).tobytes())
     for offset, size, dtype in STREAMS:  # small values: the streams code smaller than raw
         item = ITEMSIZE[dtype]
         small = rng.integers(-3, 4, size // item).astype(f"<i{item}")
         constants[offset : offset + size] = small.tobytes()
-    regions = (Region("constants", 1024, "flash"), Region("sram", 2048, "sram"))
+    regions = (Region("constants", 1024, constants_memory), Region("sram", 2048, "sram"))
     body = tuple(
         Instruction(
             "dma",
@@ -568,6 +568,28 @@ def test_reads_of_encoded_streams_move_their_payloads_share(rate: float | None) 
         assert cost.memory_cycles == {"flash": bus, "sram": write}, (at, n)
         assert cost.end - cost.start == max(bus, write)
         assert cost.bytes_read == {"flash": n}
+
+
+def test_only_reads_of_streams_feed_the_decoder() -> None:
+    """Constants kept in the SRAM that the copies write: the decoder's bound on the SRAM's
+    cycles counts the elements read from streams; the written bytes add none."""
+    program = streamed_program("sram")
+    payloads = payload_sizes(program)
+    rate = 0.5  # slow: the decoder bounds every read of a stream
+    target = decoder_target(rate)
+    sram = next(m for m in target.memories if m.name == "sram")
+    latency = max(sram.read_latency, sram.write_latency)
+    *reads, _ = estimate(program, target).instructions
+    for cost, (at, n) in zip(reads, READS, strict=True):
+        moved, elements = Fraction(2 * n), 0  # the bytes read, as if raw, and written
+        for (offset, size, dtype), payload in zip(STREAMS, payloads, strict=True):
+            inside = len(set(range(at, at + n)) & set(range(offset, offset + size)))
+            moved -= inside * (1 - Fraction(payload, size))
+            elements += inside // ITEMSIZE[dtype]
+        bus = latency + math.ceil(moved / Fraction(8))
+        if elements:
+            bus = max(bus, latency + math.ceil(Fraction(elements) / Fraction(rate)))
+        assert cost.memory_cycles == {"sram": bus}, (at, n)
 
 
 def test_a_program_without_instructions_takes_no_time() -> None:
