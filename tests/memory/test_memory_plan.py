@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 import time
@@ -24,7 +25,7 @@ from npuc.passes.memory.plan import (
     plan,
     resolve_aliases,
 )
-from npuc.passes.memory.report import plan_with_report, verify_placement
+from npuc.passes.memory.report import MemoryReport, plan_with_report, verify_placement
 from npuc.passes.memory.schedule import Node, is_topological, live_ranges, peak_bytes, schedule
 
 ALIGNMENTS = (1, 16, 64)
@@ -362,6 +363,15 @@ def test_report_fields():
     p, rep = plan_with_report(bufs, 16, max_iterations=200)
     assert rep.planned == p.total_size and rep.lower_bound <= rep.planned <= rep.naive
     assert "lower bound" in rep.format() and rep.buffers == 50
+
+
+def test_report_gives_the_plan_over_its_lower_bound_in_percent():
+    report = MemoryReport("sram", 3 * 1024, 2 * 1024, 5 * 1024, 7, 2, "best-fit", 0.0125)
+    assert report.format() == (
+        "sram: planned 3.0 KiB (lower bound 2.0 KiB, +50.0%; naive 5.0 KiB); "
+        "7 buffers, 2 views; best-fit, 12.5 ms"
+    )
+    assert "+0.0%" in dataclasses.replace(report, lower_bound=0).format()
 
 
 def test_report_time_is_the_planning_time():
