@@ -177,3 +177,11 @@ def test_bad_histogram_and_momentum_options():
         Histogram(7)
     with pytest.raises(NpucError, match="momentum"):
         TensorStatistics("t", momentum=1.0)
+
+
+def test_any_positive_num_std_is_a_policy():
+    # within half a standard deviation of the mean: the central values only
+    x = np.array([-2.0, -0.4, 0.0, 0.4, 2.0])
+    assert OutlierPolicy(num_std=0.5).keep(x).tolist() == [-0.4, 0.0, 0.4]
+    with pytest.raises(NpucError, match="outlier num_std must be positive, got 0"):
+        OutlierPolicy(num_std=0)

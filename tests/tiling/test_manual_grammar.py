@@ -18,6 +18,7 @@ from npuc.graph_io import entry_function
 from npuc.passes.tile import TilePass
 from npuc.passes.tiling.layers import find_layers
 from npuc.passes.tiling.manual import check_entries, parse_manual
+from npuc.pipeline import parse_mlir
 from npuc.printing import print_module
 from npuc.tensors import to_dense
 
@@ -197,3 +198,24 @@ def test_pass_options_print_and_parse_back():
         'tile{target="mcu-64" manual="(0,1,2);(2,2,1,2)" overlap_limit=0.25 report=true}'
     )
     assert PassPipeline.parse_spec(PASSES, spec).passes == (tile,)
+
+
+SOFTMAX_OVER_W = """
+func.func @main(%x: tensor<1x4x8x6xf32>) -> tensor<1x4x8x6xf32> {
+  %y = nn.softmax %x {axis = 3 : i64, name = "softmax"}
+    : (tensor<1x4x8x6xf32>) -> tensor<1x4x8x6xf32>
+  func.return %y : tensor<1x4x8x6xf32>
+}
+"""
+
+
+def test_a_softmax_is_split_along_any_axis_but_its_own():
+    layers = find_layers(entry_function(parse_mlir(SOFTMAX_OVER_W)))
+    assert layers[0].fixed == (False, True)
+    check_entries(parse_manual("(0,0,2,1)"), layers)  # stripes along H, W whole
+    with pytest.raises(NpucError) as info:
+        check_entries(parse_manual("(0,0,1,2)"), layers)
+    assert str(info.value) == (
+        "error: manual: entry 1 '(0,0,1,2)': layer 0 'softmax' (nn.softmax) cannot be split "
+        "along W (its softmax axis)"
+    )
