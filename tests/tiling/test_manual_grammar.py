@@ -9,7 +9,7 @@ import pytest
 from tool_runner import run_tool
 from xdsl.dialects.builtin import FunctionType, IntegerAttr, ModuleOp, TensorType, f32, i64
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Region
+from xdsl.ir import Block, Operation, Region
 
 from npuc.api import make_context
 from npuc.diagnostics import NpucError
@@ -18,8 +18,10 @@ from npuc.graph_io import entry_function
 from npuc.passes.tile import TilePass
 from npuc.passes.tiling.layers import find_layers
 from npuc.passes.tiling.manual import check_entries, parse_manual
+from npuc.passes.tiling.search import Planner
 from npuc.pipeline import parse_mlir
 from npuc.printing import print_module
+from npuc.target import load_target
 from npuc.tensors import to_dense
 
 
@@ -170,18 +172,23 @@ def test_npu_opt_reports_a_bad_manual_option(tmp_path: Path, manual: str, messag
     assert not out.exists()
 
 
-def test_layer_numbering_skips_constants_reshapes_and_transposes():
+def transposed_relu_fc() -> tuple[ModuleOp, dict[str, Operation]]:
+    """transpose (NHWC -> NCHW) -> relu -> reshape -> fully connected, and its ops by name."""
     block = Block(arg_types=[TensorType(f32, [1, 6, 8, 2])])
     t = nn.build(nn.TransposeOp, [block.args[0]], {"perm": nn.ints([0, 3, 1, 2])})
     relu = nn.build(nn.ReluOp, [t], name="relu")
     flat = nn.build(nn.ReshapeOp, [relu], result_types=[TensorType(f32, [1, 96])])
     w = nn.ConstantOp(to_dense(np.ones((3, 96), np.float32)))
     fc = nn.build(nn.FullyConnectedOp, [flat, w], name="fc")
-    for op in (t, relu, flat, w, fc):
-        block.add_op(op)
-    block.add_op(ReturnOp(fc.results[0]))
+    block.add_ops([t, relu, flat, w, fc, ReturnOp(fc.results[0])])
     signature = FunctionType.from_lists([block.args[0].type], [fc.results[0].type])
     module = ModuleOp([FuncOp("main", signature, Region(block))])
+    return module, {"transpose": t, "relu": relu, "fc": fc}
+
+
+def test_layer_numbering_skips_constants_reshapes_and_transposes():
+    module, ops = transposed_relu_fc()
+    t = ops["transpose"]
     layers = find_layers(entry_function(module))
     assert [(layer.index, layer.name) for layer in layers] == [(0, "relu"), (1, "fc")]
     assert layers[0].transposes == {0: t}  # folded into the relu's tiles
@@ -219,3 +226,15 @@ def test_a_softmax_is_split_along_any_axis_but_its_own():
         "error: manual: entry 1 '(0,0,1,2)': layer 0 'softmax' (nn.softmax) cannot be split "
         "along W (its softmax axis)"
     )
+
+
+def test_a_folded_transpose_and_the_constants_hold_no_bytes_of_their_own():
+    # the relu's tiles transpose their own slices: its input whole is the argument's bytes,
+    # never the transposed copy; the weights live in flash (mcu-64)
+    module, ops = transposed_relu_fc()
+    func = entry_function(module)
+    planner = Planner(func, find_layers(func), load_target("mcu-64"), 256 * 1024, 0.5)
+    assert planner.layers[0].transposes == {0: ops["transpose"]}
+    held = {value for value, *_ in planner.residency.tensors}
+    assert held == {func.body.block.args[0], ops["relu"].results[0], ops["fc"].results[0]}
+    assert planner.resident(0, 0) == 2 * 96 * 4  # the argument and the relu's result

@@ -14,18 +14,13 @@ from compile_helpers import quantize_float
 from onnx import helper
 from onnx_models import float_graph, random_init
 from shared_models import MBV2
-from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType, f32
-from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Region
 
 import npuc
-from npuc.dialects import nn
 from npuc.graph_io import entry_function
 from npuc.passes.tiling.layers import find_layers
 from npuc.passes.tiling.search import Planner
 from npuc.registry import DEFAULT_PIPELINE
 from npuc.target import load_target
-from npuc.tensors import to_dense
 
 MAP = 8 * 24 * 24  # one int8 map of the skip block, a multiple of the 64-byte alignment
 
@@ -103,21 +98,3 @@ def test_tiles_read_later_stay_live_across_the_layers_between(residual: Planner)
     assert all(residual.joins(k, 3) for k in range(3))
     assert residual.crossing(0, 3) == [(), (), (0,), ()]
     assert residual.crossing(1, 3) is None  # a chain (conv0's result is whole): none wait
-
-
-def test_a_folded_transpose_and_the_constants_hold_no_bytes_of_their_own():
-    # the relu's tiles transpose their own slices (docs/tiling.md, "Layers"): its input
-    # whole is the argument's bytes, never the transposed copy; the weights live in flash
-    block = Block(arg_types=[TensorType(f32, [1, 6, 8, 2])])
-    t = nn.build(nn.TransposeOp, [block.args[0]], {"perm": nn.ints([0, 3, 1, 2])})
-    relu = nn.build(nn.ReluOp, [t], name="relu")
-    flat = nn.build(nn.ReshapeOp, [relu], result_types=[TensorType(f32, [1, 96])])
-    w = nn.ConstantOp(to_dense(np.ones((3, 96), np.float32)))
-    fc = nn.build(nn.FullyConnectedOp, [flat, w], name="fc")
-    block.add_ops([t, relu, flat, w, fc, ReturnOp(fc.results[0])])
-    signature = FunctionType.from_lists([block.args[0].type], [fc.results[0].type])
-    planner = _planner(ModuleOp([FuncOp("main", signature, Region(block))]))
-    assert planner.layers[0].transposes == {0: t}
-    held = {value for value, *_ in planner.residency.tensors}
-    assert held == {block.args[0], relu.results[0], fc.results[0]}
-    assert planner.resident(0, 0) == 2 * 96 * 4  # the argument and the relu's result
