@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import pytest
 from compile_helpers import assert_not_degenerate, assert_same, lower_and_run
+from npu_programs import tensor
 
 import npuc
+from npuc.passes.npu_lowering.views import reshaped
 
 TEXT = """
 func.func @main(%x: $X {nn.name = "x"}, %y: $X {nn.name = "y"}) -> ($H, $H, $C, $P, $T, $S) {
@@ -47,3 +49,24 @@ def test_views_at_element_offsets_run_bit_exact(parse, width: str):
     assert_not_degenerate(reference)
     # The sliced operands are read in place: strided views, not copies.
     assert any(not op.is_contiguous() for inst in program.instructions for op in inst.operands)
+
+
+@pytest.mark.parametrize(
+    ("shape", "strides", "want", "expected"),
+    [
+        ((4, 6), (12, 1), (2, 2, 6), (24, 12, 1)),  # rows of a wider buffer, split in two
+        ((4, 6), (12, 1), (1, 4, 1, 6), (48, 12, 6, 1)),  # unit dims added: row-major ones
+        ((4, 6), (12, 1), (24,), None),  # rows 12 apart cannot merge into one run
+    ],
+)
+def test_a_strided_view_is_reshaped_without_a_copy_where_its_strides_allow(
+    shape, strides, want, expected
+):
+    got = reshaped(tensor("sram", 0, shape, strides=strides), want)
+    if expected is None:
+        assert got is None
+    else:
+        assert got is not None and got.shape == want
+        assert [s for s, d in zip(got.strides, want, strict=True) if d != 1] == [
+            s for s, d in zip(expected, want, strict=True) if d != 1
+        ]
