@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import numpy as np
+import onnx
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import SSAValue
 
@@ -122,6 +124,13 @@ def quantize_float(module: ModuleOp, samples: int = CALIB_SAMPLES) -> ModuleOp:
     statistics = calibrate(module, random_dataset(module, samples, seed=0), progress=False)
     quantized, _ = quantize(module, statistics, QuantizeConfig(scheme="int8", io="quantized"))
     return quantized
+
+
+def quantized_onnx(model: onnx.ModelProto, directory: Path) -> ModuleOp:
+    """`model` saved in `directory`, imported and quantized as npu-compile does."""
+    path = directory / "model.onnx"
+    onnx.save(model, path)
+    return quantize_float(npuc.load_model(path))
 
 
 def aligned_bytes(value: SSAValue, alignment: int) -> int:

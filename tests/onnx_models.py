@@ -66,6 +66,32 @@ def float_graph(nodes, inits, x_shape, y_shape, opset: int = 13) -> onnx.ModelPr
     return model
 
 
+def conv3x3(
+    rng: np.random.Generator, k: int, source: str, output: str, c_in: int, c_out: int
+) -> tuple[onnx.NodeProto, list[onnx.TensorProto]]:
+    """Node `c{k}`: a same-padded 3x3 convolution of `source` into `output` with random
+    weights `w{k}` and bias `b{k}`; the node and its two initializers."""
+    inits = [random_init(rng, f"w{k}", [c_out, c_in, 3, 3]), random_init(rng, f"b{k}", [c_out])]
+    node = helper.make_node(
+        "Conv", [source, f"w{k}", f"b{k}"], [output], name=f"c{k}", pads=[1] * 4
+    )
+    return node, inits
+
+
+def skip_chain(seed: int = 5) -> onnx.ModelProto:
+    """x -> four 3x3 convolutions of 8 channels on 24 x 24 -> + x: the input stays live
+    across every layer."""
+    rng = np.random.default_rng(seed)
+    nodes, inits, x = [], [], "x"
+    for k in range(4):
+        node, weights = conv3x3(rng, k, x, f"t{k}", 8, 8)
+        nodes.append(node)
+        inits += weights
+        x = f"t{k}"
+    nodes.append(helper.make_node("Add", ["x", x], ["y"], name="add"))
+    return float_graph(nodes, inits, [1, 8, 24, 24], [1, 8, 24, 24])
+
+
 def residual_cnn(opset: int = 13) -> onnx.ModelProto:
     """conv+relu, max pool, a residual add, 1x1 conv, concat, sigmoid gate, avg pool, GAP, fc."""
     rng = np.random.default_rng(0)

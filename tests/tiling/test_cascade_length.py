@@ -3,17 +3,12 @@ longer chain is planned as several cascades."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
-import onnx
 import pytest
-from compile_helpers import quantize_float
-from onnx import helper
-from onnx_models import float_graph, random_init
+from compile_helpers import quantized_onnx
+from onnx_models import conv3x3, float_graph
 from xdsl.dialects.func import FuncOp
 
-import npuc
 from npuc.graph_io import entry_function
 from npuc.passes.tiling.layers import find_layers
 from npuc.passes.tiling.search import Planner
@@ -31,18 +26,13 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> FuncOp:
     nodes, inits, x = [], [], "x"
     for k in range(LAYERS):
         c_in, c_out = (4, 16) if k % 2 == 0 else (16, 4)
-        if k == LAYERS - 1:
-            c_out = 4
-        inits += [random_init(rng, f"w{k}", [c_out, c_in, 3, 3])]
-        inits += [random_init(rng, f"b{k}", [c_out])]
         y = "y" if k == LAYERS - 1 else f"t{k}"
-        nodes.append(
-            helper.make_node("Conv", [x, f"w{k}", f"b{k}"], [y], name=f"c{k}", pads=[1] * 4)
-        )
+        node, weights = conv3x3(rng, k, x, y, c_in, 4 if k == LAYERS - 1 else c_out)
+        nodes.append(node)
+        inits += weights
         x = y
-    path = Path(tmp_path_factory.mktemp("chain")) / "chain.onnx"
-    onnx.save(float_graph(nodes, inits, [1, 4, 32, 32], [1, 4, 32, 32]), path)
-    return entry_function(quantize_float(npuc.load_model(path)))
+    model = float_graph(nodes, inits, [1, 4, 32, 32], [1, 4, 32, 32])
+    return entry_function(quantized_onnx(model, tmp_path_factory.mktemp("chain")))
 
 
 @pytest.mark.parametrize("optimise", ["size", "performance"])

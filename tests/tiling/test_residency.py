@@ -5,14 +5,12 @@ outputs to the end, the links inside a cascade not at all."""
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
-from compile_helpers import quantize_float
+from compile_helpers import quantized_onnx
 from onnx import helper
-from onnx_models import float_graph, random_init
+from onnx_models import conv3x3, float_graph, skip_chain
 from shared_models import MBV2
 
 import npuc
@@ -33,16 +31,7 @@ def _planner(module, target: str = "mcu-64") -> Planner:
 @pytest.fixture(scope="module")
 def skip(tmp_path_factory: pytest.TempPathFactory) -> Planner:
     """x -> four int8 3x3 convolutions of 8 channels on 24 x 24 -> + x."""
-    rng = np.random.default_rng(5)
-    nodes, inits, x = [], [], "x"
-    for k in range(4):
-        inits += [random_init(rng, f"w{k}", [8, 8, 3, 3]), random_init(rng, f"b{k}", [8])]
-        nodes.append(helper.make_node("Conv", [x, f"w{k}", f"b{k}"], [f"t{k}"], pads=[1] * 4))
-        x = f"t{k}"
-    nodes.append(helper.make_node("Add", ["x", x], ["y"]))
-    path = Path(tmp_path_factory.mktemp("skip")) / "skip.onnx"
-    onnx.save(float_graph(nodes, inits, [1, 8, 24, 24], [1, 8, 24, 24]), path)
-    return _planner(quantize_float(npuc.load_model(path)))
+    return _planner(quantized_onnx(skip_chain(), tmp_path_factory.mktemp("skip")))
 
 
 def test_a_layer_alone_holds_its_inputs_its_result_and_what_is_read_later(skip: Planner):
@@ -84,12 +73,12 @@ def residual(tmp_path_factory: pytest.TempPathFactory) -> Planner:
     rng = np.random.default_rng(6)
     nodes, inits = [], []
     for k, source in enumerate(["x", "t0", "t1"]):
-        inits += [random_init(rng, f"w{k}", [8, 8, 3, 3]), random_init(rng, f"b{k}", [8])]
-        nodes.append(helper.make_node("Conv", [source, f"w{k}", f"b{k}"], [f"t{k}"], pads=[1] * 4))
+        node, weights = conv3x3(rng, k, source, f"t{k}", 8, 8)
+        nodes.append(node)
+        inits += weights
     nodes.append(helper.make_node("Add", ["t0", "t2"], ["y"]))
-    path = Path(tmp_path_factory.mktemp("residual")) / "residual.onnx"
-    onnx.save(float_graph(nodes, inits, [1, 8, 24, 24], [1, 8, 24, 24]), path)
-    return _planner(quantize_float(npuc.load_model(path)))
+    model = float_graph(nodes, inits, [1, 8, 24, 24], [1, 8, 24, 24])
+    return _planner(quantized_onnx(model, tmp_path_factory.mktemp("residual")))
 
 
 def test_tiles_read_later_stay_live_across_the_layers_between(residual: Planner):

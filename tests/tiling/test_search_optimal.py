@@ -8,29 +8,20 @@ import functools
 import itertools
 import math
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
-from compile_helpers import quantize_float
+from compile_helpers import quantized_onnx
 from onnx import helper
-from onnx_models import float_graph, random_init
+from onnx_models import conv3x3, float_graph
 from xdsl.dialects.func import FuncOp
 
-import npuc
 from npuc.graph_io import entry_function
 from npuc.passes.tiling.layers import find_layers
 from npuc.passes.tiling.search import NEVER, TILE_CHARGE, Estimate, Planner, fastest
 from npuc.target import load_target
 
 LONGEST = 12  # layers per cascade (docs/tiling.md, "Auto mode")
-
-
-def _save(tmp: Path, nodes, inits, out_channels: int) -> FuncOp:
-    path = tmp / "model.onnx"
-    onnx.save(float_graph(nodes, inits, [1, 4, 32, 32], [1, out_channels, 32, 32]), path)
-    return entry_function(quantize_float(npuc.load_model(path)))
 
 
 @pytest.fixture(scope="module", params=["alternating", "skip"])
@@ -43,16 +34,15 @@ def model(request, tmp_path_factory: pytest.TempPathFactory) -> FuncOp:
     for k in range(count):
         c_in = 4 if k % 2 == 0 else 16
         c_out = 4 if k % 2 == 1 or k == count - 1 else 16
-        inits += [random_init(rng, f"w{k}", [c_out, c_in, 3, 3])]
-        inits += [random_init(rng, f"b{k}", [c_out])]
-        nodes.append(helper.make_node("Conv", [x, f"w{k}", f"b{k}"], [f"t{k}"], pads=[1] * 4))
-        x = f"t{k}"
+        y = "y" if k == count - 1 and request.param == "alternating" else f"t{k}"
+        node, weights = conv3x3(rng, k, x, y, c_in, c_out)
+        nodes.append(node)
+        inits += weights
+        x = y
     if request.param == "skip":
         nodes.append(helper.make_node("Add", ["x", x], ["y"]))
-    else:
-        nodes[-1].output[0] = "y"
-    tmp = Path(tmp_path_factory.mktemp(request.param))
-    return _save(tmp, nodes, inits, 4)
+    model = float_graph(nodes, inits, [1, 4, 32, 32], [1, 4, 32, 32])
+    return entry_function(quantized_onnx(model, tmp_path_factory.mktemp(request.param)))
 
 
 def _planner(func: FuncOp) -> Planner:

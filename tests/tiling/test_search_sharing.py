@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from compile_helpers import quantize_float
+from compile_helpers import quantize_float, quantized_onnx
 from onnx import helper
-from onnx_models import float_graph, random_init
+from onnx_models import conv3x3, float_graph, random_init, skip_chain
 from xdsl.dialects.builtin import ModuleOp
 
 import npuc
@@ -77,19 +77,7 @@ def test_equal_layers_share_their_values(chain: ModuleOp):
 def skip(tmp_path_factory: pytest.TempPathFactory) -> ModuleOp:
     """Four equal int8 3x3 convolutions whose input is added to their result: the input
     stays live across them, so equal layers hold different resident bytes."""
-    rng = np.random.default_rng(5)
-    nodes, inits, x = [], [], "x"
-    for k in range(4):
-        inits += [random_init(rng, f"w{k}", [8, 8, 3, 3]), random_init(rng, f"b{k}", [8])]
-        attrs = {"pads": [1] * 4, "strides": [1, 1]}
-        nodes.append(
-            helper.make_node("Conv", [x, f"w{k}", f"b{k}"], [f"t{k}"], name=f"c{k}", **attrs)
-        )
-        x = f"t{k}"
-    nodes.append(helper.make_node("Add", ["x", x], ["y"], name="add"))
-    path = Path(tmp_path_factory.mktemp("skip")) / "skip.onnx"
-    onnx.save(float_graph(nodes, inits, [1, 8, 24, 24], [1, 8, 24, 24]), path)
-    return quantize_float(npuc.load_model(path))
+    return quantized_onnx(skip_chain(), tmp_path_factory.mktemp("skip"))
 
 
 def test_equal_layers_alone_reuse_one_option_list(skip: ModuleOp):
@@ -123,16 +111,10 @@ def widening(tmp_path_factory: pytest.TempPathFactory) -> ModuleOp:
     """int8 3x3 convolutions 8 -> 8 -> 16 channels on 24 x 24: the second one's halves
     have the tile model of the whole first one."""
     rng = np.random.default_rng(7)
-    inits = [random_init(rng, "w0", [8, 8, 3, 3]), random_init(rng, "b0", [8])]
-    inits += [random_init(rng, "w1", [16, 8, 3, 3]), random_init(rng, "b1", [16])]
-    attrs = {"pads": [1] * 4, "strides": [1, 1]}
-    nodes = [
-        helper.make_node("Conv", ["x", "w0", "b0"], ["t"], name="c0", **attrs),
-        helper.make_node("Conv", ["t", "w1", "b1"], ["y"], name="c1", **attrs),
-    ]
-    path = Path(tmp_path_factory.mktemp("widening")) / "widening.onnx"
-    onnx.save(float_graph(nodes, inits, [1, 8, 24, 24], [1, 16, 24, 24]), path)
-    return quantize_float(npuc.load_model(path))
+    first, inits = conv3x3(rng, 0, "x", "t", 8, 8)
+    second, more = conv3x3(rng, 1, "t", "y", 8, 16)
+    model = float_graph([first, second], inits + more, [1, 8, 24, 24], [1, 16, 24, 24])
+    return quantized_onnx(model, tmp_path_factory.mktemp("widening"))
 
 
 def test_a_whole_layer_and_a_channel_part_of_one_model_keep_their_own_tiles(
