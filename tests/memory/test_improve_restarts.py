@@ -63,3 +63,39 @@ def test_a_sideways_move_does_not_restart_the_count(monkeypatch):
     n, patience = 4, 50
     got = _restarts(monkeypatch, n, {10: n * SIZE}, 120)
     assert got == [patience + 1, 2 * (patience + 1)]
+
+
+def _one_swap(a: list[int], b: list[int]) -> bool:
+    diff = [k for k in range(len(a)) if a[k] != b[k]]
+    return len(diff) == 2 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+
+
+def _one_move(a: list[int], b: list[int]) -> bool:
+    return any(
+        a[:i] + a[i + 1 :] == b[:j] + b[j + 1 :] and a[i] == b[j]
+        for i in range(len(a))
+        for j in range(len(b))
+        if i != j
+    )
+
+
+def test_a_move_swaps_two_buffers_or_moves_one(monkeypatch):
+    n, patience = 8, 50
+    candidates: list[list[int]] = []
+
+    class Recording(plan_module._Problem):
+        def place(self, order, *, best_fit=True, cutoff=math.inf):
+            if cutoff == math.inf:
+                return [i * SIZE for i in range(self.n)], self.n * SIZE
+            candidates.append(list(order))
+            return None
+
+    monkeypatch.setattr(plan_module, "_Problem", Recording)
+    bufs = _disjoint(n)
+    improve(_stacked(bufs), bufs, 16, max_iterations=patience, seed=1, exhaustive_limit=0)
+    start = list(range(n))  # the stacked incumbent's offset order
+    assert len(candidates) == patience
+    swaps = [c for c in candidates if _one_swap(start, c)]
+    moves = [c for c in candidates if _one_move(start, c)]
+    assert all(c in swaps or c in moves for c in candidates)
+    assert [c for c in swaps if c not in moves] and [c for c in moves if c not in swaps]
