@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects.func import FuncOp
@@ -83,6 +83,20 @@ class Estimate:
 
     def order(self) -> tuple[int, int, int]:
         return self.tiles, self.parts[2], self.parts[1]
+
+    def with_resident(self, resident: int) -> Estimate:
+        """The same group with other resident bytes (they add to the peak)."""
+        # The constructor, not dataclasses.replace: equal layers reuse ~100 options each.
+        return Estimate(
+            self.parts,
+            self.peak - self.resident + resident,
+            self.working_set,
+            self.cycles,
+            self.overlap,
+            resident,
+            self.layer_working_sets,
+            self.rolling,
+        )
 
 
 @dataclass(frozen=True)
@@ -161,7 +175,7 @@ class Planner:
         self._values: dict[tuple[Any, ...], tuple[int, int, float, float, int, int]] = {}
         self._held: dict[tuple[int, int, int, int], RollingBytes] = {}
         self._summaries: dict[tuple[int, int], list[Summary]] = {}
-        self._alone_options: dict[tuple[Any, ...], tuple[int, list[Estimate]]] = {}
+        self._alone_options: dict[tuple[Any, ...], list[Estimate]] = {}
 
     # ------------------------------------------------------------------ one group
 
@@ -592,10 +606,9 @@ class Planner:
         known = self._alone_options.get(signature)
         if known is None:
             found = self._options(k, k)
-            self._alone_options[signature] = (resident, found)
+            self._alone_options[signature] = found
             return found
-        base, options = known
-        return [replace(e, peak=e.peak - base + resident, resident=resident) for e in options]
+        return [e.with_resident(resident) for e in known]
 
     def _options(self, first: int, last: int) -> list[Estimate]:
         layer = self.layers[last]
