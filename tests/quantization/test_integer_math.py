@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from npuc.integer import (
@@ -121,6 +121,19 @@ def tflite_reference(x: int, qm: int, tfl_shift: int) -> int:
 @given(st.integers(-(2**24), 2**24), st.floats(1e-6, 0.999))
 def test_tflite_rounding_matches_tflites_algorithm(acc, real):
     m0, shift = quantize_multiplier(real)
+    got = int(requantize(np.array([acc]), m0, shift, "tflite")[0])
+    assert got == tflite_reference(acc, m0, 31 - shift)
+
+
+@settings(max_examples=300)
+@given(st.integers(-(2**31), 2**31 - 1), st.floats(1.0, 255.0))
+@example(-(2**29) - 12345, 1.5)  # shifted left once: in int32, below -2^30
+@example(2**29 + 12345, 1.5)
+def test_tflite_rounding_of_multipliers_above_one_saturates_only_outside_int32(acc, real):
+    """A real multiplier >= 1 shifts the accumulator left first; TFLite's product saturates
+    to int32 there, and only there."""
+    m0, shift = quantize_multiplier(real)
+    assert shift < 31
     got = int(requantize(np.array([acc]), m0, shift, "tflite")[0])
     assert got == tflite_reference(acc, m0, 31 - shift)
 
