@@ -472,3 +472,37 @@ def test_float_stage_is_exact_up_to_its_limit() -> None:
         action()
     np.testing.assert_array_equal(out, np.clip(want - 3, -128, 127))
     spread(out, -128, 127)
+
+
+@pytest.mark.parametrize("loose", [False, True])
+def test_a_bias_per_batch_is_added_before_the_stage(loose) -> None:
+    """A matmul of two activations folds the rhs zero point into a bias per batch and
+    channel, not one per channel: the stage adds it to the accumulators first, in the
+    float64 form (when the bound allows it) and in the int64 one (a bound above the
+    float64 form's limit, larger accumulators measured)."""
+    rng = np.random.default_rng(5)
+    batches, rows_, channels = 3, 40, 4
+    m = rng.integers(1 << 30, 1 << 31, channels)
+    shift = np.array([36, 37, 38, 40])
+    rows = np.stack([np.zeros(channels), m, shift, np.zeros(channels)], axis=1)
+    table = nr.Table.decode(rows, (-128, 127), "tflite")
+    bias = rng.integers(-(1 << 12), 1 << 12, (batches, 1, channels))
+    stage = nr.OutputStage(table, bias, "tflite", 5, (-128, 127))
+    assert not stage.per_channel
+    acc = rng.integers(-(1 << 14), 1 << 14, (batches, rows_, channels))
+    limit = stage.float_limit(np.dtype(np.int8))
+    assert limit > 1 << 14
+    if loose:
+        acc[0, 0, 0] = limit + 1  # beyond the float64 form: the int64 one
+    want = np.array(
+        [
+            _tflite_reference(int(v + bias[b, 0, c]), int(m[c]), int(shift[c]))
+            for (b, _, c), v in np.ndenumerate(acc)
+        ]
+    ).reshape(acc.shape)
+    out = np.empty(acc.shape, np.int8)
+    bound = limit + 1 if loose else limit
+    for action in stage.actions(acc.copy(), bound, out, nr.Scratch()):
+        action()
+    np.testing.assert_array_equal(out, np.clip(want + 5, -128, 127))
+    spread(out, -128, 127)
