@@ -80,3 +80,17 @@ def test_tiled_mobilenet_v2_peak_sram_is_below_velas(arena):
     input_bytes = 224 * 224 * 3
     assert input_bytes <= regions["activations"] < VELA_SIZE_OPTIMISED_PEAK_SRAM
     assert len(list(func.body.block.ops)) > 1000  # tiled, not the 175-op graph
+
+
+def test_a_function_returning_its_input_keeps_it_in_the_arena():
+    """No op at all: the input, also the output, is live for the call's one step."""
+    module = api.parse_mlir(
+        "func.func @main(%x: tensor<1x100xi8>) -> tensor<1x100xi8> {\n"
+        "  func.return %x : tensor<1x100xi8>\n"
+        "}"
+    )
+    api.apply_pipeline(module, "plan-memory{target=mcu-64 io=arena}")
+    assert sizes(module)["activations"] == 128  # 100 bytes, 64-byte aligned
+    func = entry_function(module)
+    text = str(func)
+    assert text.count('#mem.buffer<"activations", 0, 100, live [0, 0]>') == 2
