@@ -238,3 +238,28 @@ def test_a_folded_transpose_and_the_constants_hold_no_bytes_of_their_own():
     held = {value for value, *_ in planner.residency.tensors}
     assert held == {func.body.block.args[0], ops["relu"].results[0], ops["fc"].results[0]}
     assert planner.resident(0, 0) == 2 * 96 * 4  # the argument and the relu's result
+
+
+RELU_SOFTMAX_SKIP = """
+func.func @main(%x: tensor<1x4x8x6xf32>) -> tensor<1x4x8x6xf32> {
+  %a = nn.relu %x {name = "relu0"} : (tensor<1x4x8x6xf32>) -> tensor<1x4x8x6xf32>
+  %b = nn.relu %a {name = "relu1"} : (tensor<1x4x8x6xf32>) -> tensor<1x4x8x6xf32>
+  %c = nn.softmax %b {axis = 0 : i64, name = "softmax"}
+    : (tensor<1x4x8x6xf32>) -> tensor<1x4x8x6xf32>
+  %d = nn.add %a, %c {name = "add"}
+    : (tensor<1x4x8x6xf32>, tensor<1x4x8x6xf32>) -> tensor<1x4x8x6xf32>
+  func.return %d : tensor<1x4x8x6xf32>
+}
+"""
+
+
+def test_a_layer_that_cannot_be_split_is_named_before_the_ranges_links():
+    """Whatever else is wrong with a range (here relu0's result read outside it), a layer
+    that can never join a cascade is the reason given: no other range fixes that."""
+    layers = find_layers(entry_function(parse_mlir(RELU_SOFTMAX_SKIP)))
+    with pytest.raises(NpucError) as info:
+        check_entries(parse_manual("(0,2,2,1)"), layers)
+    assert str(info.value) == (
+        "error: manual: entry 1 '(0,2,2,1)': layers 0..2 cannot run as one cascade: "
+        "layer 2 'softmax' (nn.softmax) cannot be split along H and W"
+    )
