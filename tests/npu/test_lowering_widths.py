@@ -125,6 +125,13 @@ ONNX_CASES: dict[str, tuple[set[str], Callable[[], onnx.ModelProto], set[str]]] 
     "depth_to_space": ({"qnn.depth_to_space"}, lambda: graph(
         [node("DepthToSpace", ["x"], ["y"], blocksize=2, mode="CRD")], [], [1, 1, 12, 16]),
         {"move"}),
+    # Two output channels: the channel stride of the input's blocks counts (one does not).
+    **{
+        f"depth_to_space_{m.lower()}_two_channels": ({"qnn.depth_to_space"}, lambda m=m: graph(
+            [node("DepthToSpace", ["x"], ["y"], blocksize=2, mode=m)], [], [1, 2, 12, 16],
+            (("x", [1, 8, 6, 8]),)), {"move"})
+        for m in ("CRD", "DCR")
+    },
     "space_to_depth": ({"qnn.space_to_depth"}, lambda: graph(
         [node("SpaceToDepth", ["x"], ["y"], blocksize=2)], [], [1, 16, 3, 4]), {"move"}),
     "resize_nearest": ({"qnn.resize"}, lambda: graph(
