@@ -199,6 +199,8 @@ def test_rolling_cascades_on_mobilenet_stay_within_the_estimate_and_are_bit_exac
     assert chains and all(g.estimate.rolling for g in chains)
     assert not any(g.estimate.rolling for g in cascades if g not in chains)
     assert all(g.estimate.overlap < 0.5 for g in cascades)
+    alone = [g for g in plan.groups if g.first == g.last]
+    assert alone and all(g.estimate.overlap == 0 for g in alone)  # nothing recomputed
     assert live_peak(module, 16, io_in_arena=True) <= plan.peak < VELA_SIZE_PEAK
     feeds = random_inputs(mbv2, seed=7)
     want, got = run_module(mbv2, feeds), run_module(module, feeds)
