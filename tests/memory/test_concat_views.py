@@ -40,3 +40,37 @@ def test_concat_operands_are_written_into_their_slices(alignment):
         assert buffer.offset.data == at, operand.owner.name
         at += buffer.size.data
     assert at == whole.offset.data + whole.size.data
+
+
+AFTER_A_STRIDED_CONCAT = """
+func.func @main(%x: tensor<1x2x4x4xf32> {nn.name = "x"}) -> (tensor<1x1x4x4xf32> {nn.name = "y"}) {
+  %w = nn.concat %x, %x {axis = 3 : i64} : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x8xf32>
+  %h = nn.reduce_max %w {axes = array<i64: 3>, keepdims = true} : (tensor<1x2x4x8xf32>) -> tensor<1x2x4x1xf32>
+  %x2 = nn.add %x, %h : (tensor<1x2x4x4xf32>, tensor<1x2x4x1xf32>) -> tensor<1x2x4x4xf32>
+  %e = nn.exp %x2 : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %a = nn.relu %e : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %g = nn.sigmoid %x2 : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %b = nn.relu %g : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %c = nn.concat %a, %b {axis = 1 : i64} : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %y = nn.reduce_sum %c {axes = array<i64: 1>, keepdims = true} : (tensor<1x4x4x4xf32>) -> tensor<1x1x4x4xf32>
+  func.return %y : tensor<1x1x4x4xf32>
+}
+"""
+
+
+def test_in_place_chains_write_into_a_concat_after_one_that_stays_a_copy():
+    """The first concat joins along W (each operand's bytes spread over the result) and
+    stays a copy; the second still has its operands' in-place chains (exp then relu,
+    sigmoid then relu) write straight into its slices."""
+    module = api.apply_pipeline(
+        api.parse_mlir(AFTER_A_STRIDED_CONCAT), "plan-memory{target=mcu-64 alignment=16}"
+    )
+    concats = [op for op in entry_function(module).body.block.ops if op.name == "nn.concat"]
+    whole = concats[1].attributes["mem.buffer"]
+    at = whole.offset.data
+    for operand in concats[1].operands:
+        chain = [operand.owner, operand.owner.operands[0].owner]  # relu and its producer
+        for op in chain:
+            buffer = op.attributes["mem.buffer"]
+            assert (buffer.region.data, buffer.offset.data) == (whole.region.data, at), op.name
+        at += chain[0].attributes["mem.buffer"].size.data
