@@ -5,6 +5,7 @@ restart). The placer is replaced by a scripted one, so the moves' outcomes are k
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pytest
 
@@ -23,28 +24,37 @@ def _stacked(bufs: list[Buffer]) -> Placement:
     return Placement({b.name: i * SIZE for i, b in enumerate(bufs)}, len(bufs) * SIZE)
 
 
-def _restarts(monkeypatch, n: int, better_at: dict[int, int], iterations: int) -> list[int]:
-    """The move numbers (1-based) after which `improve` re-placed a perturbed order from
-    scratch. Every move is rejected except those in `better_at` (move -> arena it gives)."""
-    restarts: list[int] = []
+def _script(monkeypatch, move: Callable[[list[int], list[int]], int | None]) -> list[int]:
+    """Replace the placer: a full placement (the start or a restart) stacks the buffers; a
+    move's candidate order gets `move(order, stacked offsets)`'s arena, or is rejected
+    (None). Returns the move counts at which full placements happened."""
+    full: list[int] = []
     moves = 0
 
     class Scripted(plan_module._Problem):
         def place(self, order, *, best_fit=True, cutoff=math.inf):
             nonlocal moves
-            stacked = ([i * SIZE for i in range(self.n)], self.n * SIZE)
-            if cutoff == math.inf:  # the start, or a restart
-                if moves:
-                    restarts.append(moves)
-                return stacked
+            offsets = [i * SIZE for i in range(self.n)]
+            if cutoff == math.inf:
+                full.append(moves)
+                return offsets, self.n * SIZE
             moves += 1
-            return (stacked[0], better_at[moves]) if moves in better_at else None
+            arena = move(list(order), offsets)
+            return None if arena is None else (offsets, arena)
 
     monkeypatch.setattr(plan_module, "_Problem", Scripted)
+    return full
+
+
+def _restarts(monkeypatch, n: int, better_at: dict[int, int], iterations: int) -> list[int]:
+    """The move numbers (1-based) after which `improve` re-placed a perturbed order from
+    scratch. Every move is rejected except those in `better_at` (move -> arena it gives)."""
+    count = iter(range(1, iterations + 1))
+    full = _script(monkeypatch, lambda order, offsets: better_at.get(next(count)))
     bufs = _disjoint(n)
     improve(_stacked(bufs), bufs, 16, max_iterations=iterations, seed=5, exhaustive_limit=0)
-    assert moves == iterations
-    return restarts
+    assert next(count, None) is None  # every iteration made one move
+    return full[1:]  # the first is the start
 
 
 @pytest.mark.parametrize(("n", "patience"), [(4, 50), (20, 80)])
@@ -82,15 +92,7 @@ def _one_move(a: list[int], b: list[int]) -> bool:
 def test_a_move_swaps_two_buffers_or_moves_one(monkeypatch):
     n, patience = 8, 50
     candidates: list[list[int]] = []
-
-    class Recording(plan_module._Problem):
-        def place(self, order, *, best_fit=True, cutoff=math.inf):
-            if cutoff == math.inf:
-                return [i * SIZE for i in range(self.n)], self.n * SIZE
-            candidates.append(list(order))
-            return None
-
-    monkeypatch.setattr(plan_module, "_Problem", Recording)
+    _script(monkeypatch, lambda order, offsets: candidates.append(order))
     bufs = _disjoint(n)
     improve(_stacked(bufs), bufs, 16, max_iterations=patience, seed=1, exhaustive_limit=0)
     start = list(range(n))  # the stacked incumbent's offset order
