@@ -102,3 +102,22 @@ def test_aligned_buffer_in_a_gap_between_others():
 def test_every_placer_keeps_per_buffer_alignments(instance, placer: str):
     bufs, alignment = instance
     check_placement(bufs, alignment, PLACERS[placer](bufs, alignment))
+
+
+DEFAULTED: dict[str, Callable[[Sequence[Buffer]], Placement]] = {
+    "plan": lambda bufs: plan(bufs, max_iterations=50),
+    "size": lambda bufs: greedy_by_size(bufs),
+    "conflicts": lambda bufs: greedy_by_conflicts(bufs),
+    "improve": lambda bufs: improve(greedy_by_size(bufs), bufs, max_iterations=50),
+}
+
+
+@pytest.mark.parametrize("placer", sorted(DEFAULTED))
+def test_every_placer_aligns_to_64_bytes_when_not_told(placer: str):
+    # Odd sizes, all live together: each buffer sits on top of the previous ones, so
+    # every offset but the first depends on the default alignment.
+    bufs = [Buffer(f"b{i}", size, 0, 1) for i, size in enumerate((100, 70, 30, 1))]
+    placement = DEFAULTED[placer](bufs)
+    check_placement(bufs, 64, placement)
+    assert sorted(placement.offsets.values()) == [0, 128, 256, 320]
+    assert placement.total_size == 384
