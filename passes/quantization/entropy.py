@@ -10,6 +10,7 @@ import numpy as np
 KL_BINS = 2048
 EPS = 1e-4  # the mass smoothing moves into each empty bin
 SERIES = 24  # terms of the smoothing series: (d / c)^k / (k (k - 1)) < 1e-18 for d / c <= 0.21
+SERIES_TOLERANCE = 1e-18  # the series stops at the first term below this, relative to c
 BLOCK = 64  # candidates whose groups kl_divergences handles at once
 TIE = 1e-12  # kl values this close (absolute, plus 1e-9 relative) are equal: the first wins
 
@@ -74,7 +75,6 @@ def kl_divergences(c: np.ndarray, candidates: np.ndarray, levels: int) -> np.nda
 
     kept_prefix, filled_prefix = prefix(c), prefix(nonzero.astype(np.float64))
     clogc, sum_logc = prefix(c * logc), prefix(logc)
-    powers = [prefix(np.where(nonzero, safe ** (1 - k), 0.0)) for k in range(2, SERIES + 1)]
     total = kept_prefix[-1]
     i = candidates.astype(np.int64)
     kept, filled = kept_prefix[i], filled_prefix[i]
@@ -87,10 +87,12 @@ def kl_divergences(c: np.ndarray, candidates: np.ndarray, levels: int) -> np.nda
     dp = EPS * zp / np.maximum(i - zp, 1.0)
 
     plogp = clogc[i] - dp * sum_logc[i] - dp * filled
-    power = dp * dp
-    for k, sums in zip(range(2, SERIES + 1), powers, strict=True):
-        plogp += power * sums[i] / (k * (k - 1))
+    inverse = np.where(nonzero, 1.0 / safe, 0.0)
+    power, inverse_power = dp * dp, inverse
+    for k in range(2, _series_terms(float(dp.max(initial=0.0))) + 1):
+        plogp += power * prefix(inverse_power)[i] / (k * (k - 1))
         power = power * dp
+        inverse_power = inverse_power * inverse
 
     def xlogx(x: np.ndarray) -> np.ndarray:
         return x * np.log(np.where(x > 0, x, 1.0))
@@ -125,6 +127,16 @@ def kl_divergences(c: np.ndarray, candidates: np.ndarray, levels: int) -> np.nda
     with np.errstate(divide="ignore", invalid="ignore"):
         kl = (plogp - plogq) / total + np.log(kept / total)
     return np.where(filled > 0, kl, np.inf)
+
+
+def _series_terms(shift: float) -> int:
+    """The last k of the smoothing series that matters for shifts d <= `shift` (counts
+    >= 1, so d / c <= shift): later terms are below SERIES_TOLERANCE, and SERIES is
+    enough for the largest shift smoothing makes (0.21)."""
+    k = 2
+    while k < SERIES and shift ** (k + 1) / ((k + 1) * k) >= SERIES_TOLERANCE:
+        k += 1
+    return k
 
 
 def _group_bounds(levels: int, candidates: np.ndarray) -> np.ndarray:
