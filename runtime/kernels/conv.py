@@ -14,6 +14,7 @@ from .window import pad_hw, tap, window_extent, windows
 
 F32 = np.float32
 COLS_BUDGET = 1 << 27  # bytes of im2col matrix materialised at once (128 MiB)
+DEPTHWISE_BLOCK_BYTES = 1 << 18  # outputs of one depthwise block: with its input, in L2
 
 
 def conv_output_hw(
@@ -114,18 +115,30 @@ def _depthwise(
     strides: Sequence[int],
     dilations: Sequence[int],
 ) -> np.ndarray:
-    """One input channel per group: accumulate kernel taps, all channels at once."""
+    """One input channel per group: accumulate kernel taps, a block of channels at a time.
+
+    Each tap is a pass over the block's outputs, so a block's outputs, products and
+    input planes are kept small enough to stay in the cache over all its taps (on large
+    images, passes over the whole tensor ran at memory speed, 2-5 times slower)."""
     n = xp.shape[0]
     o, _, kh, kw = w.shape
     mult = o // groups
     wk = w.reshape(groups, mult, kh, kw)
-    acc = np.zeros((n, groups, mult, *out_hw), dtype=np.result_type(xp, w))
-    tmp = np.empty_like(acc)
-    for i in range(kh):
-        for j in range(kw):
-            view = tap(xp, i, j, out_hw, strides, dilations)[:, :, None]
-            np.multiply(view, wk[None, :, :, i, j, None, None], out=tmp)
-            acc += tmp
+    dtype = np.result_type(xp, w)
+    acc = np.zeros((n, groups, mult, *out_hw), dtype=dtype)
+    group_bytes = max(1, mult * out_hw[0] * out_hw[1] * dtype.itemsize)
+    step = max(1, DEPTHWISE_BLOCK_BYTES // group_bytes)
+    for b in range(n):
+        for g0 in range(0, groups, step):
+            part = xp[b : b + 1, g0 : g0 + step]
+            block = acc[b : b + 1, g0 : g0 + step]
+            weights = wk[None, g0 : g0 + step]
+            tmp = np.empty_like(block)
+            for i in range(kh):
+                for j in range(kw):
+                    view = tap(part, i, j, out_hw, strides, dilations)[:, :, None]
+                    np.multiply(view, weights[:, :, :, i, j, None, None], out=tmp)
+                    block += tmp
     return acc.reshape(n, o, *out_hw)
 
 

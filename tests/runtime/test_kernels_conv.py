@@ -49,6 +49,21 @@ def test_conv2d_matches_onnxruntime(
     close(got, expected)
 
 
+@pytest.mark.parametrize("groups_per_block", [1, 3])
+def test_depthwise_in_channel_blocks_matches_onnxruntime(
+    rng, onnx_ort, close, monkeypatch, groups_per_block
+):
+    """Blocks of a few channels (3 leaves a short last block), per sample of a batch."""
+    x = rng.standard_normal((2, 8, 11, 9), dtype=np.float32)
+    w = rng.standard_normal((16, 1, 3, 3), dtype=np.float32)  # multiplier 2
+    b = rng.standard_normal(16, dtype=np.float32)
+    out_bytes = 2 * 11 * 9 * 4  # one group's outputs: two channels of 11x9 float32
+    monkeypatch.setattr(conv, "DEPTHWISE_BLOCK_BYTES", groups_per_block * out_bytes)
+    attrs = dict(group=8, kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    (expected,) = onnx_ort("Conv", [x, w, b], attrs)
+    close(conv.conv2d(x, w, b, pads=(1, 1, 1, 1), groups=8), expected)
+
+
 def test_half_width_stride_one_convolutions_take_the_shifted_gemm(rng, monkeypatch):
     """The CONV_CASES above that exercise _shifted_gemm (and only those) reach it."""
     taken = []
