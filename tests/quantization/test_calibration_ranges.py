@@ -279,6 +279,19 @@ def test_kl_prefix_sum_divergences_equal_the_direct_sums(case):
     np.testing.assert_allclose(got, want, rtol=1e-11)
 
 
+@pytest.mark.parametrize("shift", [0.0, 1e-9, 1e-4, 3e-3, 0.05, 0.21])
+def test_kl_smoothing_series_keeps_every_term_above_the_tolerance(shift):
+    """The series (d / c)^k / (k (k - 1)), c >= 1, stops before its first term below the
+    tolerance, and keeps every term above it."""
+    from npuc.passes.quantization.entropy import SERIES, SERIES_TOLERANCE, _series_terms
+
+    last = _series_terms(shift)
+    assert 2 <= last <= SERIES
+    assert shift ** (last + 1) / ((last + 1) * last) < SERIES_TOLERANCE
+    kept = [shift**k / (k * (k - 1)) for k in range(3, last + 1)]
+    assert all(term >= SERIES_TOLERANCE for term in kept)
+
+
 def test_kl_on_gaussian_with_outliers_clips_the_tail():
     x = gaussian_with_outliers(1)
     stats = gather(np.array_split(x, 4))
