@@ -10,6 +10,7 @@ described in docs/calibration.md.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -120,13 +121,13 @@ class Histogram:
         hist.aligned = abs(start - hist.start) <= 1e-6 * max(1.0, abs(start))
         return hist
 
-    def add(self, x: np.ndarray) -> None:
-        """Add the finite float64 vector `x`."""
+    def add(self, x: np.ndarray, extrema: tuple[float, float] | None = None) -> None:
+        """Add the finite float64 vector `x` (`extrema`: its min and max, if known)."""
         if x.size == 0:
             return
         if not self.aligned:
             raise NpucError("cannot add values to a histogram whose range is not zero-aligned")
-        vmin, vmax = float(x.min()), float(x.max())
+        vmin, vmax = extrema if extrema is not None else (float(x.min()), float(x.max()))
         if self.width is None:
             span = vmax - vmin
             self.width = (span if span > 0 else (abs(vmax) or 1.0)) / (self.bins - 2)
@@ -146,10 +147,12 @@ class Histogram:
             nonzero = np.flatnonzero(self.counts)
         if not (self.start <= lo and hi < self.start + self.bins):
             self._move(lo - (self.bins - span) // 2)
-        index = np.floor(x / self.width) - self.start
+        index = np.divide(x, self.width)
+        np.floor(index, out=index)
+        index -= self.start
         # Rounding of x / width can put a value just across an outer edge.
-        index = np.clip(index, 0, self.bins - 1).astype(np.int64)
-        self.counts += np.bincount(index, minlength=self.bins)
+        np.clip(index, 0, self.bins - 1, out=index)
+        self.counts += np.bincount(index.astype(np.int64), minlength=self.bins)
 
     def _coarsen(self, doublings: int) -> None:
         """Merge bins 2^doublings at a time (bin k -> floor(k / 2^doublings))."""
@@ -248,30 +251,37 @@ class TensorStatistics:
         """Record one array of the current batch."""
         self.ranges.clear()
         x = np.asarray(values).astype(np.float64, copy=False).ravel()
-        finite = np.isfinite(x)
-        if not finite.all():
-            self.nonfinite += int(x.size - np.count_nonzero(finite))
-            x = x[finite]
+        x_sum = x.sum()  # finite only if every value is (or, rarely, they overflow)
+        if not np.isfinite(x_sum):
+            finite = np.isfinite(x)
+            if not finite.all():
+                self.nonfinite += int(x.size - np.count_nonzero(finite))
+                x = x[finite]
+            x_sum = x.sum()
         if outlier_policy is not None:
             kept = outlier_policy.keep(x)
             self.outliers += x.size - kept.size
             x = kept
+            x_sum = x.sum()
         if x.size == 0:
             return
         n = x.size
-        mean = float(x.mean())
-        m2 = float(np.square(x - mean).sum())
+        mean = float(x_sum / n)  # what x.mean() computes
+        deviation = np.subtract(x, mean)
+        deviation *= deviation
+        m2 = float(deviation.sum())
+        del deviation
         total = self.count + n
         delta = mean - self.mean
         self.mean += delta * n / total
         self._m2 += m2 + delta * delta * self.count * n / total
         self.count = total
-        lo, hi = float(x.min()), float(x.max())
+        extrema = lo, hi = float(x.min()), float(x.max())
         self.min, self.max = min(self.min, lo), max(self.max, hi)
         if self._batch is not None:
             lo, hi = min(lo, self._batch[0]), max(hi, self._batch[1])
         self._batch = (lo, hi)
-        self.histogram.add(x)
+        self.histogram.add(x, extrema)
 
     def end_batch(self) -> None:
         """Close the current batch: record its range and update the moving averages."""
@@ -479,14 +489,16 @@ def collect_statistics(
     names = [spec.name for spec in specs]
     outputs = output_names(func)
     stats: dict[str, TensorStatistics] = {}
-    train: dict[str, TensorStatistics] = {}  # without the held-out batches
+    # Without the held-out batches: a copy of stats made at the first one (equal until then,
+    # so the batches before it are recorded once).
+    train: dict[str, TensorStatistics] | None = None
     held: list[list[np.ndarray]] = []  # their model calls
     holding = False
 
     def record(key: str, array: np.ndarray) -> None:
         if np.asarray(array).dtype.kind != "f":
             return  # integer and bool tensors are never quantized, so never observed
-        for table in (stats,) if holding else (stats, train):
+        for table in (stats,) if holding or train is None else (stats, train):
             if key not in table:
                 table[key] = TensorStatistics(key, bins=bins, momentum=momentum)
             table[key].add(array, outlier_policy)
@@ -498,6 +510,8 @@ def collect_statistics(
     with progress_bar(desc="calibrating", total=total, unit="batch", enabled=progress) as bar:
         for batch in batches:
             holding = seen >= 7 and seen % 4 == 3 and len(held) < holdout and not state.pairs
+            if holding and train is None:
+                train = copy.deepcopy(stats)
             for feeds in _model_calls(batch, specs, seen):
                 for name, array in state.state.items():
                     record(name, array)
@@ -517,7 +531,7 @@ def collect_statistics(
                 for name, array in zip(outputs, results, strict=True):
                     if name not in aliases:
                         record(name, array)
-            for tensor in (*stats.values(), *train.values()):
+            for tensor in (*stats.values(), *(train or {}).values()):
                 tensor.end_batch()
             seen += 1
             bar.update()
@@ -525,6 +539,7 @@ def collect_statistics(
         raise NpucError("the calibration data set is empty")
     selection = None
     if held:
+        assert train is not None
         selection = Selection(_probed(module, runner, _aliased(train, aliases), kept_calls), held)
     _probed(module, runner, _aliased(stats, aliases), kept_calls, selection)
     return stats

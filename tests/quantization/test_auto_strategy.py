@@ -24,6 +24,7 @@ from npuc.passes.quantization.auto_strategy import (
 )
 from npuc.passes.quantization.ranges import activation_range
 from npuc.passes.quantization.statistics import (
+    TensorStatistics,
     collect_statistics,
     load_statistics,
     save_statistics,
@@ -225,6 +226,25 @@ def test_calibration_holds_out_every_fourth_batch_for_the_selection(calibrated):
     assert train["x"].count == stats["x"].count * 10 // 12
     kept = np.concatenate([b["x"].ravel() for i, b in enumerate(batches) if not held_out(i)])
     assert train["x"].max == pytest.approx(float(kept.max()))
+    # the same statistics, batch by batch, as recording only the batches not held out
+    alone = TensorStatistics("x")
+    for b in (b for i, b in enumerate(batches) if not held_out(i)):
+        alone.update(b["x"])
+    got = train["x"]
+    assert (got.count, got.min, got.max, got.mean, got.std) == (
+        alone.count,
+        alone.min,
+        alone.max,
+        alone.mean,
+        alone.std,
+    )
+    assert (got.batch_ranges, got.ema_min, got.ema_max) == (
+        alone.batch_ranges,
+        alone.ema_min,
+        alone.ema_max,
+    )
+    assert got.histogram.range == alone.histogram.range
+    assert np.array_equal(got.histogram.counts, alone.histogram.counts)
 
 
 def test_thewhole_model_winner_is_the_least_error_and_is_what_auto_quantizes(qm):

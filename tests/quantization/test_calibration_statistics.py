@@ -155,6 +155,8 @@ def test_outlier_policy_num_std():
     keep = np.abs(x - x.mean()) <= 4 * x.std()
     assert stats.outliers == int((~keep).sum()) >= 2
     assert stats.max == x[keep].max() and stats.count == keep.sum()
+    assert stats.mean == pytest.approx(x[keep].mean(), rel=1e-12)  # of the kept values only
+    assert stats.std == pytest.approx(x[keep].std(), rel=1e-12)
 
 
 def test_outlier_policy_percentile():
@@ -164,6 +166,7 @@ def test_outlier_policy_percentile():
     lo, hi = np.percentile(x, [1, 99])
     kept = x[(x >= lo) & (x <= hi)]
     assert stats.count == kept.size and stats.max == kept.max() and stats.min == kept.min()
+    assert stats.mean == pytest.approx(kept.mean(), rel=1e-12)
 
 
 @pytest.mark.parametrize("kwargs", [{"num_std": 0}, {"percentile": 40}, {"percentile": 101}])
