@@ -81,7 +81,8 @@ Range = tuple[float, float]
 def fake_quantize(x: np.ndarray, lo: float, hi: float, bits: int, symmetric: bool) -> np.ndarray:
     """`x` quantized to the grid of [lo, hi] (as ranges.py describes it) and back, in x's dtype."""
     lo_, hi_ = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
-    return fake_quantize_grid(np.asarray(x, np.float64), lo_, hi_, bits, symmetric).astype(x.dtype)
+    # x as it is: fake_quantize_grid's first step divides into float64, converting on the way
+    return fake_quantize_grid(x, lo_, hi_, bits, symmetric).astype(x.dtype)
 
 
 class StrategyProbe:
@@ -356,8 +357,8 @@ class _Exact:
     def error(self, got: np.ndarray) -> float:
         """The squared error of `got` relative to the energy of the exact output, over the
         elements where that is finite (any other value there makes it infinite)."""
-        got = np.asarray(got, np.float64)
-        diff = (got.ravel() if self.finite is None else got[self.finite]) - self.values
+        got = np.asarray(got)  # subtracted in float64, without a float64 copy first
+        diff = np.subtract(got.ravel() if self.finite is None else got[self.finite], self.values)
         error = _energy(diff)
         return error / self.energy if math.isfinite(error) else math.inf
 
