@@ -110,9 +110,11 @@ def kl_divergences(c: np.ndarray, candidates: np.ndarray, levels: int) -> np.nda
         for start in range(0, i.size, BLOCK):  # rows of groups a cache can hold
             rows = slice(start, start + BLOCK)
             at = bounds[rows]
-            kept_at, filled_at = kept_prefix[at], filled_prefix[at]
-            group_total = np.subtract(kept_at[:, 1:], kept_at[:, :-1])
-            group_filled = np.subtract(filled_at[:, 1:], filled_at[:, :-1])
+            # Groups as differences of the prefix sums at their bounds, taken along the
+            # flattened rows (contiguous, so vectorised): the last column holds the
+            # difference across two rows and is set to an empty group, which adds nothing.
+            group_total = _differences(kept_prefix, at)
+            group_filled = _differences(filled_prefix, at)
             q = group_total / group_filled
             q -= dq[rows, None]
             logq = np.log(q, out=q)
@@ -120,13 +122,24 @@ def kl_divergences(c: np.ndarray, candidates: np.ndarray, levels: int) -> np.nda
             group_filled *= dp[rows, None]
             group_total -= group_filled
             group_total *= logq
-            plogq[rows] = group_total.sum(axis=1)
-            last_logq[rows] = logq[:, -1]
+            plogq[rows] = group_total[:, :levels].sum(axis=1)
+            last_logq[rows] = logq[:, levels - 1]
     plogq += np.where(has_last, beyond * last_logq, 0.0)
     plogq += np.where(spike, (beyond - dp) * math.log(EPS), 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         kl = (plogp - plogq) / total + np.log(kept / total)
     return np.where(filled > 0, kl, np.inf)
+
+
+def _differences(prefix: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Rows of prefix[at[:, g + 1]] - prefix[at[:, g]] in columns 0..levels-1, and 0 in
+    the last column (`at` C-contiguous, one row of levels + 1 bounds per candidate)."""
+    values = np.take(prefix, at)
+    out = np.empty_like(values)
+    flat, inner = out.reshape(-1), values.reshape(-1)
+    np.subtract(inner[1:], inner[:-1], out=flat[:-1])
+    out[:, -1] = 0.0
+    return out
 
 
 def _series_terms(shift: float) -> int:
