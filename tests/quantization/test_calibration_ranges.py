@@ -292,6 +292,18 @@ def test_kl_smoothing_series_keeps_every_term_above_the_tolerance(shift):
     assert all(term >= SERIES_TOLERANCE for term in kept)
 
 
+@pytest.mark.parametrize("k", [3, 4, 7, 12, 20])
+def test_kl_smoothing_series_ends_just_before_a_term_below_the_tolerance(k):
+    """At shifts on either side of where term k reaches the tolerance, term k is dropped
+    or kept; past SERIES terms the series is cut whatever the shift."""
+    from npuc.passes.quantization.entropy import SERIES, SERIES_TOLERANCE, _series_terms
+
+    edge = (SERIES_TOLERANCE * k * (k - 1)) ** (1 / k)  # shift**k / (k (k - 1)) == tolerance
+    assert _series_terms(edge * (1 - 1e-6)) == k - 1
+    assert _series_terms(edge * (1 + 1e-6)) >= k
+    assert _series_terms(0.9) == SERIES
+
+
 def test_kl_on_gaussian_with_outliers_clips_the_tail():
     x = gaussian_with_outliers(1)
     stats = gather(np.array_split(x, 4))
