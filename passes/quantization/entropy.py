@@ -111,8 +111,8 @@ def kl_divergences(c: np.ndarray, candidates: np.ndarray, levels: int) -> np.nda
             rows = slice(start, start + BLOCK)
             at = bounds[rows]
             # Groups as differences of the prefix sums at their bounds, taken along the
-            # flattened rows (contiguous, so vectorised): the last column holds the
-            # difference across two rows and is set to an empty group, which adds nothing.
+            # flattened rows (contiguous, so vectorised); the last column is not a group
+            # and stays out of the sums below.
             group_total = _differences(kept_prefix, at)
             group_filled = _differences(filled_prefix, at)
             q = group_total / group_filled
@@ -132,13 +132,14 @@ def kl_divergences(c: np.ndarray, candidates: np.ndarray, levels: int) -> np.nda
 
 
 def _differences(prefix: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """Rows of prefix[at[:, g + 1]] - prefix[at[:, g]] in columns 0..levels-1, and 0 in
-    the last column (`at` C-contiguous, one row of levels + 1 bounds per candidate)."""
+    """Rows of prefix[at[:, g + 1]] - prefix[at[:, g]] in columns 0..levels-1 (`at`
+    C-contiguous, one row of levels + 1 bounds per candidate); the last column is not a
+    group (it spans two rows; its last element is 0) and callers leave it out."""
     values = np.take(prefix, at)
     out = np.empty_like(values)
     flat, inner = out.reshape(-1), values.reshape(-1)
     np.subtract(inner[1:], inner[:-1], out=flat[:-1])
-    out[:, -1] = 0.0
+    flat[-1] = 0.0  # not left uninitialised: the block's arithmetic runs over it too
     return out
 
 
