@@ -147,11 +147,11 @@ class Histogram:
             nonzero = np.flatnonzero(self.counts)
         if not (self.start <= lo and hi < self.start + self.bins):
             self._move(lo - (self.bins - span) // 2)
+        # No clip: x / width rounds monotonically, so every value's bin lies between the
+        # extrema's, lo and hi, which the window holds.
         index = np.divide(x, self.width)
         np.floor(index, out=index)
         index -= self.start
-        # Rounding of x / width can put a value just across an outer edge.
-        np.clip(index, 0, self.bins - 1, out=index)
         self.counts += np.bincount(index.astype(np.int64), minlength=self.bins)
 
     def _coarsen(self, doublings: int) -> None:
