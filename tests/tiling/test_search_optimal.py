@@ -155,3 +155,21 @@ def test_a_layer_estimate_adds_its_cycles_as_documented(model: FuncOp, parts):
         first_tile = first + activations / tiles
         want = once + first_tile + max(compute, streamed + activations - first_tile)
     assert planner.evaluate(0, 0, parts, False).cycles == math.ceil(want)
+
+
+@pytest.mark.parametrize("stripes", [2, 4])
+def test_a_rolling_cascade_charges_its_tail_copies(model: FuncOp, stripes):
+    # docs/tiling.md, "Rolling buffers": copying the kept tails into each new buffer costs
+    # 2 x bytes / port cycles, on top of the layers' compute
+    target = load_target("mid-256")
+    planner = Planner(model, find_layers(model), target, 1 << 20, 0.5)
+    parts = (stripes, 1, 1)
+    assert planner.rolling(0, 1, parts)
+    v = [planner.layer_values(k, 0, 1, parts, True) for k in (0, 1)]
+    copied = planner.rolling_bytes(0, 1, stripes, 1).copied
+    assert copied > 0
+    compute = sum(x[4] for x in v) + 2 * copied / target.arena_memory.bytes_per_cycle
+    moved = sum(x[5] + x[6] for x in v)
+    once, first = sum(x[8] for x in v), sum(x[7] for x in v) + sum(x[5] for x in v) / stripes
+    want = once + first + max(compute, moved - first)
+    assert planner.evaluate(0, 1, parts, True).cycles == math.ceil(want)
