@@ -78,3 +78,17 @@ def test_a_layer_that_is_not_split_costs_its_elements_over_the_array(target_name
     (part,) = channel_parts(layer, 1)
     assert mac_factor(target, layer, part) == (want, 0)
     assert mac_cycles(target, layer, ((0, rows), (0, cols)), part) == want
+
+
+@pytest.mark.parametrize("target_name", TARGETS)
+def test_a_tile_of_a_3d_layer_counts_as_one_channel(target_name):
+    """A 3-D result is N x H x W without channels (docs/tiling.md, layer kinds): one block
+    of output channels per block of pixels, over the N images."""
+    n, rows, cols = 2, 24, 40
+    layer = only_layer(
+        float_graph([helper.make_node("Relu", ["x"], ["y"])], [], [n, rows, cols], [n, rows, cols])
+    )
+    assert layer.kind is Kind.ELEMENTWISE and layer.spatial and layer.cdim is None
+    target = load_target(target_name)
+    (part,) = channel_parts(layer, 1)
+    assert mac_factor(target, layer, part) == (1, n)
