@@ -28,10 +28,13 @@ def brute_force(spans: list[tuple[int, int, int, int]], steps: int) -> list[int]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(span, max_size=8))
-@example([(0, 4, 9, 2), (8, 4, 1, 3)])  # a span that starts after the last step
-@example([(0, 4, 3, 0)])  # one that ends before it starts, and nothing else
-def test_union_per_step_matches_brute_force(raw: list[tuple[int, int, int, int]]) -> None:
+@given(st.lists(span, max_size=8), st.integers(0, STEPS))
+@example([(0, 4, 9, 2), (8, 4, 1, 3)], STEPS)  # a span that starts after the last step
+@example([(0, 4, 3, 0)], STEPS)  # one that ends before it starts, and nothing else
+@example([(3, 5, 0, 0), (6, 2, 0, 4)], 1)  # a plan of one step
+def test_union_per_step_matches_brute_force(
+    raw: list[tuple[int, int, int, int]], steps: int
+) -> None:
     spans = [(lo, lo + n, first, last) for lo, n, first, last in raw]
     array = np.array(spans, dtype=np.int64).reshape(-1, 4)
-    assert _union_per_step(array, STEPS) == brute_force(spans, STEPS)
+    assert _union_per_step(array, steps) == brute_force(spans, steps)
