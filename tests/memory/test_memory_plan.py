@@ -194,6 +194,21 @@ def test_plan_reaches_optimum_on_small_instances(inst):
     assert plan(bufs, a).total_size == brute_force_orders(bufs, a)
 
 
+@pytest.mark.parametrize(
+    "spans",
+    [
+        [(3, 2, 4), (4, 1, 2), (2, 1, 2), (5, 4, 4)],
+        [(3, 2, 2), (9, 3, 4), (1, 2, 3), (8, 1, 1), (6, 1, 2)],
+    ],
+)
+def test_plan_finds_an_optimum_one_byte_below_best_fit(spans):
+    """Byte alignment: the exhaustive pass takes an order that saves a single byte."""
+    bufs = [Buffer(f"b{i}", size, start, end) for i, (size, start, end) in enumerate(spans)]
+    optimum = brute_force_orders(bufs, 1)
+    assert greedy_by_size(bufs, 1).total_size == optimum + 1
+    assert plan(bufs, 1).total_size == optimum
+
+
 def test_hill_climbing_alone_on_small_instances():
     """Without the exhaustive pass the hill climber still finds the optimum almost always.
 
