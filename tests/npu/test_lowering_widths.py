@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import VerifyException
 
 import npuc
+from npuc.backend.npubin import encode_program
 from npuc.diagnostics import NpucError
 from npuc.dialects.npu_isa import Program
 from npuc.frontends.onnx import import_onnx
@@ -32,6 +33,7 @@ from npuc.passes.quantization.datasets import random_dataset
 from npuc.passes.quantize import QuantizeConfig
 from npuc.quantize_flow import calibrate, quantize
 from npuc.registry import DEFAULT_PIPELINE
+from npuc.runtime.loader import load
 
 SCHEMES = {"i8": "int8-per-channel", "u8": "uint8", "i16": "int16"}
 WIDTHS = sorted(SCHEMES)
@@ -182,6 +184,8 @@ def run_bit_exact(module: ModuleOp, pipeline: str = PLAN, host: str = "none",
     reference, outputs, program = lower_and_run(module, host)
     assert_same(reference, outputs)
     assert_not_degenerate(reference)
+    # the binary holds the same program: every field of every instruction encodes
+    assert load(encode_program(program)).instructions == program.instructions
     return program
 
 
