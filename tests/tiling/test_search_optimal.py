@@ -139,22 +139,27 @@ def test_ties_go_to_fewer_tiles_then_h_before_w_before_channels():
 PARTS = [(1, 1, 1), (2, 1, 1), (1, 2, 1), (2, 2, 1), (1, 1, 2), (3, 2, 2)]
 
 
+def documented_cycles(
+    once: float, compute: float, streamed: float, activations: float, first: float, tiles: int
+) -> int:
+    """docs/tiling.md, "Cost model": DMA done once first; one tile adds DMA and compute;
+    more overlap them: once + first tile's DMA + max(compute, rest of the DMA), the first
+    tile's activation DMA being its share (1 / tiles) of the whole."""
+    if tiles == 1:
+        return math.ceil(once + compute + streamed + activations)
+    first_tile = first + activations / tiles
+    return math.ceil(once + first_tile + max(compute, streamed + activations - first_tile))
+
+
 @pytest.mark.parametrize("parts", PARTS)
 def test_a_layer_estimate_adds_its_cycles_as_documented(model: FuncOp, parts):
-    # docs/tiling.md, "Cost model": DMA done once first; one tile adds DMA and compute;
-    # more overlap them: once + first tile's DMA + max(compute, rest of the DMA), the
-    # first tile's activation DMA being its share (1 / tiles) of the whole
     planner = Planner(model, find_layers(model), load_target("mid-256"), 1 << 20, 0.5)
     v = planner.layer_values(0, 0, 0, parts, False)
     compute, activations, streamed, first, once = v[4], v[5], v[6], v[7], v[8]
     assert activations > 0 and once + streamed > 0  # mid-256: input and weights in DRAM
     tiles = parts[0] * parts[1] * parts[2]
-    if tiles == 1:
-        want = once + compute + streamed + activations
-    else:
-        first_tile = first + activations / tiles
-        want = once + first_tile + max(compute, streamed + activations - first_tile)
-    assert planner.evaluate(0, 0, parts, False).cycles == math.ceil(want)
+    want = documented_cycles(once, compute, streamed, activations, first, tiles)
+    assert planner.evaluate(0, 0, parts, False).cycles == want
 
 
 @pytest.mark.parametrize("stripes", [2, 4])
@@ -169,7 +174,6 @@ def test_a_rolling_cascade_charges_its_tail_copies(model: FuncOp, stripes):
     copied = planner.rolling_bytes(0, 1, stripes, 1).copied
     assert copied > 0
     compute = sum(x[4] for x in v) + 2 * copied / target.arena_memory.bytes_per_cycle
-    moved = sum(x[5] + x[6] for x in v)
-    once, first = sum(x[8] for x in v), sum(x[7] for x in v) + sum(x[5] for x in v) / stripes
-    want = once + first + max(compute, moved - first)
-    assert planner.evaluate(0, 1, parts, True).cycles == math.ceil(want)
+    activations, streamed, first, once = (sum(x[k] for x in v) for k in (5, 6, 7, 8))
+    want = documented_cycles(once, compute, streamed, activations, first, stripes)
+    assert planner.evaluate(0, 1, parts, True).cycles == want
