@@ -36,6 +36,7 @@ MOMENTUM = 0.9
 FILE_VERSION = 1
 # Bin indices stay below 2**52 so that float64 arithmetic on them is exact.
 _MAX_INDEX = 2**52
+_MIN_WIDTH = float(np.finfo(np.float64).tiny)  # a subnormal width loses x / width
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,10 @@ class Histogram:
     by the smallest power of two 2^d that makes them fit; each old bin k (absolute
     index, k * width its lower edge) merges into bin floor(k / 2^d), which is
     exact (every old bin lies inside one new bin), so counts are preserved. The
-    window of `bins` bins is then re-centred on the occupied bins.
+    window of `bins` bins is then re-centred on the occupied bins. float64 data the
+    float32 tensors of a model never hold (spans below the smallest normal float64,
+    values whose x / width overflows) coarsen the same way, by as many doublings as
+    bring x / width below 2^52.
     """
 
     def __init__(self, bins: int = BINS):
@@ -105,7 +109,8 @@ class Histogram:
 
     def edges(self) -> np.ndarray:
         assert self.width is not None
-        return (self.start + np.arange(self.bins + 1, dtype=np.float64)) * self.width
+        with np.errstate(over="ignore"):  # edges past the float64 maximum are infinite
+            return (self.start + np.arange(self.bins + 1, dtype=np.float64)) * self.width
 
     @classmethod
     def from_range(cls, lo: float, hi: float, counts: Sequence[int]) -> Histogram:
@@ -129,11 +134,16 @@ class Histogram:
             raise NpucError("cannot add values to a histogram whose range is not zero-aligned")
         vmin, vmax = extrema if extrema is not None else (float(x.min()), float(x.max()))
         if self.width is None:
-            span = vmax - vmin
-            self.width = (span if span > 0 else (abs(vmax) or 1.0)) / (self.bins - 2)
+            self.width = self._first_width(vmin, vmax)
         nonzero = np.flatnonzero(self.counts)
         while True:
-            lo, hi = math.floor(vmin / self.width), math.floor(vmax / self.width)
+            low, high = vmin / self.width, vmax / self.width
+            if not (math.isfinite(low) and math.isfinite(high)):  # float64 data far out
+                excess = math.log2(max(-vmin, vmax)) - math.log2(self.width) - 51
+                self._coarsen(max(1, math.ceil(excess)))
+                nonzero = np.flatnonzero(self.counts)
+                continue
+            lo, hi = math.floor(low), math.floor(high)
             if nonzero.size:
                 lo = min(lo, self.start + int(nonzero[0]))
                 hi = max(hi, self.start + int(nonzero[-1]))
@@ -154,6 +164,15 @@ class Histogram:
         index -= self.start
         self.counts += np.bincount(index.astype(np.int64), minlength=self.bins)
 
+    def _first_width(self, vmin: float, vmax: float) -> float:
+        """(vmax - vmin) / (bins - 2), or for one value |v| / (bins - 2) (1 for zero); for
+        float64 data, without overflowing and at least the smallest normal float64."""
+        span = vmax - vmin
+        width = (span if span > 0 else (abs(vmax) or 1.0)) / (self.bins - 2)
+        if math.isinf(width):
+            width = vmax / (self.bins - 2) - vmin / (self.bins - 2)
+        return max(width, _MIN_WIDTH)
+
     def _coarsen(self, doublings: int) -> None:
         """Merge bins 2^doublings at a time (bin k -> floor(k / 2^doublings))."""
         shift = min(doublings, 63)
@@ -165,7 +184,7 @@ class Histogram:
         )[: self.bins]
         self.start = new_start
         assert self.width is not None
-        self.width *= 2.0**doublings
+        self.width = math.ldexp(self.width, doublings)  # exact, no 2^d overflow
 
     def _move(self, start: int) -> None:
         """Re-place the window to begin at absolute bin `start` (occupied bins stay inside)."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from npuc.diagnostics import NpucError
 from npuc.passes.quantization.statistics import Histogram, OutlierPolicy, TensorStatistics
@@ -188,3 +190,29 @@ def test_any_positive_num_std_is_a_policy():
     assert OutlierPolicy(num_std=0.5).keep(x).tolist() == [-0.4, 0.0, 0.4]
     with pytest.raises(NpucError, match="outlier num_std must be positive, got 0"):
         OutlierPolicy(num_std=0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=6),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_histogram_holds_any_finite_float64(batches: list[list[float]]) -> None:
+    # Subnormal spans (a width of 0) and spans near the float64 maximum (a width that
+    # overflows, or a later value whose bin index does) used to raise.
+    hist = Histogram(16)
+    for batch in batches:
+        hist.add(np.array(batch, np.float64))
+    x = np.sort(np.concatenate([np.array(b, np.float64) for b in batches]))
+    assert hist.total == x.size
+    assert np.isfinite(hist.width) and hist.width >= np.finfo(np.float64).tiny
+    # Cumulative counts at each edge (infinite past the float64 maximum) equal numpy's
+    # counts of values below it, up to one bin.
+    edges = hist.edges()
+    ours = np.concatenate(([0], np.cumsum(hist.counts)))
+    below = np.searchsorted(x, edges, side="left")
+    assert np.all(ours >= np.concatenate(([0], below[:-1])))
+    assert np.all(ours <= np.concatenate((below[1:], [x.size])))
