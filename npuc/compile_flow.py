@@ -384,6 +384,7 @@ def _quantize(
             "or --calib-random N"
         )
     from .passes.quantization.datasets import folder_dataset, random_dataset
+    from .passes.quantization.float_runs import FloatRuns
     from .passes.quantize import QuantizeConfig
     from .quantize_flow import calibrate, compare, quantize
     from .runtime.accuracy import to_json, to_table
@@ -393,10 +394,12 @@ def _quantize(
             return folder_dataset(module, options.calib)
         return random_dataset(module, options.calib_random, seed=0)
 
-    statistics = calibrate(module, data())
+    runs = FloatRuns()  # calibration's float runs, replayed by the probe and the report
+    statistics = calibrate(module, data(), float_runs=runs)
     config = QuantizeConfig(scheme=options.scheme or "int8", io="quantized")
     quantized, report = quantize(module, statistics, config)
-    outputs, tensors = compare(module, quantized, list(data()))
+    del statistics  # and with it the probe's hold on the runs
+    outputs, tensors = compare(module, quantized, list(data()), float_runs=runs)
     meta = {"model": str(options.model), "scheme": config.scheme}
     text = to_table(outputs, tensors) + "\n"
     accuracy = (text.encode(), to_json(outputs, tensors, meta).encode())

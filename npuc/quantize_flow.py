@@ -18,12 +18,20 @@ Batch = Mapping[str, np.ndarray]
 
 
 def calibrate(
-    module: ModuleOp, batches: Iterable[Batch], *, progress: bool = True, outlier_policy=None
+    module: ModuleOp,
+    batches: Iterable[Batch],
+    *,
+    progress: bool = True,
+    outlier_policy=None,
+    float_runs=None,
 ):
-    """Per-tensor statistics of the float model over a data set (outliers optionally dropped)."""
+    """Per-tensor statistics of the float model over a data set (outliers optionally dropped;
+    the float runs kept in `float_runs`, a FloatRuns, for `compare` on the same data)."""
     from npuc.passes.quantization.statistics import collect_statistics
 
-    return collect_statistics(module, batches, progress=progress, outlier_policy=outlier_policy)
+    return collect_statistics(
+        module, batches, progress=progress, outlier_policy=outlier_policy, float_runs=float_runs
+    )
 
 
 def quantize(float_module: ModuleOp, statistics: Mapping, config) -> tuple[ModuleOp, object]:
@@ -73,11 +81,13 @@ def dequantized_values(
     return real
 
 
-def compare(float_module: ModuleOp, quantized: ModuleOp, batches: Iterable[Batch]):
+def compare(float_module: ModuleOp, quantized: ModuleOp, batches: Iterable[Batch], float_runs=None):
     """Tensor-by-tensor accuracy of `quantized` against `float_module` over a data set.
 
     A stateful model runs the batches as one stream, each model carrying its own state.
-    Each model is prepared once for all batches (its constants converted once).
+    Each model is prepared once for all batches (its constants converted once). A float
+    run that calibration kept (`float_runs`, from `calibrate` on the same module) serves
+    the batch it ran on instead of running the float model again.
     """
     from npuc.passes.quantization.state import StateCarrier
     from npuc.runtime.accuracy import Comparison
@@ -92,8 +102,14 @@ def compare(float_module: ModuleOp, quantized: ModuleOp, batches: Iterable[Batch
     )
     comparison = Comparison(outputs=outputs)
     ref_state, q_state = StateCarrier(float_module), StateCarrier(quantized)
-    for batch in batches:
-        ref_out, ref_inter = _run_all(float_run, ref_state.named(batch))
+    for index, batch in enumerate(batches):
+        feeds = ref_state.named(batch)
+        kept = None if float_runs is None else float_runs.run(index, _arguments(float_run, feeds))
+        if kept is None:
+            ref_out, ref_inter = _run_all(float_run, feeds)
+        else:
+            ref_out = dict(zip(outputs, kept.results, strict=True))
+            ref_inter = dict(kept.intermediates)
         q_out, q_inter = _run_all(q_run, q_state.named(batch))
         ref_state.update(ref_out)
         q_state.update(q_out)
@@ -109,9 +125,12 @@ def compare(float_module: ModuleOp, quantized: ModuleOp, batches: Iterable[Batch
 def _run_all(runner, feeds: Batch) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Outputs by name and every intermediate of one run, as run_module with keep="all"
     (the batches come from a data set made for the model's inputs)."""
-    func = runner.func
-    results, intermediates = runner.run([feeds[n] for n in input_names(func)], "all")
-    return dict(zip(output_names(func), results, strict=True)), intermediates
+    results, intermediates = runner.run(_arguments(runner, feeds), "all")
+    return dict(zip(output_names(runner.func), results, strict=True)), intermediates
+
+
+def _arguments(runner, feeds: Batch) -> list[np.ndarray]:
+    return [feeds[n] for n in input_names(runner.func)]
 
 
 @dataclass(frozen=True)

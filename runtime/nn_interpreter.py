@@ -273,6 +273,21 @@ class FunctionRunner:
             for v in dead:
                 env.pop(v, None)
 
+    def replay(
+        self, inputs: Sequence[np.ndarray], intermediates: Mapping[str, np.ndarray]
+    ) -> Iterator[tuple[Operation, dict[SSAValue, np.ndarray]]]:
+        """`steps` over a run already made with keep="all" (its `intermediates`): the same
+        ops with the same live values, evaluating nothing but constants."""
+        env = dict(zip(self.func.body.block.args, self.check_inputs(inputs), strict=True))
+        for op, dead in zip(self.ops, self.dead_after, strict=True):
+            if isinstance(op, self.CONSTANTS):
+                env.update(zip(op.results, self._constant(op), strict=True))
+            else:
+                env.update((r, intermediates[self.keys[r]]) for r in op.results)
+            yield op, env
+            for v in dead:
+                env.pop(v, None)
+
     def _step(
         self,
         op: Operation,

@@ -63,6 +63,7 @@ from .lowering import MOVEMENT
 from .ranges import AUTO_FALLBACK, activation_range, fake_quantize_grid, grid_key
 
 if TYPE_CHECKING:
+    from .float_runs import FloatRun
     from .statistics import TensorStatistics
 
 CANDIDATES = ("extrema", "percentile", "mse", "kl")
@@ -95,11 +96,14 @@ class StrategyProbe:
         stats: Mapping[str, TensorStatistics],
         calls: Sequence[list[np.ndarray]],
         selection: Selection | None = None,
+        replays: Sequence[FloatRun | None] = (),
     ):
         self.module = module  # the float module calibrated (runner runs its entry function)
         self.runner = runner
         self.stats = stats
         self.calls = list(calls)
+        # calibration's runs of the calls, where it kept them: replayed, not run again
+        self.replays = list(replays) + [None] * (len(self.calls) - len(replays))
         self.selection = selection
         self.winner: str | None = None  # select_for_model's: "local" or a strategy
         self.errors: dict[str, float] = {}  # and its figures, by candidate: in total
@@ -124,8 +128,8 @@ class StrategyProbe:
                 activation_range(found, s, bits=bits, symmetric=symmetric) for s in CANDIDATES
             ]
         errors = {name: np.zeros(len(CANDIDATES)) for name in candidates}
-        for call in self.calls:
-            self._probe(call, candidates, errors, bits, symmetric)
+        for call, replay in zip(self.calls, self.replays, strict=True):
+            self._probe(call, replay, candidates, errors, bits, symmetric)
         for name, ranges in candidates.items():
             weighted = errors[name] * np.where(np.arange(len(CANDIDATES)) == 0, 1.0, CLIP_COST)
             choice = CANDIDATES[int(np.argmin(weighted))]
@@ -138,6 +142,7 @@ class StrategyProbe:
     def _probe(
         self,
         call: list[np.ndarray],
+        replay: FloatRun | None,
         candidates: Mapping[str, list[Range]],
         errors: Mapping[str, np.ndarray],
         bits: int,
@@ -147,7 +152,8 @@ class StrategyProbe:
         # Results of data movement (reshape, max pool, ...) keep their input's type, so
         # their input's candidates are judged at their consumers: value -> the source.
         moved: dict[SSAValue, _Source] = {}
-        for op, env in runner.steps(call):
+        steps = runner.steps(call) if replay is None else runner.replay(call, replay.intermediates)
+        for op, env in steps:
             if isinstance(op, runner.CONSTANTS):
                 continue
             outputs = [env[r] for r in op.results]

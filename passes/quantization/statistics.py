@@ -29,6 +29,7 @@ from npuc.runtime.nn_interpreter import FunctionRunner
 
 from .auto_strategy import CANDIDATES, HOLDOUT_BATCHES, PROBE_CALLS, Selection, StrategyProbe
 from .datasets import InputSpec, model_inputs
+from .float_runs import FloatRun, FloatRuns
 from .state import StateCarrier
 
 BINS = 2048
@@ -482,6 +483,7 @@ def collect_statistics(
     progress: bool = True,
     probe_calls: int = PROBE_CALLS,
     holdout: int = HOLDOUT_BATCHES,
+    float_runs: FloatRuns | None = None,
 ) -> dict[str, TensorStatistics]:
     """Run the float graph on every batch and record statistics of every tensor.
 
@@ -494,7 +496,8 @@ def collect_statistics(
     `probe_calls` model calls are kept for the `auto` strategy's probe; every fourth
     batch from the eighth on, up to `holdout` of them (none for a stateful model), is
     also kept with statistics of the other batches, for auto's whole-model selection
-    (auto_strategy.py).
+    (auto_strategy.py). `float_runs`, if given, keeps the runs (float_runs.py): the
+    probe replays those of its calls instead of running them again.
     """
     try:
         func = entry_function(module)
@@ -524,6 +527,7 @@ def collect_statistics(
 
     aliases: dict[str, str] | None = None
     kept_calls: list[list[np.ndarray]] = []
+    replays: list[FloatRun | None] = []  # kept_calls' runs, where float_runs kept them
     total = len(batches) if hasattr(batches, "__len__") else None  # type: ignore[arg-type]
     seen = 0
     with progress_bar(desc="calibrating", total=total, unit="batch", enabled=progress) as bar:
@@ -535,11 +539,17 @@ def collect_statistics(
                 for name, array in state.state.items():
                     record(name, array)
                 arguments = state.arguments(feeds)
+                results, intermediates = runner.run(arguments, keep="all")
+                run = (
+                    None
+                    if float_runs is None
+                    else float_runs.keep(arguments, results, intermediates)
+                )
                 if holding:
                     held.append(list(arguments))
                 elif len(kept_calls) < probe_calls:
                     kept_calls.append(list(arguments))
-                results, intermediates = runner.run(arguments, keep="all")
+                    replays.append(run)
                 state.update(results)
                 if aliases is None:
                     aliases = _output_aliases(runner, input_names(func), outputs, intermediates)
@@ -559,8 +569,9 @@ def collect_statistics(
     selection = None
     if held:
         assert train is not None
-        selection = Selection(_probed(module, runner, _aliased(train, aliases), kept_calls), held)
-    _probed(module, runner, _aliased(stats, aliases), kept_calls, selection)
+        train_stats = _probed(module, runner, _aliased(train, aliases), kept_calls, replays)
+        selection = Selection(train_stats, held)
+    _probed(module, runner, _aliased(stats, aliases), kept_calls, replays, selection)
     return stats
 
 
@@ -578,10 +589,11 @@ def _probed(
     runner: FunctionRunner,
     stats: dict[str, TensorStatistics],
     calls: list[list[np.ndarray]],
+    replays: list[FloatRun | None],
     selection: Selection | None = None,
 ) -> dict[str, TensorStatistics]:
     """`stats`, each tensor given one probe over `calls` (auto_strategy.py)."""
-    probe = StrategyProbe(module, runner, stats, calls, selection)
+    probe = StrategyProbe(module, runner, stats, calls, selection, replays)
     for tensor in stats.values():
         tensor.probe = probe
     return stats
