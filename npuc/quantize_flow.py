@@ -219,6 +219,7 @@ def search_mixed_precision(
     promote_to: str = "int16",
     max_promotions: int = 32,
     cost_target: str | None = None,
+    float_runs=None,
 ) -> SearchResult:
     """Promote the most sensitive layers until the outputs meet the target.
 
@@ -230,6 +231,7 @@ def search_mixed_precision(
     Top-1 drop is the percentage of samples whose quantized top-1 class differs
     from float's. The result says whether the target was met and, if not, why not.
     With `cost_target`, each step records its cycles and SRAM there (`target_cost`).
+    `float_runs` (from `calibrate`) serve the float side of each comparison.
     """
     from npuc.passes.quantization.layer_config import LayerOverrides, LayerSetting
 
@@ -245,7 +247,7 @@ def search_mixed_precision(
     def attempt(names: list[str]):
         overrides = LayerOverrides(layers={name: setting for name in names})
         quantized, report = quantize(float_module, statistics, replace(config, overrides=overrides))
-        outputs, tensors = compare(float_module, quantized, batches)
+        outputs, tensors = compare(float_module, quantized, batches, float_runs)
         cost = None if cost_target is None else target_cost(quantized, cost_target)
         return quantized, report, outputs, tensors, cost
 

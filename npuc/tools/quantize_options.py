@@ -191,6 +191,7 @@ def check_options(args: argparse.Namespace) -> None:
 
 def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
     """The quantized module; prints the comparison when asked for it."""
+    from npuc.passes.quantization.float_runs import FloatRuns
     from npuc.passes.quantization.layer_config import LayerOverrides, read_layer_config
     from npuc.passes.quantization.statistics import (
         OutlierPolicy,
@@ -201,13 +202,17 @@ def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
     from npuc.quantize_flow import calibrate, compare, quantize, search_mixed_precision
     from npuc.runtime.accuracy import to_json, to_table
 
+    runs = None  # calibration's float runs, which serve the comparisons on the same data
     if args.stats:
         statistics, _ = load_statistics(args.stats)
     else:
         policy = None
         if args.outlier_std is not None or args.outlier_percentile is not None:
             policy = OutlierPolicy(num_std=args.outlier_std, percentile=args.outlier_percentile)
-        statistics = calibrate(module, _dataset(module, args, args.calib), outlier_policy=policy)
+        runs = FloatRuns()
+        statistics = calibrate(
+            module, _dataset(module, args, args.calib), outlier_policy=policy, float_runs=runs
+        )
     if args.save_stats:
         save_statistics(args.save_stats, statistics, {"model": str(args.model)})
         print(f"saved calibration statistics to {args.save_stats}")
@@ -235,6 +240,7 @@ def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
             max_top1_drop=args.max_top1_drop,
             promote_to=args.promote_to,
             cost_target=args.cost_target,
+            float_runs=runs,
         )
         quantized, report = found.module, found.report
         chosen = ", ".join(found.promoted) or "none"
@@ -273,7 +279,7 @@ def quantize_and_report(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
         print(f"warning: {warning}", file=sys.stderr)
     similarity = {}
     if args.compare or searching:
-        outputs, tensors = compare(module, quantized, data)
+        outputs, tensors = compare(module, quantized, data, float_runs=runs)
         similarity = {t.name: t.cosine for t in tensors}
         if args.compare:
             print(to_table(outputs, tensors))

@@ -12,7 +12,7 @@ from npuc.passes.quantization.auto_strategy import StrategyProbe
 from npuc.passes.quantization.float_runs import FloatRuns
 from npuc.passes.quantization.statistics import collect_statistics
 from npuc.passes.quantize import QuantizeConfig
-from npuc.quantize_flow import compare, quantize
+from npuc.quantize_flow import compare, quantize, search_mixed_precision
 from npuc.runtime.nn_interpreter import FunctionRunner
 
 CALLS = 12
@@ -128,3 +128,24 @@ def test_runs_are_kept_in_call_order_up_to_the_budget(qm):
     stats = collect_statistics(module, data, progress=False, float_runs=FloatRuns(budget=0))
     probe_of: StrategyProbe = stats["x"].probe
     assert probe_of.replays == [None] * len(probe_of.calls)
+
+
+def test_the_mixed_precision_search_compares_with_the_kept_runs(qm):
+    module, _ = qm.conv_model(1)
+    data = batches()
+    runs = FloatRuns()
+    stats = collect_statistics(module, data, progress=False, float_runs=runs)
+    config = QuantizeConfig(scheme="int8")
+
+    def history(float_runs):
+        found = search_mixed_precision(
+            module, stats, config, data, target_cosine=0.999999, float_runs=float_runs
+        )
+        return [(s.promoted, s.worst_cosine, s.kept) for s in found.history]
+
+    assert len(history(None)) > 1  # the search promoted something
+    assert history(runs) == history(None)
+    for run in runs.runs:  # poisoned outputs: a search that read them would see other cosines
+        for array in run.results:
+            array[...] = 0
+    assert history(runs) != history(None)

@@ -19,7 +19,7 @@ def scripted(monkeypatch, cosines: dict[tuple[str, ...], float], order: list[str
         promoted = tuple(config.overrides.layers)
         return promoted, SimpleNamespace(layers={})
 
-    def compare(_module, promoted, _batches):
+    def compare(_module, promoted, _batches, _float_runs=None):
         out = SimpleNamespace(name="y", cosine=cosines[promoted], top1_agreement=None)
         return [out], []
 
