@@ -12,6 +12,7 @@ EPS = 1e-4  # the mass smoothing moves into each empty bin
 SERIES = 24  # terms of the smoothing series: (d / c)^k / (k (k - 1)) < 1e-18 for d / c <= 0.21
 SERIES_TOLERANCE = 1e-18  # the series stops at the first term below this, relative to c
 BLOCK = 64  # candidates whose groups kl_divergences handles at once
+_TINY = float(np.finfo(np.float64).tiny)
 TIE = 1e-12  # kl values this close (absolute, plus 1e-9 relative) are equal: the first wins
 
 
@@ -105,7 +106,9 @@ def kl_divergences(c: np.ndarray, candidates: np.ndarray, levels: int) -> np.nda
     last_logq = np.empty(i.size)
     bounds = _group_bounds(levels, i)
     # Unmasked ufuncs, in place, are faster than `where=` ones: an empty group (no count,
-    # no non-empty bin) gets q = 0 / 0 and its log is zeroed after.
+    # no non-empty bin) gets q = 0 / 0, which fmax turns into the smallest normal float, so
+    # its log is finite and its weight (0) makes its term 0 (cheaper than masking it). Every
+    # other q is at least 1 - 0.21 (integer counts), which fmax leaves as it is.
     with np.errstate(divide="ignore", invalid="ignore"):
         for start in range(0, i.size, BLOCK):  # rows of groups a cache can hold
             rows = slice(start, start + BLOCK)
@@ -117,8 +120,8 @@ def kl_divergences(c: np.ndarray, candidates: np.ndarray, levels: int) -> np.nda
             group_filled = _differences(filled_prefix, at)
             q = group_total / group_filled
             q -= dq[rows, None]
+            np.fmax(q, _TINY, out=q)
             logq = np.log(q, out=q)
-            logq[group_filled == 0] = 0.0
             group_filled *= dp[rows, None]
             group_total -= group_filled
             group_total *= logq
