@@ -450,13 +450,23 @@ def test_compare_vela_refuses_what_vela_cannot_compare(model, target, message, t
 
 
 def test_the_collector_pauses_for_the_compile_and_resumes_after(monkeypatch, tmp_path):
+    """Off while compiling; while writing, on with the compile's objects frozen (out of
+    every collection); after, on with nothing frozen, also when the compile fails."""
     import gc
 
-    from npuc import compile_flow
+    from npuc import compile_flow, output_files
     from npuc.tools import npu_compile
 
     seen = []
     real = compile_flow.compile_model
+    real_write = output_files.write_folder
+    frozen = []
+
+    def write_folder(*args, **kwargs):
+        frozen.append((gc.isenabled(), gc.get_freeze_count()))
+        return real_write(*args, **kwargs)
+
+    monkeypatch.setattr(output_files, "write_folder", write_folder)
 
     def compile_model(*args, **kwargs):
         seen.append(gc.isenabled())
@@ -472,7 +482,9 @@ def test_the_collector_pauses_for_the_compile_and_resumes_after(monkeypatch, tmp
     monkeypatch.setattr(compile_flow, "compile_model", compile_model)
     assert npu_compile.run(argv) == 0
     assert seen == [False] and gc.isenabled() and (out / "lenet5.npubin").is_file()
+    assert len(frozen) == 1 and frozen[0][0] and frozen[0][1] > 1000
+    assert gc.get_freeze_count() == 0
     monkeypatch.setattr(compile_flow, "compile_model", failing)
     with pytest.raises(RuntimeError, match="stop"):
         npu_compile.run([*argv[:-1], str(tmp_path / "other")])
-    assert seen == [False, False] and gc.isenabled()
+    assert seen == [False, False] and gc.isenabled() and gc.get_freeze_count() == 0
