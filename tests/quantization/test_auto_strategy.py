@@ -33,19 +33,6 @@ from npuc.passes.quantize import QuantizeConfig, quantize_module, ranges_from_st
 from npuc.runtime.nn_interpreter import FunctionRunner
 from npuc.runtime.qnn_interpreter import QuantizedFunctionRunner
 
-CALLS = 12
-
-
-def heavy_tailed_inputs(seed: int = 4) -> list[dict[str, np.ndarray]]:
-    """Inputs whose rare large values make the range strategies disagree."""
-    rng = np.random.default_rng(seed)
-    batches = []
-    for _ in range(CALLS):
-        x = rng.standard_normal((1, 3, 6, 5))
-        x[rng.random(x.shape) < 0.02] *= 12
-        batches.append({"x": x.astype(np.float32)})
-    return batches
-
 
 def held_out(i: int) -> bool:
     """Whether calibration holds batch i out (every fourth from the eighth on)."""
@@ -74,7 +61,7 @@ def onnxruntime_tensors(qm, batches) -> list[dict[str, np.ndarray]]:
 
 def calibrate(qm, seed: int):
     module, weights = qm.conv_model(1)
-    batches = heavy_tailed_inputs(seed)
+    batches = qm.heavy_tailed_inputs(seed)
     stats = collect_statistics(module, batches, progress=False)
     return module, weights, batches, stats
 
@@ -272,7 +259,7 @@ def test_thewhole_model_winner_is_the_least_error_and_is_what_auto_quantizes(qm)
 
 def test_fewer_than_eight_batches_hold_none_out(qm):
     module, _ = qm.conv_model(1)
-    stats = collect_statistics(module, heavy_tailed_inputs()[:7], progress=False)
+    stats = collect_statistics(module, qm.heavy_tailed_inputs()[:7], progress=False)
     assert stats["x"].probe.selection is None
     assert stats["x"].count == 7 * 3 * 6 * 5
 
@@ -299,7 +286,7 @@ def test_a_softmax_output_is_compared_through_the_float_softmax(qm):
     dequantized logits instead: each candidate's error is the relative squared error of
     numpy's softmax of those logits against the float probabilities on the held-out calls."""
     module = softmax_model(qm, 4.0)
-    stats = collect_statistics(module, heavy_tailed_inputs(5), progress=False)
+    stats = collect_statistics(module, qm.heavy_tailed_inputs(5), progress=False)
     config = QuantizeConfig(activation_strategy="auto")
     quantize_module(module.clone(), ranges_from_statistics(stats), config)
     probe = stats["x"].probe

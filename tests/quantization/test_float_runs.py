@@ -18,20 +18,20 @@ from npuc.runtime.nn_interpreter import FunctionRunner
 CALLS = 12
 
 
-def batches(seed: int = 4) -> list[dict[str, np.ndarray]]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(CALLS):
-        x = rng.standard_normal((1, 3, 6, 5))
-        x[rng.random(x.shape) < 0.02] *= 12  # rare large values: the strategies disagree
-        out.append({"x": x.astype(np.float32)})
-    return out
+def calibrated_with_runs(qm):
+    """The conv model, its 12 calls, their kept runs, and the model quantized from them."""
+    module, _ = qm.conv_model(1)
+    data = qm.heavy_tailed_inputs(calls=CALLS)
+    runs = FloatRuns()
+    stats = collect_statistics(module, data, progress=False, float_runs=runs)
+    quantized, _ = quantize(module, stats, QuantizeConfig(scheme="int8"))
+    return module, data, runs, quantized
 
 
 def test_replay_gives_the_values_steps_computes_without_evaluating(qm):
     module, _ = qm.conv_model(1)
     runner = FunctionRunner(graph_io.entry_function(module))
-    call = [batches()[0]["x"]]
+    call = [qm.heavy_tailed_inputs()[0]["x"]]
     expected = [
         (op, [env[v].copy() for v in (*op.operands, *op.results)]) for op, env in runner.steps(call)
     ]
@@ -50,7 +50,7 @@ def test_replay_gives_the_values_steps_computes_without_evaluating(qm):
 
 def test_the_probe_replays_kept_runs_and_chooses_as_it_would_running_them(qm, monkeypatch):
     module, _ = qm.conv_model(1)
-    data = batches()
+    data = qm.heavy_tailed_inputs(calls=CALLS)
     plain = collect_statistics(module, data, progress=False)
     runs = FloatRuns()
     kept = collect_statistics(module, data, progress=False, float_runs=runs)
@@ -79,20 +79,12 @@ def test_the_probe_replays_kept_runs_and_chooses_as_it_would_running_them(qm, mo
 
 
 def test_the_report_from_kept_runs_equals_the_one_from_running_float(qm):
-    module, _ = qm.conv_model(1)
-    data = batches()
-    runs = FloatRuns()
-    stats = collect_statistics(module, data, progress=False, float_runs=runs)
-    quantized, _ = quantize(module, stats, QuantizeConfig(scheme="int8"))
+    module, data, runs, quantized = calibrated_with_runs(qm)
     assert compare(module, quantized, data, float_runs=runs) == compare(module, quantized, data)
 
 
 def test_a_kept_run_serves_only_its_own_arguments(qm):
-    module, _ = qm.conv_model(1)
-    data = batches()
-    runs = FloatRuns()
-    stats = collect_statistics(module, data, progress=False, float_runs=runs)
-    quantized, _ = quantize(module, stats, QuantizeConfig(scheme="int8"))
+    module, data, runs, quantized = calibrated_with_runs(qm)
     shifted = [data[1], *data[1:]]  # call 0 is another's, the rest their own
     assert compare(module, quantized, shifted, float_runs=runs) == compare(
         module, quantized, shifted
@@ -102,7 +94,7 @@ def test_a_kept_run_serves_only_its_own_arguments(qm):
             array[...] = 0
     poisoned = compare(module, quantized, data, float_runs=runs)
     assert poisoned != compare(module, quantized, data)  # kept runs are what it reads
-    other = batches(seed=5)
+    other = qm.heavy_tailed_inputs(5, calls=CALLS)
     other[3] = data[3]
     reports = compare(module, quantized, other, float_runs=runs)
     fresh = compare(module, quantized, other)
@@ -114,7 +106,7 @@ def test_a_kept_run_serves_only_its_own_arguments(qm):
 
 def test_runs_are_kept_in_call_order_up_to_the_budget(qm):
     module, _ = qm.conv_model(1)
-    data = batches()
+    data = qm.heavy_tailed_inputs(calls=CALLS)
     probe = FloatRuns()
     collect_statistics(module, data[:1], progress=False, float_runs=probe)
     one = probe.used
@@ -132,7 +124,7 @@ def test_runs_are_kept_in_call_order_up_to_the_budget(qm):
 
 def test_the_mixed_precision_search_compares_with_the_kept_runs(qm):
     module, _ = qm.conv_model(1)
-    data = batches()
+    data = qm.heavy_tailed_inputs(calls=CALLS)
     runs = FloatRuns()
     stats = collect_statistics(module, data, progress=False, float_runs=runs)
     config = QuantizeConfig(scheme="int8")
