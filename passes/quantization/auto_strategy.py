@@ -218,10 +218,12 @@ class StrategyProbe:
 @dataclass
 class Selection:
     """What whole-model selection needs: statistics without the held-out batches (with
-    their own probe) and the held-out model calls."""
+    their own probe), the held-out model calls and calibration's runs of them, where it
+    kept them (float_runs.py)."""
 
     train: Mapping[str, TensorStatistics]
     calls: list[list[np.ndarray]]
+    replays: Sequence[FloatRun | None] = ()
 
 
 def select_for_model(
@@ -238,7 +240,12 @@ def select_for_model(
         return
     selection, runner = probe.selection, probe.runner
     compared = _compared_outputs(runner)
-    reference = [runner.run(call, keep=[c.key for c in compared])[1] for call in selection.calls]
+    keys = [c.key for c in compared]
+    replays = [*selection.replays, *[None] * (len(selection.calls) - len(selection.replays))]
+    reference = [
+        _float_outputs(runner, call, replay, keys)
+        for call, replay in zip(selection.calls, replays, strict=True)
+    ]
     candidates = ("local", *CANDIDATES)
     for candidate in progress(candidates, desc="auto strategy: whole models", unit="candidate"):
         strategy = "auto" if candidate == "local" else candidate
@@ -313,6 +320,16 @@ class _Compared:
         if self.key in got:
             return _real(got[self.key], types[self.key])
         return None
+
+
+def _float_outputs(
+    runner: FunctionRunner, call: list[np.ndarray], replay: FloatRun | None, keys: list[str]
+) -> Mapping[str, np.ndarray]:
+    """The float model's tensors `keys` on `call`: from calibration's run of it when kept
+    and holding them all, else from running it again."""
+    if replay is not None and all(k in replay.intermediates for k in keys):
+        return {k: replay.intermediates[k] for k in keys}
+    return runner.run(call, keep=keys)[1]
 
 
 def _compared_outputs(runner: FunctionRunner) -> list[_Compared]:

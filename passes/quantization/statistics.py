@@ -515,6 +515,7 @@ def collect_statistics(
     # so the batches before it are recorded once).
     train: dict[str, TensorStatistics] | None = None
     held: list[list[np.ndarray]] = []  # their model calls
+    held_runs: list[FloatRun | None] = []  # and those calls' runs, where float_runs kept them
     holding = False
 
     def record(key: str, array: np.ndarray) -> None:
@@ -547,6 +548,7 @@ def collect_statistics(
                 )
                 if holding:
                     held.append(list(arguments))
+                    held_runs.append(run)
                 elif len(kept_calls) < probe_calls:
                     kept_calls.append(list(arguments))
                     replays.append(run)
@@ -570,7 +572,7 @@ def collect_statistics(
     if held:
         assert train is not None
         train_stats = _probed(module, runner, _aliased(train, aliases), kept_calls, replays)
-        selection = Selection(train_stats, held)
+        selection = Selection(train_stats, held, held_runs)
     _probed(module, runner, _aliased(stats, aliases), kept_calls, replays, selection)
     return stats
 

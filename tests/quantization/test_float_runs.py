@@ -141,3 +141,26 @@ def test_the_mixed_precision_search_compares_with_the_kept_runs(qm):
         for array in run.results:
             array[...] = 0
     assert history(runs) != history(None)
+
+
+def test_the_whole_model_selection_reads_the_held_out_calls_from_kept_runs(qm):
+    module, _ = qm.conv_model(1)
+    data = qm.heavy_tailed_inputs(calls=CALLS)
+    plain = collect_statistics(module, data, progress=False)
+    kept = collect_statistics(module, data, progress=False, float_runs=FloatRuns())
+    probe = kept["x"].probe
+    assert len(probe.selection.replays) == 2 and all(probe.selection.replays)
+
+    def no_float_runs(*args, **kwargs):
+        raise AssertionError("the float model ran again")
+
+    probe.runner.run = no_float_runs  # the float runner only: quantized models run apart
+    config = QuantizeConfig(scheme="int8", activation_strategy="auto")
+    quantize(module, kept, config)
+    quantize(module, plain, config)
+    assert probe.winner is not None
+    assert (probe.winner, probe.errors, probe.call_errors) == (
+        plain["x"].probe.winner,
+        plain["x"].probe.errors,
+        plain["x"].probe.call_errors,
+    )
