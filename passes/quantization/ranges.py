@@ -295,10 +295,17 @@ def _mse_range(
     rows = max(1, MSE_BLOCK // his.size)
     for start in range(0, los.size, rows):
         block = slice(start, start + rows)
-        step = (his[None, :] - los[block, None]) / (2**bits - 1)
-        inside = total - below_n[block, None] - above_n[None, :]
-        loss = below_e[block, None] + above_e[None, :] + inside * step**2 / 12.0
-        loss = np.where(step > 0, loss, np.inf)
+        # below_e + above_e + inside * step**2 / 12, in place (the same arithmetic with
+        # fewer passes). step > 0 but where his = lo = 0, which only data that is all zero
+        # has, in a grid of that one cell
+        step = np.subtract(his[None, :], los[block, None])
+        step /= 2**bits - 1
+        np.square(step, out=step)
+        inside = (total - below_n[block])[:, None] - above_n[None, :]
+        inside *= step
+        inside /= 12.0
+        loss = below_e[block, None] + above_e[None, :]
+        loss += inside
         k = int(np.argmin(loss))
         if loss.flat[k] < best or np.isnan(loss.flat[k]):
             best, (a, b) = loss.flat[k], divmod(start * his.size + k, his.size)
