@@ -398,7 +398,6 @@ def _quantize(
     statistics = calibrate(module, data(), float_runs=runs)
     config = QuantizeConfig(scheme=options.scheme or "int8", io="quantized")
     quantized, report = quantize(module, statistics, config)
-    del statistics  # and with it the probe's hold on the runs
     outputs, tensors = compare(module, quantized, list(data()), float_runs=runs)
     meta = {"model": str(options.model), "scheme": config.scheme}
     text = to_table(outputs, tensors) + "\n"

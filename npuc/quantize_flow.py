@@ -109,7 +109,7 @@ def compare(float_module: ModuleOp, quantized: ModuleOp, batches: Iterable[Batch
             ref_out, ref_inter = _run_all(float_run, feeds)
         else:
             ref_out = dict(zip(outputs, kept.results, strict=True))
-            ref_inter = dict(kept.intermediates)
+            ref_inter = kept.intermediates
         q_out, q_inter = _run_all(q_run, q_state.named(batch))
         ref_state.update(ref_out)
         q_state.update(q_out)
