@@ -95,15 +95,15 @@ class StrategyProbe:
         runner: FunctionRunner,
         stats: Mapping[str, TensorStatistics],
         calls: Sequence[list[np.ndarray]],
+        replays: Sequence[FloatRun | None],
         selection: Selection | None = None,
-        replays: Sequence[FloatRun | None] = (),
     ):
         self.module = module  # the float module calibrated (runner runs its entry function)
         self.runner = runner
         self.stats = stats
         self.calls = list(calls)
-        # calibration's runs of the calls, where it kept them: replayed, not run again
-        self.replays = list(replays) + [None] * (len(self.calls) - len(replays))
+        # calibration's run of each call, where it kept it: replayed, not run again
+        self.replays = list(replays)
         self.selection = selection
         self.winner: str | None = None  # select_for_model's: "local" or a strategy
         self.errors: dict[str, float] = {}  # and its figures, by candidate: in total
@@ -223,7 +223,7 @@ class Selection:
 
     train: Mapping[str, TensorStatistics]
     calls: list[list[np.ndarray]]
-    replays: Sequence[FloatRun | None] = ()
+    replays: Sequence[FloatRun | None]  # one per call
 
 
 def select_for_model(
@@ -241,10 +241,9 @@ def select_for_model(
     selection, runner = probe.selection, probe.runner
     compared = _compared_outputs(runner)
     keys = [c.key for c in compared]
-    replays = [*selection.replays, *[None] * (len(selection.calls) - len(selection.replays))]
     reference = [
         _float_outputs(runner, call, replay, keys)
-        for call, replay in zip(selection.calls, replays, strict=True)
+        for call, replay in zip(selection.calls, selection.replays, strict=True)
     ]
     candidates = ("local", *CANDIDATES)
     for candidate in progress(candidates, desc="auto strategy: whole models", unit="candidate"):

@@ -595,7 +595,7 @@ def _probed(
     selection: Selection | None = None,
 ) -> dict[str, TensorStatistics]:
     """`stats`, each tensor given one probe over `calls` (auto_strategy.py)."""
-    probe = StrategyProbe(module, runner, stats, calls, selection, replays)
+    probe = StrategyProbe(module, runner, stats, calls, replays, selection)
     for tensor in stats.values():
         tensor.probe = probe
     return stats
