@@ -290,25 +290,43 @@ def _mse_range(
     los = np.unique(np.concatenate((edges[(edges < 0) & (edges > vmin)], [min(vmin, 0.0)])))
     above_n, above_e = _tails(c, lower, width, his, above=True)
     below_n, below_e = _tails(c, lower, width, los, above=False)
-    # the (lo, hi) grid a block of lo rows at a time (cache-sized); the first least wins
-    best, a, b = np.inf, 0, 0
-    rows = max(1, MSE_BLOCK // his.size)
-    for start in range(0, los.size, rows):
-        block = slice(start, start + rows)
-        # below_e + above_e + inside * step**2 / 12, in place (the same arithmetic with
-        # fewer passes). step > 0 but where his = lo = 0, which only data that is all zero
-        # has, in a grid of that one cell
-        step = np.subtract(his[None, :], los[block, None])
-        step /= 2**bits - 1
+    levels = 2**bits - 1
+
+    def losses(rows: Any, cols: Any) -> np.ndarray:
+        """below_e + above_e + inside * step**2 / 12 on the (lo, hi) cells rows x cols, in
+        place (the same arithmetic with fewer passes). step > 0 but where his = lo = 0,
+        which only data that is all zero has, in a grid of that one cell."""
+        step = np.subtract(his[None, cols], los[rows, None])
+        step /= levels
         np.square(step, out=step)
-        inside = (total - below_n[block])[:, None] - above_n[None, :]
+        inside = (total - below_n[rows])[:, None] - above_n[None, cols]
         inside *= step
         inside /= 12.0
-        loss = below_e[block, None] + above_e[None, :]
+        loss = below_e[rows, None] + above_e[None, cols]
         loss += inside
+        return loss
+
+    rows, cols = np.arange(los.size), np.arange(his.size)
+    tails = (above_n, above_e, below_n, below_e)
+    if all(np.isfinite(t).all() for t in tails):
+        # Only cells whose clipping error alone stays within the loss of an edge cell (no
+        # clipping below, or none above) can be least: the rest (most of the grid) are
+        # left out, strictly above it by the margin, which covers rounding and the
+        # inside count's (-0 + a few ulps), so the first least is the whole grid's.
+        bound = min(losses(rows[:1], cols).min(), losses(rows, cols[-1:]).min())
+        bound += 1e-9 * (abs(bound) + total * ((his[-1] - los[0]) / levels) ** 2)
+        rows = rows[below_e + above_e.min() <= bound]
+        cols = cols[above_e + below_e.min() <= bound]
+    # the (lo, hi) cells a block of rows at a time (cache-sized), in the grid's row-major
+    # order: the first least wins
+    best, a, b = np.inf, 0, 0
+    per_block = max(1, MSE_BLOCK // max(cols.size, 1))
+    for start in range(0, rows.size, per_block):
+        block = rows[start : start + per_block]
+        loss = losses(block, cols)
         k = int(np.argmin(loss))
         if loss.flat[k] < best or np.isnan(loss.flat[k]):
-            best, (a, b) = loss.flat[k], divmod(start * his.size + k, his.size)
+            best, a, b = loss.flat[k], int(block[k // cols.size]), int(cols[k % cols.size])
             if np.isnan(best):
                 break  # argmin's answer over the whole grid: its first nan
     return float(los[a]), float(his[b])

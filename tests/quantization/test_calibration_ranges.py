@@ -542,20 +542,39 @@ def test_weight_range_invariants_and_errors():
         weight_range(W, "extrema", axis=4)
 
 
-@pytest.mark.parametrize("case", range(8))
-def test_mse_asymmetric_block_search_picks_the_whole_grids_first_least(case, monkeypatch):
-    """_mse_range evaluates its (lo, hi) grid a block of rows at a time: with blocks of a
-    few elements it must pick what np.argmin over the whole grid picks (the first least in
-    row-major order), on a spread and on a two-valued histogram."""
+def _mse_histogram(case: int) -> tuple[np.ndarray, np.ndarray, float, float, int]:
+    """A histogram for the asymmetric mse search: a spread with outliers, two values, and
+    (cases 8 on) the wide heavy-tailed, lopsided and shifted ones activations have."""
+    rng = np.random.default_rng(300 + case)
+    bins = int(rng.integers(20, 90))
+    if case < 8:
+        x = np.concatenate([rng.normal(0, 1, 5000), rng.uniform(-9, 12, 30)])
+        x = x if case % 2 else np.repeat([-1.0, 2.0], 50)
+    else:
+        bins = int(rng.choice([256, 1024, 2048]))
+        kind = case % 4
+        if kind == 0:  # heavy tails both sides
+            x = rng.standard_t(2, 20000) * rng.uniform(0.1, 5)
+        elif kind == 1:  # hard-swish-like: a short negative side, a long positive one
+            x = rng.normal(0, 3, 20000)
+            x = x * np.clip(x + 3, 0, 6) / 6
+        elif kind == 2:  # mostly one side, a few values past zero
+            x = np.concatenate([rng.exponential(2, 20000), -rng.exponential(0.05, 40)])
+        else:  # a shifted Laplacian with sparse outliers
+            x = np.concatenate([rng.laplace(1, 0.5, 20000), rng.uniform(-40, 60, 8)])
+    counts, edges = np.histogram(x, bins)
+    return counts, edges, float(x.min()), float(x.max()), int(rng.choice([4, 8]))
+
+
+@pytest.mark.parametrize("case", range(24))
+def test_mse_asymmetric_search_picks_the_whole_grids_first_least(case, monkeypatch):
+    """_mse_range evaluates only the (lo, hi) cells whose clipping error can beat an edge
+    cell's loss, a block of rows at a time: it must pick what np.argmin over the whole grid
+    picks (the first least in row-major order), with its usual blocks and with blocks of a
+    few elements."""
     from npuc.passes.quantization import ranges
 
-    rng = np.random.default_rng(300 + case)
-    if case % 2:
-        x = np.concatenate([rng.normal(0, 1, 5000), rng.uniform(-9, 12, 30)])
-    else:
-        x = np.repeat([-1.0, 2.0], 50)
-    counts, edges = np.histogram(x, int(rng.integers(20, 90)))
-    vmin, vmax, bits = float(x.min()), float(x.max()), int(rng.choice([4, 8]))
+    counts, edges, vmin, vmax, bits = _mse_histogram(case)
     c = counts[counts > 0].astype(np.float64)
     lower = edges[:-1][counts > 0]
     width = float(edges[1] - edges[0])
@@ -568,6 +587,7 @@ def test_mse_asymmetric_block_search_picks_the_whole_grids_first_least(case, mon
     loss = below_e[:, None] + above_e[None, :] + inside * step**2 / 12.0
     loss = np.where(step > 0, loss, np.inf)
     a, b = np.unravel_index(int(np.argmin(loss)), loss.shape)
+    assert ranges._mse_range(counts, edges, vmin, vmax, bits, False) == (los[a], his[b])
     monkeypatch.setattr(ranges, "MSE_BLOCK", 3)
     assert ranges._mse_range(counts, edges, vmin, vmax, bits, False) == (los[a], his[b])
 
