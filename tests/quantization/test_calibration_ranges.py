@@ -279,6 +279,23 @@ def test_kl_prefix_sum_divergences_equal_the_direct_sums(case):
     np.testing.assert_allclose(got, want, rtol=1e-11)
 
 
+@pytest.mark.parametrize(
+    ("levels", "top"), [(128, 2048), (181, 2048), (2**15, 2048), (2**15, 2**17), (3, 2**31)]
+)
+def test_kl_group_bounds_are_the_ceilings_of_g_i_over_levels(levels, top):
+    """Group g of candidate i starts at ceil(g * i / levels), in exact integers, whether the
+    products fit int32 (the fast path) or not; the table the search slices agrees."""
+    from npuc.passes.quantization.entropy import KL_BINS, _group_bounds, _rows
+
+    i = np.unique(np.linspace(levels, top, 40, dtype=np.int64))
+    want = [[-(-g * int(k) // levels) for g in range(levels + 1)] for k in i]
+    got = _rows(levels, i)
+    assert got.dtype == np.int64
+    assert got.tolist() == want
+    if top <= KL_BINS:
+        assert _group_bounds(levels, i).tolist() == want
+
+
 @pytest.mark.parametrize("shift", [0.0, 1e-9, 1e-4, 3e-3, 0.05, 0.21])
 def test_kl_smoothing_series_keeps_every_term_above_the_tolerance(shift):
     """The series (d / c)^k / (k (k - 1)), c >= 1, stops before its first term below the
