@@ -31,12 +31,19 @@ class Roll:
     keep: Range | None
 
 
-def rolling_spans(layers: Sequence[Layer], axis: int, parts: int) -> list[list[Roll]]:
-    """`result[k][i]`: layer k of the chain in stripe i of the last layer's output."""
-    size = layers[-1].extent(axis)
-    needs: list[Range | None] = list(split(size, parts))
-    result: list[list[Roll]] = [[] for _ in layers]
-    for k in range(len(layers) - 1, -1, -1):
+def rolling_spans(
+    layers: Sequence[Layer], axis: int, parts: int, known: Sequence[list[Roll]] = ()
+) -> list[list[Roll]]:
+    """`result[k][i]`: layer k of the chain in stripe i of the last layer's output. `known`:
+    the result for a suffix of `layers` (a layer's rows depend only on the layers after
+    it), which is kept and continued instead of computed again."""
+    if known:
+        needs: list[Range | None] = [r.span.inp if r.span is not None else None for r in known[0]]
+    else:
+        needs = list(split(layers[-1].extent(axis), parts))
+    result: list[list[Roll]] = [[] for _ in layers[: len(layers) - len(known)]]
+    result += known
+    for k in range(len(layers) - len(known) - 1, -1, -1):
         done: int | None = None  # one past the highest row computed so far
         spans: list[Span | None] = []
         for need in needs:

@@ -205,21 +205,21 @@ class Planner:
     def rolls(self, first: int, last: int, parts: int) -> list[list[Roll]]:
         """Rolling spans along H of first..last (a suffix of the longest chain ending at
         `last`: a layer's rows depend only on the layers after it)."""
-        start = first
         cached = self._rolls.get((last, parts))
-        if cached is None or len(cached) < last - start + 1:
-            cached = rolling_spans(self.layers[start : last + 1], 0, parts)
+        if cached is None or len(cached) < last - first + 1:
+            cached = rolling_spans(self.layers[first : last + 1], 0, parts, cached or ())
             self._rolls[last, parts] = cached
         return cached[len(cached) - (last - first + 1) :]
 
     def summaries(self, first: int, last: int, parts: int) -> list[Summary]:
         """`summarise` of the intermediate layers of first..last (a suffix, as `rolls`)."""
-        start = first
         cached = self._summaries.get((last, parts))
-        if cached is None or len(cached) < last - start:
-            rolls = self.rolls(start, last, parts)
-            layers = self.layers[start:last]
+        if cached is None or len(cached) < last - first:
+            known = cached or []  # a layer's summary depends only on its own rolls
+            rolls = self.rolls(first, last, parts)
+            layers = self.layers[first : last - len(known)]
             cached = [summarise(layer, r) for layer, r in zip(layers, rolls, strict=False)]
+            cached += known
             self._summaries[last, parts] = cached
         return cached[len(cached) - (last - first) :]
 
@@ -321,6 +321,14 @@ class Planner:
         """Per layer of first..last: the distinct (output, input) lengths of its parts along
         `axis`, as (out, in, count) triples (rolling: of the rows each part computes).
         Cached for the longest chain ending at `last`, as `spans`."""
+        cached = self._class_table(first, last, axis, parts, rolling)
+        return cached[len(cached) - (last - first + 1) :]
+
+    def _class_table(
+        self, first: int, last: int, axis: int, parts: int, rolling: bool
+    ) -> list[list[tuple[Any, ...]]]:
+        """`classes` of a run ending at `last` that starts at `first` or before: layer k's
+        are at `len(table) - 1 - (last - k)`."""
         start = first
         key = (last, axis, parts, rolling)
         cached = self._classes.get(key)
@@ -362,7 +370,7 @@ class Planner:
             ] + known
             if geometry is not None:
                 self._window_classes[geometry] = cached
-        return cached[len(cached) - (last - first + 1) :]
+        return cached
 
     def resident_tensors(self, first: int, last: int) -> list[tuple[SSAValue, int]]:
         """The whole tensors live in the arena while first..last runs, largest first."""
@@ -473,10 +481,16 @@ class Planner:
         weights_dma = m.constants != m.arena
         constants = self._constants_memory
         one = [(1, 1, 1)]
-        k = index - first
         spatial = self.layers[last].spatial
-        hcls = self.classes(first, last, 0, h, rolling)[k] if spatial else one
-        wcls = self.classes(first, last, 1, w)[k] if spatial else one
+        if spatial:
+            h_table = self._class_table(first, last, 0, h, rolling)
+            w_table = self._class_table(first, last, 1, w, False)
+            hcls, wcls = (
+                h_table[len(h_table) - 1 - (last - index)],
+                w_table[len(w_table) - 1 - (last - index)],
+            )
+        else:
+            hcls = wcls = one
         computed = needed = 0
         if spatial and first < last:
             rows, cols = layer.extent(0), layer.extent(1)

@@ -202,3 +202,18 @@ def test_recompute_computes_halo_rows_twice_and_rolling_does_not():
     assert rows["recompute"][0, 0] == 9 + 2 * 2  # rows 0..3, 2..6, 5..8
     assert rows["rolling"][0, 0] == 9
     assert rows["recompute"][1, 0] == rows["rolling"][1, 0] == 9
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_rolling_spans_continue_a_known_suffix_exactly(data):
+    """The planner extends a cascade one layer at a time and passes the rolls it has for the
+    shorter chain: continuing them gives what computing the whole chain gives."""
+    module, _ = data.draw(window_chains())
+    layers = find_layers(entry_function(module))
+    h = data.draw(st.integers(1, 6))
+    whole = rolling_spans(layers, 0, h)
+    for start in range(len(layers) - 1, 0, -1):
+        known = rolling_spans(layers[start:], 0, h)
+        assert known == whole[start:]
+        assert rolling_spans(layers, 0, h, known) == whole
