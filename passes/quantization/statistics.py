@@ -271,7 +271,8 @@ class TensorStatistics:
         """Record one array of the current batch."""
         self.ranges.clear()
         x = np.asarray(values).astype(np.float64, copy=False).ravel()
-        x_sum = x.sum()  # finite only if every value is (or, rarely, they overflow)
+        with np.errstate(invalid="ignore", over="ignore"):  # non-finite sums are handled
+            x_sum = x.sum()  # finite only if every value is (or, rarely, they overflow)
         if not np.isfinite(x_sum):
             finite = np.isfinite(x)
             if not finite.all():

@@ -136,12 +136,16 @@ def test_huge_value_after_tiny_range_does_not_overflow_indices():
     assert hist.range[1] > 1e30
 
 
+@pytest.mark.filterwarnings("error")  # dropped quietly: +inf and -inf in one sum warn
 def test_nonfinite_values_are_dropped_and_counted():
     stats = TensorStatistics("t")
     stats.update(np.array([1.0, np.nan, np.inf, -np.inf, -2.0]))
     assert stats.count == 2 and stats.nonfinite == 3
     assert (stats.min, stats.max) == (-2.0, 1.0)
     assert stats.histogram.total == 2
+    both_infinities = TensorStatistics("u")
+    both_infinities.update(np.array([1.0, np.inf, -np.inf, -2.0]))
+    assert both_infinities.count == 2 and both_infinities.nonfinite == 2
 
 
 def test_all_nonfinite_batch_records_no_range():
