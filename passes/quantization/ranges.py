@@ -311,8 +311,9 @@ def _mse_range(
     if all(np.isfinite(t).all() for t in tails):
         # Only cells whose clipping error alone stays within the loss of an edge cell (no
         # clipping below, or none above) can be least: the rest (most of the grid) are
-        # left out, strictly above it by the margin, which covers rounding and the
-        # inside count's (-0 + a few ulps), so the first least is the whole grid's.
+        # left out. The margin covers rounding, and an inside count a few ulps below
+        # zero, so every cell left out is strictly worse and the first least is the
+        # whole grid's.
         bound = min(losses(rows[:1], cols).min(), losses(rows, cols[-1:]).min())
         bound += 1e-9 * (abs(bound) + total * ((his[-1] - los[0]) / levels) ** 2)
         rows = rows[below_e + above_e.min() <= bound]
