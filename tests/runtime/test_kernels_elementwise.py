@@ -197,3 +197,21 @@ def test_apply_activation_clip_and_leaky_relu_in_place():
     assert ew.apply_activation(y, None) is y
     with pytest.raises(ValueError, match="unknown fused activation"):
         ew.apply_activation(y.copy(), "swish")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(), (7,), (2, 3, 5)])
+def test_hard_swish_is_the_spec_expression_bit_for_bit_and_leaves_its_input(rng, dtype, shape):
+    """ONNX HardSwish: x * max(0, min(1, x / 6 + 1 / 2)), which the interpreter computes as
+    x * clip(x + 3, 0, 6) / 6 (the form nn_patterns.py folds); computed in place, it must
+    keep that arithmetic exactly, for every dtype and shape, specials included."""
+    x = (rng.standard_normal(shape) * 6).astype(dtype)
+    if x.size >= 7:
+        x.flat[:7] = [np.nan, np.inf, -np.inf, -0.0, -3.0, 3.0, 1e30]
+    before = x.copy()
+    with np.errstate(invalid="ignore", over="ignore"):
+        got = ew.hard_swish(x)
+        want = x * np.clip(x + np.float32(3), 0, 6).astype(dtype) / np.float32(6)
+    assert isinstance(got, np.ndarray) and got.dtype == dtype and got.shape == shape
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(x, before)
