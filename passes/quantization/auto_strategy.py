@@ -119,23 +119,28 @@ class StrategyProbe:
             for stats in self.stats.values():
                 stats.auto[key] = self.winner
             return
-        candidates: dict[str, list[Range]] = {}
+        eligible = set()
         for name in self.keys.values():
             found = self.stats.get(name)
-            if found is None or found.count == 0 or name in candidates:
-                continue
-            candidates[name] = [
-                activation_range(found, s, bits=bits, symmetric=symmetric) for s in CANDIDATES
-            ]
-        errors = {name: np.zeros(len(CANDIDATES)) for name in candidates}
+            if found is not None and found.count:
+                eligible.add(name)
+        # Each tensor's candidate ranges and errors, from when the probe first meets it at a
+        # consumer. A tensor it never judges (a returned one, or one moved on by data
+        # movement, judged as its source: 121 of iris_landmark's 280) would choose the
+        # first candidate on errors of zero whatever its ranges are, so they are not
+        # computed.
+        candidates: dict[str, list[Range]] = {}
+        errors: dict[str, np.ndarray] = {}
         for call, replay in zip(self.calls, self.replays, strict=True):
-            self._probe(call, replay, candidates, errors, bits, symmetric)
+            self._probe(call, replay, eligible, candidates, errors, bits, symmetric)
         for name, ranges in candidates.items():
             weighted = errors[name] * np.where(np.arange(len(CANDIDATES)) == 0, 1.0, CLIP_COST)
             choice = CANDIDATES[int(np.argmin(weighted))]
             if all(r == ranges[0] for r in ranges):  # nothing to choose between
                 choice = CANDIDATES[0]
             self.stats[name].auto[key] = choice
+        for name in eligible.difference(candidates):
+            self.stats[name].auto[key] = CANDIDATES[0]
         for stats in self.stats.values():  # tensors never probed (no float consumer)
             stats.auto.setdefault(key, AUTO_FALLBACK)
 
@@ -143,8 +148,9 @@ class StrategyProbe:
         self,
         call: list[np.ndarray],
         replay: FloatRun | None,
-        candidates: Mapping[str, list[Range]],
-        errors: Mapping[str, np.ndarray],
+        eligible: set[str],
+        candidates: dict[str, list[Range]],
+        errors: dict[str, np.ndarray],
         bits: int,
         symmetric: bool,
     ) -> None:
@@ -160,7 +166,7 @@ class StrategyProbe:
             if not all(np.asarray(y).dtype.kind == "f" for y in outputs):
                 continue
             for value in dict.fromkeys(op.operands):
-                source = moved.get(value) or self._source(value, env, candidates)
+                source = moved.get(value) or self._source(value, env, eligible)
                 if source is None:
                     continue
                 if type(op) in MOVEMENT and op.operands[0] is value and len(op.results) == 1:
@@ -169,15 +175,23 @@ class StrategyProbe:
                         source.name, source.array, (*source.chain, (op, args))
                     )
                     continue
+                ranges = candidates.get(source.name)
+                if ranges is None:
+                    stats = self.stats[source.name]
+                    ranges = candidates[source.name] = [
+                        activation_range(stats, s, bits=bits, symmetric=symmetric)
+                        for s in CANDIDATES
+                    ]
+                    errors[source.name] = np.zeros(len(CANDIDATES))
                 errors[source.name] += self._errors(
-                    op, env, value, source, candidates[source.name], outputs, bits, symmetric
+                    op, env, value, source, ranges, outputs, bits, symmetric
                 )
 
     def _source(
-        self, value: SSAValue, env: Mapping[SSAValue, np.ndarray], candidates: Mapping[str, Any]
+        self, value: SSAValue, env: Mapping[SSAValue, np.ndarray], eligible: set[str]
     ) -> _Source | None:
         name = self.keys.get(value)
-        if name is None or name not in candidates or np.asarray(env[value]).dtype.kind != "f":
+        if name is None or name not in eligible or np.asarray(env[value]).dtype.kind != "f":
             return None
         return _Source(name, env[value], ())
 

@@ -104,6 +104,21 @@ def test_the_choice_minimises_the_consumers_error(qm, calibrated):
         )
 
 
+def test_tensors_the_probe_never_judges_take_extrema_without_computing_candidates(calibrated):
+    """gap feeds only the Flatten that is returned: data movement passes it on to consumers
+    it does not have, so no candidate of it, of flat or of the returned logits is ever
+    judged. They take extrema, as errors of zero would choose, without their clipping
+    candidates' ranges being computed; every judged tensor has all four."""
+    _, _, _, stats = calibrated
+    stats["x"].probe.choose(8, False)
+    computed = {name: {request[0] for request in s.ranges} for name, s in stats.items()}
+    for name in ("x", "conv1", "relu1", "conv2"):
+        assert computed[name] >= set(CANDIDATES), (name, computed[name])
+    for name in ("gap", "flat", "logits"):
+        assert stats[name].auto["a8"] == "extrema"
+        assert not computed[name] & {"kl", "mse", "percentile"}, (name, computed[name])
+
+
 def test_the_report_shows_each_tensors_choice_and_the_quantizer_applies_it(calibrated):
     module, _, _, stats = calibrated
     auto = module.clone()
