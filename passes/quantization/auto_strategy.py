@@ -141,7 +141,7 @@ class StrategyProbe:
             self.stats[name].auto[key] = choice
         for name in eligible.difference(candidates):
             self.stats[name].auto[key] = CANDIDATES[0]
-        for stats in self.stats.values():  # tensors never probed (no float consumer)
+        for stats in self.stats.values():  # not in its function, or no values recorded
             stats.auto.setdefault(key, AUTO_FALLBACK)
 
     def _probe(
