@@ -315,21 +315,14 @@ class Planner:
             self._channels[key] = channel_parts(self.layers[k], c)
         return self._channels[key]
 
-    def classes(
-        self, first: int, last: int, axis: int, parts: int, rolling: bool = False
-    ) -> list[list[tuple[Any, ...]]]:
-        """Per layer of first..last: the distinct (output, input) lengths of its parts along
-        `axis`, as (out, in, count) triples (rolling: of the rows each part computes).
-        Cached for the longest chain ending at `last`, as `spans`."""
-        cached = self._class_table(first, last, axis, parts, rolling)
-        return cached[len(cached) - (last - first + 1) :]
-
     def _class_table(
         self, first: int, last: int, axis: int, parts: int, rolling: bool
     ) -> list[list[tuple[Any, ...]]]:
-        """`classes` of a run ending at `last` that starts at `first` or before: layer k's
-        are at `len(table) - 1 - (last - k)`."""
-        start = first
+        """Per layer of a run ending at `last` that starts at `first` or before: the distinct
+        (output, input) lengths of its parts along `axis`, as (out, in, count) triples
+        (rolling: of the rows each part computes); layer k's are at
+        `len(table) - 1 - (last - k)`. Cached for the longest chain ending at `last`, as
+        `spans`."""
         key = (last, axis, parts, rolling)
         cached = self._classes.get(key)
         layer = self.layers[last]
@@ -350,14 +343,14 @@ class Planner:
             cached = self._window_classes.get(geometry)
             if cached is not None:
                 self._classes[key] = cached
-        if cached is None or len(cached) < last - start + 1:
+        if cached is None or len(cached) < last - first + 1:
             if rolling:
                 per_layer = [
                     [r.span for r in rolls if r.span is not None]
-                    for rolls in self.rolls(start, last, parts)
+                    for rolls in self.rolls(first, last, parts)
                 ]
             else:
-                per_layer = self.spans(start, last, axis, parts)
+                per_layer = self.spans(first, last, axis, parts)
             known = list(cached or ())  # the later layers' classes do not change
             cached = self._classes[key] = [
                 [
