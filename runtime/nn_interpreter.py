@@ -262,26 +262,18 @@ class FunctionRunner:
         return [_owned(env[v], arrays) for v in self.results], intermediates
 
     def steps(
-        self, inputs: Sequence[np.ndarray]
+        self,
+        inputs: Sequence[np.ndarray],
+        intermediates: Mapping[str, np.ndarray] | None = None,
     ) -> Iterator[tuple[Operation, dict[SSAValue, np.ndarray]]]:
         """Run op by op, yielding each op after it ran with the live values (its operands
-        and results included; values the op used last are freed after the yield)."""
+        and results included; values the op used last are freed after the yield). With the
+        `intermediates` of a run already made with keep="all", a replay of it: the same ops
+        with the same live values, evaluating nothing but constants."""
         env = dict(zip(self.func.body.block.args, self.check_inputs(inputs), strict=True))
         for op, dead in zip(self.ops, self.dead_after, strict=True):
-            self._step(op, env, set(), {})
-            yield op, env
-            for v in dead:
-                env.pop(v, None)
-
-    def replay(
-        self, inputs: Sequence[np.ndarray], intermediates: Mapping[str, np.ndarray]
-    ) -> Iterator[tuple[Operation, dict[SSAValue, np.ndarray]]]:
-        """`steps` over a run already made with keep="all" (its `intermediates`): the same
-        ops with the same live values, evaluating nothing but constants."""
-        env = dict(zip(self.func.body.block.args, self.check_inputs(inputs), strict=True))
-        for op, dead in zip(self.ops, self.dead_after, strict=True):
-            if isinstance(op, self.CONSTANTS):
-                env.update(zip(op.results, self._constant(op), strict=True))
+            if intermediates is None or isinstance(op, self.CONSTANTS):
+                self._step(op, env, set(), {})
             else:
                 env.update((r, intermediates[self.keys[r]]) for r in op.results)
             yield op, env

@@ -158,8 +158,7 @@ class StrategyProbe:
         # Results of data movement (reshape, max pool, ...) keep their input's type, so
         # their input's candidates are judged at their consumers: value -> the source.
         moved: dict[SSAValue, _Source] = {}
-        steps = runner.steps(call) if replay is None else runner.replay(call, replay.intermediates)
-        for op, env in steps:
+        for op, env in runner.steps(call, None if replay is None else replay.intermediates):
             if isinstance(op, runner.CONSTANTS):
                 continue
             outputs = [env[r] for r in op.results]
