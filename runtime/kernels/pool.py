@@ -8,7 +8,7 @@ import numpy as np
 
 from npuc.dialects.nn_shapes import pooled_size
 
-from .window import pad_hw, tap, window_extent
+from .window import pad_hw, window_extent, window_reduce
 
 F32 = np.float32
 
@@ -48,16 +48,8 @@ def max_pool2d(
     out_hw, extra = window_geometry(x.shape, kernel, strides, pads, dilations, ceil_mode)
     floor = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     xp = pad_hw(x, pads, floor, extra)
-    y: np.ndarray | None = None
-    for i in range(kernel[0]):
-        for j in range(kernel[1]):
-            view = tap(xp, i, j, out_hw, strides, dilations)
-            if y is None:
-                y = np.array(view, dtype=F32 if x.dtype.kind == "f" else x.dtype)
-            else:
-                np.maximum(y, view, out=y)
-    assert y is not None
-    return y
+    dtype = F32 if x.dtype.kind == "f" else x.dtype
+    return window_reduce(xp, kernel, out_hw, strides, dilations, np.maximum, dtype)
 
 
 def divisor_1d(
@@ -94,10 +86,7 @@ def avg_pool2d(
     """
     out_hw, extra = window_geometry(x.shape, kernel, strides, pads, dilations, ceil_mode)
     xp = pad_hw(x, pads, 0.0, extra)
-    y = np.zeros((*x.shape[:2], *out_hw), dtype=F32)
-    for i in range(kernel[0]):
-        for j in range(kernel[1]):
-            y += tap(xp, i, j, out_hw, strides, dilations)
+    y = window_reduce(xp, kernel, out_hw, strides, dilations, np.add, F32)
     counts = [
         divisor_1d(
             x.shape[2 + a],

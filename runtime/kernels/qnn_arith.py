@@ -18,7 +18,7 @@ from npuc.diagnostics import KernelError
 from npuc.integer import requantize, rounding_divide, rounding_shift
 
 from . import conv, pool
-from .window import pad_hw, tap, window_extent
+from .window import pad_hw, window_extent, window_reduce
 
 I64 = np.int64
 F64 = np.float64
@@ -183,10 +183,7 @@ def avg_pool2d_sums(
     dilations = (1, 1)
     out_hw, extra = pool.window_geometry(xc.shape, kernel, strides, pads, dilations, ceil_mode)
     xp = pad_hw(xc, pads, 0, extra)
-    total = np.zeros((*xc.shape[:2], *out_hw), I64)
-    for i in range(kernel[0]):
-        for j in range(kernel[1]):
-            total += tap(xp, i, j, out_hw, strides, dilations)
+    total = window_reduce(xp, kernel, out_hw, strides, dilations, np.add, I64)
     counts = [
         pool.divisor_1d(
             xc.shape[2 + a],
@@ -283,11 +280,7 @@ def max_pool2d(
     """Window maximum of stored integers; padding holds the dtype's minimum so it never wins."""
     out_hw, extra = pool.window_geometry(x.shape, kernel, strides, pads, dilations, ceil_mode)
     xp = pad_hw(x, pads, np.iinfo(x.dtype).min, extra)
-    y = np.array(tap(xp, 0, 0, out_hw, strides, dilations))
-    for i in range(kernel[0]):
-        for j in range(kernel[1]):
-            np.maximum(y, tap(xp, i, j, out_hw, strides, dilations), out=y)
-    return y
+    return window_reduce(xp, kernel, out_hw, strides, dilations, np.maximum, x.dtype)
 
 
 # --------------------------------------------------------------------------- softmax (TFLite int8)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from npuc.runtime.kernels import pool
+from npuc.runtime.kernels import pool, qnn_arith
+from npuc.runtime.kernels.window import pad_hw, window_reduce, windows
 
 # (input H, W, kernel, strides, pads [t, l, b, r], dilations) with shapes where ceil mode matters.
 WINDOWS = [
@@ -16,6 +17,10 @@ WINDOWS = [
     ((8, 7), (2, 3), (3, 2), (1, 1, 0, 2), (1, 1)),
     ((9, 8), (3, 2), (2, 2), (1, 1, 1, 1), (2, 2)),
     ((9, 9), (2, 2), (3, 1), (0, 0, 1, 1), (3, 2)),
+    # large windows, reduced over rows and then columns
+    ((12, 10), (12, 10), (1, 1), (0, 0, 0, 0), (1, 1)),
+    ((11, 13), (5, 4), (1, 2), (2, 1, 2, 2), (1, 1)),
+    ((14, 12), (4, 3), (1, 1), (1, 0, 1, 1), (2, 3)),
 ]
 
 
@@ -104,3 +109,30 @@ def test_global_pools_match_onnxruntime(rng, onnx_ort, close, shape):
     (mx,) = onnx_ort("GlobalMaxPool", [x])
     close(pool.global_avg_pool(x), avg)
     close(pool.global_max_pool(x), mx, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(("hw", "kernel", "strides", "pads", "dilations"), WINDOWS)
+@pytest.mark.parametrize("combine", [np.add, np.maximum])
+def test_window_reduce_of_integers_is_every_windows_exact_reduction(
+    rng, hw, kernel, strides, pads, dilations, combine
+):
+    x = rng.integers(-128, 128, (2, 3, *hw), dtype=np.int8)
+    out_hw, extra = pool.window_geometry(x.shape, kernel, strides, pads, dilations, True)
+    xp = pad_hw(x, pads, -128, extra)
+    dtype = np.int64 if combine is np.add else np.int8
+    expected = combine.reduce(
+        windows(xp, kernel, out_hw, strides, dilations).astype(dtype), axis=(2, 3)
+    )
+    got = window_reduce(xp, kernel, out_hw, strides, dilations, combine, dtype)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_quantized_pools_of_a_whole_window():
+    x = np.arange(-60, 60, dtype=np.int8).reshape(1, 2, 6, 10)
+    whole = dict(strides=(1, 1), pads=(0, 0, 0, 0), ceil_mode=False)
+    total, counts = qnn_arith.avg_pool2d_sums(x, (6, 10), count_include_pad=False, **whole)
+    np.testing.assert_array_equal(total[:, :, 0, 0], x.astype(np.int64).sum(axis=(2, 3)))
+    assert counts.tolist() == [[60]]
+    top = qnn_arith.max_pool2d(x, (6, 10), dilations=(1, 1), **whole)
+    np.testing.assert_array_equal(top[:, :, 0, 0], x.max(axis=(2, 3)))
