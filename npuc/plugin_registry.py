@@ -23,10 +23,10 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from .entry_points import entry_points
 from .plugins import TFLITE_KINDS, Plugin, PluginError, QuantizationRule, plugin_code
 
 ENTRY_POINT_GROUP = "npuc.plugins"
@@ -264,9 +264,8 @@ def dialect_loader(name: str) -> Callable[[], Any]:
 
 def _entry_point_plugins() -> list[Found]:
     found = []
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        dist = getattr(ep, "dist", None)
-        origin = f"entry point {ep.value}" + (f" ({dist.name} {dist.version})" if dist else "")
+    for ep in entry_points(ENTRY_POINT_GROUP):
+        origin = f"entry point {ep.value} ({ep.dist_name} {ep.dist_version})"
         found.append(Found(ep.name, origin, ep.module, ep.load, _name_problem(ep.name)))
     return found
 

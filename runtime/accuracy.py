@@ -20,7 +20,6 @@ import json
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 
 import numpy as np
 
@@ -41,7 +40,9 @@ def register_metric(name: str) -> Callable[[Metric], Metric]:
 def load_metric_plugins() -> list[str]:
     """Register the metrics advertised in the `npuc.metrics` entry-point group."""
     names = []
-    for entry in entry_points(group="npuc.metrics"):
+    from npuc.entry_points import entry_points
+
+    for entry in entry_points("npuc.metrics"):
         CUSTOM_METRICS[entry.name] = entry.load()
         names.append(entry.name)
     return names

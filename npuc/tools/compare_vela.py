@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -63,6 +62,8 @@ def check_comparable(model: Path, target: Target) -> str:
 
 def run_vela(vela: str, model: Path, target: Target, optimise: str) -> dict[str, str]:
     """Vela's summary CSV for `model` (one line: column -> value)."""
+    import subprocess  # only with --compare-vela (a few ms of every npu-compile otherwise)
+
     with tempfile.TemporaryDirectory(prefix="npuc-vela-") as out:
         command = [vela, str(model), *vela_arguments(target), "--optimise", optimise.capitalize()]
         done = subprocess.run(

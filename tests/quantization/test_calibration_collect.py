@@ -161,4 +161,6 @@ def test_no_bar_when_disabled_quiet_or_piped():
     piped = io.StringIO()
     with progress(desc="x", total=2, stream=piped, delay=0) as bar:
         bar.update(2)
+    assert list(progress(range(3), desc="x", stream=piped, delay=0)) == [0, 1, 2]
+    assert list(progress(desc="x", stream=piped)) == []
     assert piped.getvalue() == ""
