@@ -4,7 +4,9 @@ restart). The placer is replaced by a scripted one, so the moves' outcomes are k
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import random
 from collections.abc import Callable
 
 import pytest
@@ -32,15 +34,17 @@ def _script(monkeypatch, move: Callable[[list[int], list[int]], int | None]) -> 
     moves = 0
 
     class Scripted(plan_module._Problem):
-        def place(self, order, *, best_fit=True, cutoff=math.inf):
+        def placed(self, order):
+            offsets = [i * SIZE for i in range(self.n)]
+            full.append(moves)
+            return plan_module.Placed(offsets, self.n * SIZE, [self.n * SIZE] * self.n)
+
+        def place_after(self, order, kept, base, *, cutoff=math.inf):
             nonlocal moves
             offsets = [i * SIZE for i in range(self.n)]
-            if cutoff == math.inf:
-                full.append(moves)
-                return offsets, self.n * SIZE
             moves += 1
             arena = move(list(order), offsets)
-            return None if arena is None else (offsets, arena)
+            return None if arena is None else plan_module.Placed(offsets, arena, base.totals)
 
     monkeypatch.setattr(plan_module, "_Problem", Scripted)
     return full
@@ -101,3 +105,28 @@ def test_a_move_swaps_two_buffers_or_moves_one(monkeypatch):
     moves = [c for c in candidates if _one_move(start, c)]
     assert all(c in swaps or c in moves for c in candidates)
     assert [c for c in swaps if c not in moves] and [c for c in moves if c not in swaps]
+
+
+def test_placing_after_a_kept_prefix_is_placing_the_whole_order():
+    rng = random.Random(3)
+    for case in range(150):
+        n = rng.randint(2, 40)
+        bufs = []
+        for i in range(n):
+            start, size = rng.randint(0, 30), rng.choice([8, 64, 100, 640, 4096])
+            bufs.append(Buffer(f"b{i}", size, start, start + rng.randint(0, 8)))
+            if case % 3 == 0 and rng.random() < 0.3:
+                bufs[-1] = dataclasses.replace(bufs[-1], alignment=256)
+        problem = plan_module._Problem(bufs, 64)
+        first = rng.sample(range(n), n)
+        kept = rng.randint(0, n)
+        second = first[:kept] + rng.sample(first[kept:], n - kept)
+        whole = problem.placed(second)
+        resumed = problem.place_after(second, kept, problem.placed(first))
+        assert resumed == whole
+        assert (whole.offsets, whole.total) == problem.place(second)
+        cutoff = rng.randint(whole.total // 2, whole.total)
+        got = problem.place_after(second, kept, problem.placed(first), cutoff=cutoff)
+        expected = problem.place(second, cutoff=cutoff)
+        assert (got is None) == (expected is None)
+        assert got is None or (got.offsets, got.total) == expected
