@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from npuc import graph_io
+from npuc.passes.quantization import float_runs
 from npuc.passes.quantization.auto_strategy import StrategyProbe
 from npuc.passes.quantization.float_runs import FloatRuns
 from npuc.passes.quantization.statistics import collect_statistics
@@ -168,3 +169,24 @@ def test_the_whole_model_selection_reads_the_held_out_calls_from_kept_runs(qm):
         plain["x"].probe.errors,
         plain["x"].probe.call_errors,
     )
+
+
+@pytest.mark.parametrize(
+    ("memory", "budget"),
+    [
+        (4 << 30, float_runs.FLOAT_RUN_BYTES),
+        (32 << 30, 1 << 30),
+        (None, float_runs.FLOAT_RUN_BYTES),
+    ],
+)
+def test_the_default_budget_is_a_share_of_the_memory_but_never_below_the_floor(
+    monkeypatch, memory, budget
+):
+    def sysconf(name: str) -> int:
+        if memory is None:
+            raise ValueError(name)
+        return {"SC_PHYS_PAGES": memory // 4096, "SC_PAGE_SIZE": 4096}[name]
+
+    monkeypatch.setattr(float_runs.os, "sysconf", sysconf)
+    assert float_runs.default_budget() == budget
+    assert FloatRuns().budget == budget
