@@ -499,9 +499,9 @@ def _improve(
         else:
             cand.insert(j, cand.pop(i))
         # the roots before position min(i, j) keep their places: a third of the work, on average
-        got = p.place_after(cand, min(i, j), cur, cutoff=cur_total)
+        moved = p.place_after(cand, min(i, j), cur, cutoff=cur_total)
         stall += 1
-        if got is None:
+        if moved is None:
             if stall > patience:
                 # Restart: perturb the best order with a few random swaps.
                 cur_order = list(best_order)
@@ -511,9 +511,9 @@ def _improve(
                 cur, stall = p.placed(cur_order), 0
                 cur_total = cur.total
             continue
-        cur_order, cur, cur_total = cand, got, got.total  # sideways moves: plateaus are common
+        cur_order, cur, cur_total = cand, moved, moved.total  # sideways moves: plateaus are common
         if cur_total < best_total:
-            best_order, best_off, best_total, stall = cand, got.offsets, got.total, 0
+            best_order, best_off, best_total, stall = cand, moved.offsets, moved.total, 0
     return p.placement(best_order, best_off, best_total, method, res.views)
 
 
