@@ -78,7 +78,7 @@ def _group(file: str, group: str) -> list[tuple[str, str]]:
     try:
         with open(file, encoding="utf-8") as stream:
             lines = stream.read().splitlines()
-    except OSError:
+    except (OSError, UnicodeDecodeError):  # unreadable: that distribution offers nothing
         return []
     points, inside = [], False
     for line in lines:
@@ -109,6 +109,6 @@ def _name_and_version(metadata: str, folder_name: str) -> tuple[str, str]:
                     if key in ("Name", "Version") and key not in fields:
                         fields[key] = value.strip()
             break
-        except OSError:
+        except (OSError, UnicodeDecodeError):
             continue
     return fields.get("Name", name), fields.get("Version", version)

@@ -43,6 +43,8 @@ def test_sections_comments_extras_and_the_first_install_of_a_name(tmp_path):
     )
     install(second, "My.Metrics-0.9", "[npuc.metrics]\nold = my_metrics:old\n")
     install(second, "other-3.0", "[npuc.metrics]\nmae = other:mae\n")
+    install(second, "broken-1.0", "")
+    (second / "broken-1.0.dist-info" / "entry_points.txt").write_bytes(b"[npuc.metrics]\xff\xfe")
     (second / "not_metadata").mkdir()
     found = entry_points("npuc.metrics", [str(first), str(tmp_path / "missing"), str(second)])
     assert [(e.name, e.value, e.dist_name, e.dist_version) for e in found] == [
