@@ -39,9 +39,9 @@ def register_metric(name: str) -> Callable[[Metric], Metric]:
 
 def load_metric_plugins() -> list[str]:
     """Register the metrics advertised in the `npuc.metrics` entry-point group."""
-    names = []
     from npuc.entry_points import entry_points
 
+    names = []
     for entry in entry_points("npuc.metrics"):
         CUSTOM_METRICS[entry.name] = entry.load()
         names.append(entry.name)
