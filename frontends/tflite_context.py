@@ -119,12 +119,13 @@ def scale_error(t: Tensor) -> str | None:
     """Why a quantized tensor's scales cannot be used (None if they can: positive, finite)."""
     if t.quant is None or t.dtype not in STORAGE:
         return None
-    bad = next((float(s) for s in t.quant.scales if not (s > 0 and np.isfinite(s))), None)
-    if bad is None:
+    scales = np.asarray(t.quant.scales, np.float64)
+    bad = np.flatnonzero(~((scales > 0) & np.isfinite(scales)))
+    if not len(bad):
         return None
     return (
-        f"tensor '{t.name}' has scale {bad}; a quantized tensor's scales must be positive "
-        "and finite"
+        f"tensor '{t.name}' has scale {float(scales[bad[0]])}; a quantized tensor's scales "
+        "must be positive and finite"
     )
 
 

@@ -16,6 +16,8 @@ from npuc.api import load_model
 from npuc.diagnostics import NpucError
 from npuc.dialects import qnn
 from npuc.frontends.tflite import import_tflite
+from npuc.frontends.tflite_context import scale_error
+from npuc.frontends.tflite_model import Quant, Tensor
 from npuc.runtime.qnn_interpreter import run_module
 
 
@@ -130,3 +132,24 @@ def test_npu_opt_and_npu_run_read_tflite(tmp_path: Path) -> None:
     opt = subprocess.run([bin_dir / "npu-opt", bad], capture_output=True, text=True)
     assert opt.returncode == 1 and "Traceback" not in opt.stderr
     assert "not a TFLite model" in opt.stderr
+
+
+@pytest.mark.parametrize(
+    ("scales", "named"),
+    [
+        ([0.5, 0.25, 0.125], None),
+        ([0.5, 0.0, -1.0], "0.0"),
+        ([0.5, 0.25, float("nan"), -1.0], "nan"),
+        ([0.5, float("inf")], "inf"),
+        ([-0.5], "-0.5"),
+    ],
+)
+def test_a_scale_that_is_not_positive_and_finite_is_named_first_one_first(scales, named):
+    quant = Quant(np.array(scales, np.float32), np.zeros(len(scales), np.int64), 0)
+    error = scale_error(Tensor(3, "w", (len(scales), 1), np.dtype(np.int8), "INT8", None, quant))
+    if named is None:
+        assert error is None
+    else:
+        assert error == (
+            f"tensor 'w' has scale {named}; a quantized tensor's scales must be positive and finite"
+        )
