@@ -228,6 +228,7 @@ class _Planner(ValueAliases):
         into the concat's bytes comes after the slice's values are last read.
         """
         step = {op: i for i, op in enumerate(order)}
+        members = self._members_by_root()  # kept up to date as slices attach below
         for op in order:
             if rule_for(op) is not Rule.CONCAT or len(op.results) != 1:
                 continue
@@ -236,7 +237,7 @@ class _Planner(ValueAliases):
             if not self.liveness(out) or shape is None or not contiguous_axis(op, shape):
                 continue
             top = self.root(out)
-            writes = [step[v.producer] for v in self._members(top) if v.rule in WRITES]  # type: ignore[index]
+            writes = [step[v.producer] for v in members.get(top, ()) if v.rule in WRITES]  # type: ignore[index]
             links = (Rule.VIEW, *WRITES)
             owners = [self._slice_owner(x, links) for x in op.operands]
             offset = 0
@@ -247,26 +248,31 @@ class _Planner(ValueAliases):
                     and owner is not top
                     and same_element_type(x, out)
                     and self.vals[owner].region == self.vals[out].region
-                    and self._slice_safe(owner, step[op], writes, step)
+                    and self._slice_safe(members.get(owner, []), step[op], writes, step)
                     and self._can_view(owner, out, offset)
                 ):
                     self._attach(owner, out, offset, Rule.CONCAT)
+                    # the slice's bytes (owner and its views) are the concat's now
+                    members.setdefault(top, []).extend(members.pop(owner, ()))
                 offset += self.vals[x].size
 
     def _slice_safe(
-        self, owner: SSAValue, at: int, writes: list[int], step: dict[Operation, int]
+        self, members: list[ValueState], at: int, writes: list[int], step: dict[Operation, int]
     ) -> bool:
-        """In-place writes into `owner` come before the concat at step `at`; those into the
-        concat's bytes come after `owner`'s bytes are last read."""
-        members = self._members(owner)
+        """In-place writes into a slice's bytes (`members`: the values sharing them) come
+        before the concat at step `at`; those into the concat's bytes come after the slice's
+        are last read."""
         if any(step[v.producer] >= at for v in members if v.rule in WRITES):  # type: ignore[index]
             return False
         return all(w > max(v.end for v in members) for w in writes)
 
-    def _members(self, root: SSAValue) -> list[ValueState]:
-        return [
-            v for v in self.vals.values() if self.liveness(v.value) and self.root(v.value) is root
-        ]
+    def _members_by_root(self) -> dict[SSAValue, list[ValueState]]:
+        """The live values sharing each root's bytes (the root included), by root."""
+        members: dict[SSAValue, list[ValueState]] = {}
+        for v in self.vals.values():
+            if self.liveness(v.value):
+                members.setdefault(self.root(v.value), []).append(v)
+        return members
 
     def prune_views(self, alignment: int, max_work: int = 5_000_000) -> None:
         """Undo concat slices and split views that raise their region's lower bound.
