@@ -25,15 +25,19 @@ FLOAT_RUN_BYTES = 256 << 20
 #: saved 0.6 s of 8.2 s and 1.0 s of 24.9 s, and raised layout_cdla's peak by 168 MiB (of
 #: 1469 MiB; ddddocr_det's not at all).
 MEMORY_SHARE = 1 / 32
+#: ... and never more than this, however large the machine: past the probe's calls a kept
+#: run only spares the report one float run, and a large calibration set would otherwise
+#: hold gigabytes.
+FLOAT_RUN_MAX_BYTES = 2 << 30
 
 
 def default_budget() -> int:
-    """FLOAT_RUN_BYTES, or MEMORY_SHARE of the physical memory if that is more."""
+    """MEMORY_SHARE of the physical memory, within FLOAT_RUN_BYTES..FLOAT_RUN_MAX_BYTES."""
     try:
         memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, OSError, ValueError):  # no sysconf (Windows) or no such name
         memory = 0
-    return max(FLOAT_RUN_BYTES, int(memory * MEMORY_SHARE))
+    return min(FLOAT_RUN_MAX_BYTES, max(FLOAT_RUN_BYTES, int(memory * MEMORY_SHARE)))
 
 
 @dataclass(frozen=True)

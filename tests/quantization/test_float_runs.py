@@ -176,10 +176,11 @@ def test_the_whole_model_selection_reads_the_held_out_calls_from_kept_runs(qm):
     [
         (4 << 30, float_runs.FLOAT_RUN_BYTES),
         (32 << 30, 1 << 30),
+        (512 << 30, float_runs.FLOAT_RUN_MAX_BYTES),
         (None, float_runs.FLOAT_RUN_BYTES),
     ],
 )
-def test_the_default_budget_is_a_share_of_the_memory_but_never_below_the_floor(
+def test_the_default_budget_is_a_share_of_the_memory_within_its_floor_and_cap(
     monkeypatch, memory, budget
 ):
     def sysconf(name: str) -> int:
