@@ -69,7 +69,7 @@ def window_reduce(
     """
     (kh, kw), (oh, ow), (sh, sw), (dh, dw) = kernel, out_hw, strides, dilations
     cols = sw * (ow - 1) + window_extent(kw, dw)  # the input columns some window reads
-    planes = int(np.prod(xp.shape[:2])) * oh
+    planes = xp.shape[0] * xp.shape[1] * oh
     tap_by_tap = kh * kw * (_CALL + planes * ow)
     if tap_by_tap <= kh * (_CALL + planes * cols) + kw * (_CALL + planes * ow):
         y = np.array(tap(xp, 0, 0, out_hw, strides, dilations), dtype=dtype)
