@@ -13,7 +13,6 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeAlias, TypeVar, overload
 
 import numpy as np
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
@@ -29,6 +28,7 @@ from .in_place import in_place_ops
 from .interpreter_kernels import KERNELS
 from .kernel_api import Kernel, optional_float, plugin_kernel
 from .kernels import elementwise as ew
+from .nn_kernels import arith_constant
 
 Keep: TypeAlias = Literal["all"] | Collection[str]
 K = TypeVar("K", bound=Kernel)
@@ -50,6 +50,8 @@ def kernel_for(op_type: type[Operation]) -> Kernel | None:
     for cls in op_type.__mro__:
         if cls in KERNELS:
             return KERNELS[cls]
+    if op_type.name == ARITH_CONSTANT:
+        return arith_constant
     return plugin_kernel(op_type)
 
 
@@ -91,7 +93,15 @@ def _activate(op: Any, y: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------- graph execution
 
-CONSTANT_OPS = (nn.ConstantOp, arith.ConstantOp)
+CONSTANT_OPS: tuple[type[Operation], ...] = (nn.ConstantOp,)
+# Recognised by its name: importing xDSL's arith dialect takes 15 ms, and only IR that holds
+# an arith op needs it (the parser imports it then).
+ARITH_CONSTANT = "arith.constant"
+
+
+def is_constant(op: Operation, classes: tuple[type[Operation], ...] = CONSTANT_OPS) -> bool:
+    """Whether `op` is a constant: an instance of `classes`, or `arith.constant`."""
+    return isinstance(op, classes) or op.name == ARITH_CONSTANT
 
 
 def value_names(func: FuncOp) -> dict[SSAValue, str]:
@@ -126,6 +136,10 @@ class FunctionRunner:
 
     CONSTANTS: tuple[type[Operation], ...] = CONSTANT_OPS
     evaluate = staticmethod(evaluate_op)
+
+    def is_constant(self, op: Operation) -> bool:
+        """Whether `op` is a constant of this level (`CONSTANTS`, or `arith.constant`)."""
+        return is_constant(op, self.CONSTANTS)
 
     def __init__(self, func: FuncOp):
         self.func = func
@@ -189,7 +203,7 @@ class FunctionRunner:
     def _kept(self, keep: Keep | None) -> set[SSAValue]:
         if keep is None:
             return set()
-        candidates = [op for op in self.ops if not isinstance(op, CONSTANT_OPS)]
+        candidates = [op for op in self.ops if not is_constant(op)]
         if keep == "all":
             return {r for op in candidates for r in op.results}
         wanted = {keep} if isinstance(keep, str) else set(keep)
@@ -272,7 +286,7 @@ class FunctionRunner:
         with the same live values, evaluating nothing but constants."""
         env = dict(zip(self.func.body.block.args, self.check_inputs(inputs), strict=True))
         for op, dead in zip(self.ops, self.dead_after, strict=True):
-            if intermediates is None or isinstance(op, self.CONSTANTS):
+            if intermediates is None or self.is_constant(op):
                 self._step(op, env, set(), {})
             else:
                 env.update((r, intermediates[self.keys[r]]) for r in op.results)
@@ -289,7 +303,7 @@ class FunctionRunner:
     ) -> None:
         """Run one op, storing its results (a separate frame, so no local outlives its use)."""
         try:
-            if isinstance(op, self.CONSTANTS):
+            if self.is_constant(op):
                 results = self._constant(op)
             else:
                 results = self.evaluate(op, [env[v] for v in op.operands])

@@ -1,7 +1,7 @@
-"""The float interpreter's kernels: `KERNELS` maps each `nn` op class (and `arith.constant`) to
-a whole-tensor numpy function `(op, args) -> results`, float32 (integer and boolean tensors
-in their own dtype, with kernels/logic.py's rules). runtime/interpreter_kernels.py lists
-every kernel table.
+"""The float interpreter's kernels: `KERNELS` maps each `nn` op class to a whole-tensor numpy
+function `(op, args) -> results`, float32 (integer and boolean tensors in their own dtype,
+with kernels/logic.py's rules); `arith_constant` is `arith.constant`'s, looked up by name
+(nn_interpreter.kernel_for). runtime/interpreter_kernels.py lists every kernel table.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr, i32
 from xdsl.ir import Attribute, Operation
 
@@ -129,6 +128,11 @@ def _cast(op: nn.CastOp, a: list[np.ndarray]) -> list[np.ndarray]:
     return [logic.cast(a[0], numpy_dtype(op.output.type.element_type))]
 
 
+def arith_constant(op: Operation, args: list[np.ndarray]) -> list[np.ndarray]:
+    """`arith.constant`: its value."""
+    return [constant_array(op.properties["value"])]
+
+
 def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Kernel:
     return lambda op, a: [fn(a[0])]
 
@@ -139,7 +143,6 @@ def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Kernel:
 
 KERNELS: dict[type[Operation], Kernel] = {
     nn.ConstantOp: _nn_constant,
-    arith.ConstantOp: lambda op, a: [constant_array(op.value)],
     nn.ReluOp: _unary(ew.relu),
     nn.SigmoidOp: _unary(ew.sigmoid),
     nn.TanhOp: _unary(np.tanh),

@@ -159,7 +159,7 @@ class StrategyProbe:
         # their input's candidates are judged at their consumers: value -> the source.
         moved: dict[SSAValue, _Source] = {}
         for op, env in runner.steps(call, None if replay is None else replay.intermediates):
-            if isinstance(op, runner.CONSTANTS):
+            if runner.is_constant(op):
                 continue
             outputs = [env[r] for r in op.results]
             if not all(np.asarray(y).dtype.kind == "f" for y in outputs):

@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import Float32Type, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
@@ -44,7 +43,7 @@ from npuc.dialects.nn_logic import CastOp, CompareOperation
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.tensors import numpy_dtype
 
-CONSTANT_OPS = (nn.ConstantOp, qnn.ConstantOp, arith.ConstantOp)
+CONSTANT_OPS = (nn.ConstantOp, qnn.ConstantOp)  # and arith.constant, by name (is_constant_op)
 MOVEMENT_OPS = (nn.ReshapeOp, qnn.ReshapeOp, nn.TransposeOp, qnn.TransposeOp)
 TRANSPOSE_OPS = (nn.TransposeOp, qnn.TransposeOp)
 CONV_OPS = (nn.Conv2dOp, qnn.Conv2dOp)
@@ -185,8 +184,14 @@ def nbytes(value: SSAValue) -> int:
     return math.prod(shape(value)) * itemsize(value)
 
 
+def is_constant_op(op: Operation) -> bool:
+    """`nn.constant`, `qnn.constant` or `arith.constant` (by name: xDSL's arith dialect is
+    imported only by IR that has it)."""
+    return isinstance(op, CONSTANT_OPS) or op.name == "arith.constant"
+
+
 def is_constant(value: SSAValue) -> bool:
-    return isinstance(value.owner, CONSTANT_OPS)
+    return isinstance(value.owner, Operation) and is_constant_op(value.owner)
 
 
 def _window(op: Operation) -> Window | None:
@@ -271,7 +276,7 @@ def find_layers(func: FuncOp) -> list[Layer]:
     for op in func.body.block.ops:
         if op.name.startswith("tile."):
             raise NpucError(f"tile: @{func.sym_name.data} is already tiled (it has {op.name})")
-        if isinstance(op, CONSTANT_OPS + MOVEMENT_OPS + (ReturnOp,)):
+        if is_constant_op(op) or isinstance(op, (*MOVEMENT_OPS, ReturnOp)):
             continue
         kind, window, hw, fixed = _classify(op)
         activations = tuple(i for i, v in enumerate(op.operands) if not is_constant(v))

@@ -13,7 +13,7 @@ from xdsl.dialects.builtin import IntegerAttr, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
-from .layers import CONSTANT_OPS, Layer, nbytes, shape
+from .layers import Layer, is_constant_op, nbytes, shape
 from .working_set import Memories, align
 
 NEVER = 1 << 62  # a live range's end for a model output, and the search's infinity
@@ -40,7 +40,7 @@ class Residency:
             for r in op.results:
                 if op.name.endswith(".reshape"):
                     root[r] = root.get(op.operands[0], op.operands[0])
-                elif not isinstance(op, CONSTANT_OPS) and op not in folded:
+                elif not is_constant_op(op) and op not in folded:
                     root[r] = r
                     live[r] = [self.pos[op], self.pos[op]]
         for value, base in root.items():
@@ -69,12 +69,13 @@ class Residency:
             self.static = sum(
                 align(nbytes(op.results[0]), memories.alignment)
                 for op in block.ops
-                if isinstance(op, CONSTANT_OPS)
+                if is_constant_op(op)
             )
         self.steps = [
             self.pos[op]
             for op in block.ops
-            if not isinstance(op, (*CONSTANT_OPS, ReturnOp))
+            if not is_constant_op(op)
+            and not isinstance(op, ReturnOp)
             and op.name.endswith("transpose")
             and op not in folded
         ]

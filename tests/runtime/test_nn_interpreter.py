@@ -661,3 +661,37 @@ def test_kernel_failure_names_the_layer():
 def test_module_without_entry_function_is_a_diagnostic():
     with pytest.raises(NpucError, match="no entry function"):
         interp.run_module(ModuleOp([]), {})
+
+
+ARITH_CONSTANT_MODULE = """
+func.func @main(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %c = arith.constant dense<1.5> : tensor<1x2x4x4xf32>
+  %y = nn.mul %x, %c {name = "scale"}
+      : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %z = nn.add %y, %c {name = "shift"}
+      : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  func.return %z : tensor<1x2x4x4xf32>
+}
+"""
+
+
+def test_arith_constants_run_as_constants_and_are_tiled_as_constants():
+    """`arith.constant` is recognised by its name (the interpreter and the tiling search do
+    not import xDSL's arith dialect): a whole run, a replay of a kept run and the tile pass
+    treat it as a constant, not as a layer or an input."""
+    from npuc.pipeline import apply_pipeline, parse_mlir
+
+    module = parse_mlir(ARITH_CONSTANT_MODULE.encode(), "arith.mlir")
+    x = randn(1, 2, 4, 4)
+    want = x * np.float32(1.5) + np.float32(1.5)
+    out, kept = interp.run_module(module, {"input_0": x}, keep="all")
+    np.testing.assert_allclose(out["output_0"], want)
+    assert set(kept) == {"scale", "shift"}  # the constant is not an intermediate
+    runner = interp.FunctionRunner(next(iter(module.ops)))
+    replayed = [op.name for op, _ in runner.steps([x], kept)]
+    assert replayed == ["arith.constant", "nn.mul", "nn.add"]
+    apply_pipeline(module, 'tile{target="mcu-64"}')
+    tiled = interp.run_module(module, {"input_0": x})
+    np.testing.assert_allclose(tiled["output_0"], want)
+    layers = [op.name for op in module.walk() if op.name.startswith("tile.")]
+    assert layers and "arith.constant" in {op.name for op in module.walk()}
