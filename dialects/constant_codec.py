@@ -19,8 +19,8 @@ model.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import struct
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,8 +37,9 @@ HEAD = struct.Struct("<B7x")  # lanes, reserved
 LANE = struct.Struct("<iBB2xII")  # base, k, flags, reserved, unary bytes, reserved
 MASKED = 1  # lane flag: a mask of the elements that differ from the base comes first
 MAX_PLANS = 8192  # streams whose plans are remembered (a few hundred bytes each)
-MAX_JOINT_ELEMENTS = 4096  # streams up to this long have their lanes planned jointly,
-MAX_JOINT = 1 << 15  # if their distinct values x Rice parameters are at most this
+MAX_JOINT_ELEMENTS = 4096  # streams up to this long have their lanes planned jointly
+JOINT_STREAMS = 256  # and up to this many streams of one type together (plan_streams)
+DENSE_HISTOGRAM = 1 << 22  # lanes x value span up to this: histogram by counting
 
 
 class CodecError(ValueError):
@@ -121,82 +122,184 @@ def _rice(base: int, masked: bool, n: int, u: np.ndarray, counts: np.ndarray, wi
 def _plan(data: bytes, dtype: str) -> tuple[_Lane, ...]:
     # compress-constants, the encoder, the flash image and the cycle model each ask for the
     # same streams: plan each once (keyed by a digest, so no model data is kept alive)
-    key = (hashlib.blake2b(data, digest_size=20).digest(), dtype)
+    key = _key(data, dtype)
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _PLANS[key] = _new_plan(data, dtype)
-        if len(_PLANS) > MAX_PLANS:
-            del _PLANS[next(iter(_PLANS))]  # the oldest
+        plan = _new_plan(data, dtype)
+        _remember(key, plan)
     return plan
 
 
+def plan_streams(streams: Iterable[tuple[bytes, str]]) -> None:
+    """Plan every stream of `streams` (bytes, element type) not planned yet, the short ones
+    of each element type together, as `encode` and `encoded_size` will plan them."""
+    short: dict[str, dict[tuple[bytes, str], np.ndarray]] = {}
+    for data, dtype in streams:
+        key = _key(data, dtype)
+        values = np.frombuffer(data, ELEMENT_TYPES[dtype])
+        if key not in _PLANS and 0 < len(values) <= MAX_JOINT_ELEMENTS:
+            short.setdefault(dtype, {})[key] = values
+    for dtype, found in short.items():
+        keys, arrays = list(found), list(found.values())
+        width = 8 * np.dtype(ELEMENT_TYPES[dtype]).itemsize + 1
+        for start in range(0, len(keys), JOINT_STREAMS):
+            batch = slice(start, start + JOINT_STREAMS)
+            plans = _plans_of_rows(_stream_rows(arrays[batch]), len(arrays[batch]), width)
+            for key, plan in zip(keys[batch], plans, strict=True):
+                _remember(key, plan)
+
+
+def _key(data: bytes, dtype: str) -> tuple[bytes, str]:
+    return hashlib.blake2b(data, digest_size=20).digest(), dtype
+
+
+def _remember(key: tuple[bytes, str], plan: tuple[_Lane, ...]) -> None:
+    _PLANS[key] = plan
+    if len(_PLANS) > MAX_PLANS:
+        del _PLANS[next(iter(_PLANS))]  # the oldest
+
+
 def _new_plan(data: bytes, dtype: str) -> tuple[_Lane, ...]:
+    """The lanes of the interleave of fewest bytes (the first of equals), each planned as
+    `_lane` plans it: from histogram rows when the stream is short (it costs numpy calls,
+    not elements) or of 8 or 16-bit elements, else one lane at a time."""
     values = np.frombuffer(data, ELEMENT_TYPES[dtype])
     width = 8 * values.itemsize + 1  # a zigzag difference needs at most one bit more
-    choices = [lanes for lanes in LANE_CHOICES if len(values) % lanes == 0]
-    # short streams (most bias/scale tables and weights) cost numpy calls, not elements:
-    # plan their lanes together; long ones lane by lane
-    plans = None
     if 0 < len(values) <= MAX_JOINT_ELEMENTS:
-        found = _histogram(values)[0]
-        if len(found) * (width + 1) <= MAX_JOINT:
-            plans = _joint_lanes(values, choices, found, width)
-    if plans is None:
-        plans = [tuple(_lane(values[i::n], width) for i in range(n)) for n in choices]
+        return _plans_of_rows(_stream_rows([values]), 1, width)[0]
+    if values.itemsize <= 2:
+        return _plans_of_rows(_long_rows(values), 1, width)[0]
     best: tuple[_Lane, ...] = ()
-    for plan in plans:
+    for n in (lanes for lanes in LANE_CHOICES if len(values) % lanes == 0):
+        plan = tuple(_lane(values[i::n], width) for i in range(n))
         if not best or sum(x.size for x in plan) < sum(x.size for x in best):
             best = plan
     return best
 
 
-def _joint_lanes(
-    values: np.ndarray, choices: list[int], found: np.ndarray, width: int
-) -> list[tuple[_Lane, ...]]:
-    """`_lane` of every lane of every interleave in `choices` at once: one histogram row per
-    lane over the stream's distinct values `found` (a value a lane lacks counts 0, which
-    changes no sum, median or mode), and each lane's bit count for every k from the
-    shifted values times their counts, as `_lane` and `_rice` compute them."""
-    where = np.searchsorted(found, values.astype(np.int64))
-    position = np.arange(len(values))
-    firsts = list(itertools.accumulate([0, *choices[:-1]]))  # each interleave's first row
-    index = np.concatenate(
-        [
-            (first + position % lanes) * len(found) + where
-            for lanes, first in zip(choices, firsts, strict=True)
-        ]
+@dataclass(frozen=True)
+class _Rows:
+    """A histogram with a row per lane of every interleave of some streams: each row's
+    distinct values in ascending order (`found`, by `row`) with their `counts`."""
+
+    first: dict[int, np.ndarray]  # by interleave: each stream's first row, -1 if it has none
+    rows: int
+    row: np.ndarray
+    found: np.ndarray
+    counts: np.ndarray
+
+
+def _stream_rows(streams: Sequence[np.ndarray]) -> _Rows:
+    """The rows of non-empty streams, rows of one interleave after another, each
+    interleave's in order of streams, then lanes."""
+    sizes = np.array([len(v) for v in streams])
+    values = np.concatenate(streams).astype(np.int64)
+    stream = np.repeat(np.arange(len(streams)), sizes)
+    position = np.arange(len(values)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    first, row_parts, value_parts = {}, [], []
+    rows = 0
+    for lanes in LANE_CHOICES:
+        fits = sizes % lanes == 0
+        first[lanes] = np.where(fits, rows + np.cumsum(fits * lanes) - lanes, -1)
+        chosen = fits[stream]
+        row_parts.append(first[lanes][stream[chosen]] + position[chosen] % lanes)
+        value_parts.append(values[chosen])
+        rows += int(fits.sum()) * lanes
+    row, value = np.concatenate(row_parts), np.concatenate(value_parts)
+    low = int(values.min())
+    span = int(values.max()) - low + 1
+    key = row * span + (value - low)
+    if rows * span <= DENSE_HISTOGRAM:
+        counts = np.bincount(key, minlength=rows * span)
+        entries = np.flatnonzero(counts)
+        counts = counts[entries]
+    else:
+        entries, counts = np.unique(key, return_counts=True)
+    entry_row, found = np.divmod(entries, span)
+    return _Rows(first, rows, entry_row, found + low, counts)
+
+
+def _long_rows(values: np.ndarray) -> _Rows:
+    """The rows of one long stream of 8 or 16-bit elements: its finest interleave's lanes
+    counted in one pass, each coarser lane the sum of the finest lanes it holds."""
+    choices = [lanes for lanes in LANE_CHOICES if len(values) % lanes == 0]
+    finest = choices[-1]
+    low = int(values.min())
+    span = int(values.max()) - low + 1
+    lane_of = np.arange(finest, dtype=np.int64) * span - low
+    key = values.reshape(-1, finest).astype(np.int64) + lane_of
+    lanes_counts = np.bincount(key.ravel(), minlength=finest * span).reshape(finest, span)
+    first, blocks = {}, []
+    rows = 0
+    for lanes in LANE_CHOICES:
+        first[lanes] = np.array([rows if lanes in choices else -1])
+        if lanes in choices:
+            blocks.append(lanes_counts.reshape(finest // lanes, lanes, span).sum(axis=0))
+            rows += lanes
+    table = np.concatenate(blocks)
+    entries = np.flatnonzero(table)
+    entry_row, found = np.divmod(entries, span)
+    return _Rows(first, rows, entry_row, found + low, table.ravel()[entries])
+
+
+def _plans_of_rows(histogram: _Rows, streams: int, width: int) -> list[tuple[_Lane, ...]]:
+    """Each stream's plan from its rows: every lane as `_lane` plans it (medians, modes and
+    the bits of every k as per-row reductions), then the interleave `_new_plan` keeps."""
+    rows, counts, found, entry_row = (
+        histogram.rows,
+        histogram.counts,
+        histogram.found,
+        histogram.row,
     )
-    row = np.arange(sum(choices))
-    counts = np.bincount(index, minlength=len(row) * len(found)).reshape(len(row), -1)
-    n = counts.sum(axis=1)
-    median = found[(np.cumsum(counts, axis=1) >= ((n - 1) // 2 + 1)[:, None]).argmax(axis=1)]
-    at = counts.argmax(axis=1)  # the first of the most frequent: the smallest value
-    mode = found[at]
-    plain_u = _zigzag(found[None, :] - median[:, None])
-    masked_u = _zigzag(found[None, :] - mode[:, None]) - np.uint64(1)
+    starts = np.searchsorted(entry_row, np.arange(rows))
+    n = np.add.reduceat(counts, starts)
+    total = np.cumsum(counts)
+    median = found[np.searchsorted(total, total[starts] - counts[starts] + (n - 1) // 2 + 1)]
+    most = np.maximum.reduceat(counts, starts)
+    at = np.minimum.reduceat(  # the first of the most frequent: the smallest value
+        np.where(counts == most[entry_row], np.arange(len(counts)), len(counts)), starts
+    )
     masked_counts = counts.copy()
-    masked_counts[row, at] = 0
-    masked_u[row, at] = 0
-    shifts = np.arange(width + 1, dtype=np.uint64)[None, :, None]
-    lanes_of: dict[bool, list[_Lane]] = {}
-    for masked, u, weights, bases in (
-        (False, plain_u, counts, median),
-        (True, masked_u, masked_counts, mode),
+    masked_counts[at] = 0
+    masked_u = _zigzag(found - found[at][entry_row]) - np.uint64(1)
+    masked_u[at] = 0
+    sizes_of: dict[bool, np.ndarray] = {}
+    fields: dict[bool, tuple[np.ndarray, ...]] = {}
+    for masked, u, weights, bases, coded in (
+        (False, _zigzag(found - median[entry_row]), counts, median, n),
+        (True, masked_u, masked_counts, found[at], n - most),
     ):
-        quotients = ((u[:, None, :] >> shifts).astype(np.int64) * weights[:, None, :]).sum(axis=2)
-        coded = weights.sum(axis=1)
+        quotients = np.empty((rows, width + 1), np.int64)
+        for shift in range(width + 1):
+            shifted = (u >> np.uint64(shift)).astype(np.int64)
+            quotients[:, shift] = np.add.reduceat(shifted * weights, starts)
         k = (quotients + coded[:, None] * np.arange(1, width + 2)).argmin(axis=1)
-        unary = quotients[row, k] + coded
-        lanes_of[masked] = [
-            _Lane(int(bases[r]), int(k[r]), masked, int(n[r]), int(coded[r]), int(unary[r]))
-            for r in row
-        ]
-    chosen = [
-        b if b.size < a.size else a for a, b in zip(lanes_of[False], lanes_of[True], strict=True)
-    ]
-    return [
-        tuple(chosen[first : first + lanes]) for lanes, first in zip(choices, firsts, strict=True)
-    ]
+        unary = quotients[np.arange(rows), k] + coded
+        mask = -(-n // 8) if masked else 0
+        sizes_of[masked] = LANE.size + mask + -(-unary // 8) + -(-coded * k // 8)
+        fields[masked] = (bases, k, coded, unary)
+    use_masked = sizes_of[True] < sizes_of[False]
+    lane_size = np.where(use_masked, sizes_of[True], sizes_of[False])
+    plans = []
+    for s in range(streams):
+        best = None
+        for lanes in LANE_CHOICES:
+            first = int(histogram.first[lanes][s])
+            if first >= 0:
+                size = int(lane_size[first : first + lanes].sum())
+                if best is None or size < best[0]:
+                    best = (size, first, lanes)
+        assert best is not None  # every stream has one lane at least
+        _, first, lanes = best
+        plan = []
+        for r in range(first, first + lanes):
+            masked = bool(use_masked[r])
+            bases, k, coded, unary = fields[masked]
+            plan.append(
+                _Lane(int(bases[r]), int(k[r]), masked, int(n[r]), int(coded[r]), int(unary[r]))
+            )
+        plans.append(tuple(plan))
+    return plans
 
 
 _PLANS: dict[tuple[bytes, str], tuple[_Lane, ...]] = {}

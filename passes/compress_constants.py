@@ -47,17 +47,20 @@ def constant_runs(program: isa.Program) -> list[tuple[int, int, str | None]]:
 def choose_streams(program: isa.Program) -> tuple[isa.ConstantStream, ...]:
     """The runs worth storing encoded: whole elements of an encodable type, inside the
     program's constants, smaller encoded (with their table entry) than raw."""
-    streams = []
+    runs = []
     for start, end, dtype in constant_runs(program):
         if dtype not in constant_codec.ELEMENT_TYPES or end > len(program.constants):
             continue
         item = isa.DTYPES[dtype][0]
         if start % item or (end - start) % item:
             continue
-        data = program.constants[start:end]
-        if constant_codec.encoded_size(data, dtype) + STREAM_ENTRY.size < len(data):
-            streams.append(isa.ConstantStream(start, end - start, dtype))
-    return tuple(streams)
+        runs.append((program.constants[start:end], start, dtype))
+    constant_codec.plan_streams((data, dtype) for data, _, dtype in runs)
+    return tuple(
+        isa.ConstantStream(start, len(data), dtype)
+        for data, start, dtype in runs
+        if constant_codec.encoded_size(data, dtype) + STREAM_ENTRY.size < len(data)
+    )
 
 
 @dataclass(frozen=True)

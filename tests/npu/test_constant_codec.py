@@ -117,18 +117,51 @@ def random_streams(count: int) -> list[np.ndarray]:
     return streams
 
 
-@pytest.mark.parametrize("values", random_streams(500), ids=lambda v: f"{v.dtype}x{v.size}")
-def test_lanes_planned_jointly_are_those_planned_one_by_one(values: np.ndarray):
-    """Short streams have the lanes of every interleave planned together from one histogram
-    row per lane; long ones lane by lane (the test above checks the k of whichever ran):
-    the same bases (lower median, or the smallest most frequent value), masks and bits."""
+def planned_lane_by_lane(values: np.ndarray) -> tuple:
+    """The plan from `_lane` alone, one lane of one interleave at a time: the interleave of
+    fewest bytes, the first of equals."""
     width = 8 * values.itemsize + 1
-    choices = [n for n in constant_codec.LANE_CHOICES if len(values) % n == 0]
-    found = np.unique(values.astype(np.int64))
-    one_by_one = [
-        tuple(constant_codec._lane(values[i::n], width) for i in range(n)) for n in choices
-    ]
-    assert constant_codec._joint_lanes(values, choices, found, width) == one_by_one
+    best: tuple = ()
+    for n in (n for n in constant_codec.LANE_CHOICES if len(values) % n == 0):
+        plan = tuple(constant_codec._lane(values[i::n], width) for i in range(n))
+        if not best or sum(x.size for x in plan) < sum(x.size for x in best):
+            best = plan
+    return best
+
+
+STREAMS = random_streams(500)
+TYPE_NAMES = {np.dtype(t): name for name, t in constant_codec.ELEMENT_TYPES.items()}
+
+
+@pytest.mark.parametrize("values", STREAMS, ids=lambda v: f"{v.dtype}x{v.size}")
+def test_a_stream_planned_from_one_histogram_is_planned_as_lane_by_lane(values: np.ndarray):
+    """A short stream has every lane of every interleave planned from one histogram row per
+    lane (a long one of 8 or 16-bit elements too, its coarser lanes summed from its finest):
+    the same bases (lower median, or the smallest most frequent value), masks and bits as
+    `_lane` gives each lane alone (the test above checks the k of whichever ran)."""
+    width = 8 * values.itemsize + 1
+    want = planned_lane_by_lane(values)
+    assert constant_codec._plans_of_rows(constant_codec._stream_rows([values]), 1, width) == [want]
+    if values.itemsize <= 2:
+        assert constant_codec._plans_of_rows(constant_codec._long_rows(values), 1, width) == [want]
+
+
+def test_streams_planned_together_are_planned_as_one_by_one(monkeypatch):
+    """`plan_streams` plans the short streams of each type together (in batches), long ones
+    alone: every plan is the one a stream gets lane by lane."""
+    rng = np.random.default_rng(11)
+    long = [
+        np.clip(rng.standard_normal(n) * 40, -128, 127).astype(np.int8) for n in (4097, 6000)
+    ] + [rng.integers(-(2**31), 2**31 - 1, 5000).astype("<i4")]
+    streams = [*STREAMS, *long]
+    monkeypatch.setattr(constant_codec, "_PLANS", {})
+    monkeypatch.setattr(constant_codec, "JOINT_STREAMS", 37)
+    items = [(v.tobytes(), TYPE_NAMES[v.dtype]) for v in streams]
+    constant_codec.plan_streams(items)
+    short = [v for v in streams if len(v) <= constant_codec.MAX_JOINT_ELEMENTS]
+    assert len(constant_codec._PLANS) == len({(v.tobytes(), v.dtype) for v in short})
+    for values, (data, dtype) in zip(streams, items, strict=True):
+        assert constant_codec._plan(data, dtype) == planned_lane_by_lane(values)
 
 
 @settings(max_examples=100, deadline=None)
