@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region
 from xdsl.traits import IsolatedFromAbove
 from xdsl.transforms.common_subexpression_elimination import (
@@ -23,6 +23,15 @@ from xdsl.transforms.common_subexpression_elimination import (
 )
 
 from npuc.dialects.nn import NNOperation
+
+
+def _type_key(ty: Attribute) -> object:
+    """What an op's hash takes of a result type: a tensor's shape and element type kind.
+    Equal types have equal keys; a per-channel quantized type's hash would hash every
+    scale (MobileNetV2's 18,000 took most of the pass), and equality checks them anyway."""
+    if isinstance(ty, TensorType):
+        return ty.shape, type(ty.element_type)
+    return ty
 
 
 def _properties(op: Operation) -> dict[str, Attribute]:
@@ -40,7 +49,7 @@ class NamelessOperationInfo(OperationInfo):
                 self.name,
                 sum(hash(i) for i in self.op.attributes.items()),
                 sum(hash(i) for i in _properties(self.op).items()),
-                hash(self.op.result_types),
+                hash(tuple(_type_key(t) for t in self.op.result_types)),
                 hash(self.op.operands),
             )
         )

@@ -58,3 +58,29 @@ def test_dce(graph, check, ops):
     g.op(nn.SigmoidOp, [dead])
     module = check(g.module(live), DCEPass(), rtol=0, atol=0)
     assert [op.layer_name.data for op in ops(module)] == ["live"]
+
+
+PER_CHANNEL = """
+func.func @main() -> ({0}, {0}, {1}) {{
+  %a = qnn.constant {{value = dense<[1, 2]> : tensor<2xi8>}} : {0}
+  %b = qnn.constant {{value = dense<[1, 2]> : tensor<2xi8>}} : {0}
+  %c = qnn.constant {{value = dense<[1, 2]> : tensor<2xi8>}} : {1}
+  func.return %a, %b, %c : {0}, {0}, {1}
+}}
+"""
+
+
+def test_cse_merges_per_channel_constants_only_of_equal_scales():
+    """Ops hash by their result shapes and element type kinds, not by every per-channel
+    scale; equality still compares the whole types: constants that differ only in one
+    channel's scale stay apart."""
+    from npuc.pipeline import parse_mlir
+
+    same = "tensor<2x!qnn.uniform<i8:f32:0, {0.5, 0.25}>>"
+    other = "tensor<2x!qnn.uniform<i8:f32:0, {0.5, 0.125}>>"
+    module = parse_mlir(PER_CHANNEL.format(same, other).encode(), "per_channel.mlir")
+    CSEPass().apply(None, module)  # type: ignore[arg-type]
+    constants = [op for op in module.walk() if op.name == "qnn.constant"]
+    assert [str(op.results[0].type) for op in constants] == [same, other]
+    (ret,) = [op for op in module.walk() if op.name == "func.return"]
+    assert ret.operands[0] is ret.operands[1] is constants[0].results[0]
