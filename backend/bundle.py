@@ -181,16 +181,16 @@ def weights_bytes(planned: PlannedModule) -> bytes:
     return bytes(data)
 
 
-#: "0xNN, " for every byte value: the C text of a byte is a table lookup.
-_CELLS = np.array([f"0x{b:02x}, ".encode() for b in range(256)], dtype="S6")
+#: "0xNN, " for every byte value, as 6-byte records: the C text of a byte is a table lookup.
+_CELLS = np.array([f"0x{b:02x}, ".encode() for b in range(256)], dtype="S6").view("V6")
 
 
-def weights_text(data: bytes) -> str:
-    """`data` as the body of a C array initializer: 16 bytes per line, hex."""
+def weights_text(data: bytes) -> bytes:
+    """`data` as the body of a C array initializer (ASCII): 16 bytes per line, hex."""
     if not data:
-        return ""
+        return b""
     # Every byte is "0xNN, ", except the last of a line, which ends ",\n".
-    cells = _CELLS[np.frombuffer(data, dtype=np.uint8)]
+    cells = np.take(_CELLS, np.frombuffer(data, dtype=np.uint8))
     seps = cells.view(np.uint8).reshape(-1, 6)[:, 5]
     seps[15::16] = seps[-1] = ord("\n")
-    return cells.tobytes().decode("ascii")
+    return cells.tobytes()

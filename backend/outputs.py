@@ -49,7 +49,7 @@ def memory_files(
     files = {
         f"{name}.h": header_text(name, planned, model, target.name).encode(),
         f"{name}.weights.bin": weights,
-        f"{name}.weights.txt": weights_text(weights).encode(),
+        f"{name}.weights.txt": weights_text(weights),
     }
     if with_ir:
         files[f"{name}.mem.mlir"] = print_module(module, elide_above=None).encode()
