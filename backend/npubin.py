@@ -125,13 +125,17 @@ def _io(program: isa.Program, strings: _Strings) -> bytes:
     return b"".join(parts)
 
 
-def encode_program(program: isa.Program, section: bytes | None = None) -> bytes:
+def encode_program(
+    program: isa.Program, section: bytes | None = None, *, instructions_checked: bool = False
+) -> bytes:
     """The binary of a program (checked first: invalid programs raise NpucError).
-    `section`: its `constants_section`, when the caller has it already."""
+    `section`: its `constants_section`, when the caller has it already.
+    `instructions_checked`: every instruction passed `check_instruction` already (the
+    program comes from lowering, which checks each one); the whole program is still checked."""
     from npuc.dialects.npu_rules import check_instruction, check_program
 
     try:
-        for inst in program.instructions:
+        for inst in () if instructions_checked else program.instructions:
             check_instruction(inst)
         check_program(program)
     except isa.ISAError as e:

@@ -259,7 +259,8 @@ def lower_model(
                     section=section,
                 )
             )
-        outputs[f"{name}.npubin"] = encode_program(program, section)
+        # lowering checked every instruction; streams and debug entries came after
+        outputs[f"{name}.npubin"] = encode_program(program, section, instructions_checked=True)
         if files:  # reassembles to the binary
             outputs[f"{name}.npu.mlir"] = print_module(module).encode()
         profile = estimate(program, target)
