@@ -10,6 +10,7 @@ No xDSL here: the runtime loads binaries into these classes directly.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -102,7 +103,7 @@ class TensorRef:
     def numel(self) -> int:
         return math.prod(self.shape)
 
-    @property
+    @functools.cached_property  # asked for often (hazards, rules, the cycle model)
     def extent(self) -> int:
         """Bytes from `offset` to the end of the last element."""
         last = sum((d - 1) * s for d, s in zip(self.shape, self.strides, strict=True))
