@@ -215,9 +215,12 @@ def quantize_reals(
 def dequantize(
     q: np.ndarray, scale: np.ndarray | float, zero_point: np.ndarray | int
 ) -> np.ndarray:
-    """Integers to reals (float32): scale * (q - zero_point)."""
-    centred = np.asarray(q, I64) - np.asarray(zero_point, I64)
-    return (centred * np.asarray(scale, np.float64)).astype(np.float32)
+    """Integers to reals (float32): scale * (q - zero_point), in float64 (exact for the
+    difference of two integers below 2^53, so the same as in int64 first, with one pass
+    fewer)."""
+    centred = np.subtract(q, zero_point, dtype=np.float64)
+    centred *= np.asarray(scale, np.float64)
+    return centred.astype(np.float32)
 
 
 def lut_lookup(q: np.ndarray, table: np.ndarray, qmin: int) -> np.ndarray:

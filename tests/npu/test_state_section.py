@@ -142,9 +142,7 @@ def test_the_dialect_verifies_state_pairs(ctx):
     # trusting that lowering checked each instruction still checks the whole program
     with pytest.raises(NpucError, match="cannot encode program 'running_max': state 0"):
         encode_program(bad, instructions_checked=True)
-    assert encode_program(running_max(), instructions_checked=True) == encode_program(
-        running_max()
-    )
+    assert encode_program(running_max(), instructions_checked=True) == encode_program(running_max())
 
 
 def patched(edit) -> bytes:
