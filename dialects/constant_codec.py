@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,7 +38,7 @@ LANE = struct.Struct("<iBB2xII")  # base, k, flags, reserved, unary bytes, reser
 MASKED = 1  # lane flag: a mask of the elements that differ from the base comes first
 MAX_PLANS = 8192  # streams whose plans are remembered (a few hundred bytes each)
 MAX_JOINT_ELEMENTS = 4096  # streams up to this long have their lanes planned jointly
-JOINT_STREAMS = 256  # and up to this many streams of one type together (plan_streams)
+JOINT_ELEMENTS = 1 << 16  # and streams of one type together up to this many elements
 DENSE_HISTOGRAM = 1 << 22  # lanes x value span up to this: histogram by counting
 
 
@@ -140,13 +140,29 @@ def plan_streams(streams: Iterable[tuple[bytes, str]]) -> None:
         if key not in _PLANS and 0 < len(values) <= MAX_JOINT_ELEMENTS:
             short.setdefault(dtype, {})[key] = values
     for dtype, found in short.items():
-        keys, arrays = list(found), list(found.values())
         width = 8 * np.dtype(ELEMENT_TYPES[dtype]).itemsize + 1
-        for start in range(0, len(keys), JOINT_STREAMS):
-            batch = slice(start, start + JOINT_STREAMS)
-            plans = _plans_of_rows(_stream_rows(arrays[batch]), len(arrays[batch]), width)
-            for key, plan in zip(keys[batch], plans, strict=True):
+        for batch in _batches(list(found.items())):
+            arrays = [values for _, values in batch]
+            plans = _plans_of_rows(_stream_rows(arrays), len(arrays), width)
+            for (key, _), plan in zip(batch, plans, strict=True):
                 _remember(key, plan)
+
+
+def _batches(
+    streams: list[tuple[tuple[bytes, str], np.ndarray]],
+) -> Iterator[list[tuple[tuple[bytes, str], np.ndarray]]]:
+    """Consecutive runs of `streams` of at most JOINT_ELEMENTS elements in all (one stream
+    at least): the histogram's temporaries take about 170 bytes an element."""
+    batch: list[tuple[tuple[bytes, str], np.ndarray]] = []
+    elements = 0
+    for item in streams:
+        if batch and elements + len(item[1]) > JOINT_ELEMENTS:
+            yield batch
+            batch, elements = [], 0
+        batch.append(item)
+        elements += len(item[1])
+    if batch:
+        yield batch
 
 
 def _key(data: bytes, dtype: str) -> tuple[bytes, str]:

@@ -155,7 +155,7 @@ def test_streams_planned_together_are_planned_as_one_by_one(monkeypatch):
     ] + [rng.integers(-(2**31), 2**31 - 1, 5000).astype("<i4")]
     streams = [*STREAMS, *long]
     monkeypatch.setattr(constant_codec, "_PLANS", {})
-    monkeypatch.setattr(constant_codec, "JOINT_STREAMS", 37)
+    monkeypatch.setattr(constant_codec, "JOINT_ELEMENTS", 9000)
     items = [(v.tobytes(), TYPE_NAMES[v.dtype]) for v in streams]
     constant_codec.plan_streams(items)
     short = [v for v in streams if len(v) <= constant_codec.MAX_JOINT_ELEMENTS]
