@@ -181,10 +181,8 @@ def _new_plan(data: bytes, dtype: str) -> tuple[_Lane, ...]:
     not elements) or of 8 or 16-bit elements, else one lane at a time."""
     values = np.frombuffer(data, ELEMENT_TYPES[dtype])
     width = 8 * values.itemsize + 1  # a zigzag difference needs at most one bit more
-    if 0 < len(values) <= MAX_JOINT_ELEMENTS:
+    if len(values) and (len(values) <= MAX_JOINT_ELEMENTS or values.itemsize <= 2):
         return _plans_of_rows(_stream_rows([values]), 1, width)[0]
-    if values.itemsize <= 2:
-        return _plans_of_rows(_long_rows(values), 1, width)[0]
     best: tuple[_Lane, ...] = ()
     for n in (lanes for lanes in LANE_CHOICES if len(values) % lanes == 0):
         plan = tuple(_lane(values[i::n], width) for i in range(n))
@@ -206,52 +204,54 @@ class _Rows:
 
 
 def _stream_rows(streams: Sequence[np.ndarray]) -> _Rows:
-    """The rows of non-empty streams, rows of one interleave after another, each
+    """The rows of non-empty streams: counted densely when lanes x value span allow
+    (`_dense_rows`), else sorted; here the rows of one interleave come after another, each
     interleave's in order of streams, then lanes."""
-    sizes = np.array([len(v) for v in streams])
     values = np.concatenate(streams).astype(np.int64)
+    low = int(values.min())
+    span = int(values.max()) - low + 1
+    sizes = np.array([len(v) for v in streams])
+    rows = sum(int((sizes % lanes == 0).sum()) * lanes for lanes in LANE_CHOICES)
+    if rows * span <= DENSE_HISTOGRAM:
+        return _dense_rows(streams, low, span)
     stream = np.repeat(np.arange(len(streams)), sizes)
     position = np.arange(len(values)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    first, row_parts, value_parts = {}, [], []
+    first, keys = {}, []
     rows = 0
     for lanes in LANE_CHOICES:
         fits = sizes % lanes == 0
         first[lanes] = np.where(fits, rows + np.cumsum(fits * lanes) - lanes, -1)
         chosen = fits[stream]
-        row_parts.append(first[lanes][stream[chosen]] + position[chosen] % lanes)
-        value_parts.append(values[chosen])
+        row = first[lanes][stream[chosen]] + position[chosen] % lanes
+        keys.append(row * span + (values[chosen] - low))
         rows += int(fits.sum()) * lanes
-    row, value = np.concatenate(row_parts), np.concatenate(value_parts)
-    low = int(values.min())
-    span = int(values.max()) - low + 1
-    key = row * span + (value - low)
-    if rows * span <= DENSE_HISTOGRAM:
-        counts = np.bincount(key, minlength=rows * span)
-        entries = np.flatnonzero(counts)
-        counts = counts[entries]
-    else:
-        entries, counts = np.unique(key, return_counts=True)
+    entries, counts = np.unique(np.concatenate(keys), return_counts=True)
     entry_row, found = np.divmod(entries, span)
     return _Rows(first, rows, entry_row, found + low, counts)
 
 
-def _long_rows(values: np.ndarray) -> _Rows:
-    """The rows of one long stream of 8 or 16-bit elements: its finest interleave's lanes
-    counted in one pass, each coarser lane the sum of the finest lanes it holds."""
-    choices = [lanes for lanes in LANE_CHOICES if len(values) % lanes == 0]
-    finest = choices[-1]
-    low = int(values.min())
-    span = int(values.max()) - low + 1
-    lane_of = np.arange(finest, dtype=np.int64) * span - low
-    key = values.reshape(-1, finest).astype(np.int64) + lane_of
-    lanes_counts = np.bincount(key.ravel(), minlength=finest * span).reshape(finest, span)
-    first, blocks = {}, []
+def _dense_rows(streams: Sequence[np.ndarray], low: int, span: int) -> _Rows:
+    """The rows of non-empty streams of values in [low, low + span), by counting: each
+    stream's finest interleave's lanes in one pass over its elements (streams of one finest
+    interleave together), each coarser lane the sum of the finest lanes it holds."""
+    finest = [max(lanes for lanes in LANE_CHOICES if len(v) % lanes == 0) for v in streams]
+    first = {lanes: np.full(len(streams), -1) for lanes in LANE_CHOICES}
+    blocks = []
     rows = 0
-    for lanes in LANE_CHOICES:
-        first[lanes] = np.array([rows if lanes in choices else -1])
-        if lanes in choices:
-            blocks.append(lanes_counts.reshape(finest // lanes, lanes, span).sum(axis=0))
-            rows += lanes
+    for size in sorted(set(finest)):
+        members = [s for s, f in enumerate(finest) if f == size]
+        values = np.concatenate([streams[s] for s in members]).reshape(-1, size)
+        owner = np.repeat(np.arange(len(members)), [len(streams[s]) // size for s in members])
+        key = (owner * (size * span))[:, None] + (np.arange(size) * span - low)[None, :]
+        key += values  # lane j of a stream: j mod size, as every stream starts at a multiple
+        counts = np.bincount(key.ravel(), minlength=len(members) * size * span)
+        counts = counts.reshape(len(members), size, span)
+        for lanes in LANE_CHOICES:
+            if size % lanes == 0:  # lane i sums the finest lanes j with j mod lanes = i
+                block = counts.reshape(len(members), size // lanes, lanes, span).sum(axis=1)
+                first[lanes][members] = rows + lanes * np.arange(len(members))
+                blocks.append(block.reshape(-1, span))
+                rows += len(members) * lanes
     table = np.concatenate(blocks)
     entries = np.flatnonzero(table)
     entry_row, found = np.divmod(entries, span)

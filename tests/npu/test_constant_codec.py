@@ -135,20 +135,29 @@ TYPE_NAMES = {np.dtype(t): name for name, t in constant_codec.ELEMENT_TYPES.item
 
 @pytest.mark.parametrize("values", STREAMS, ids=lambda v: f"{v.dtype}x{v.size}")
 def test_a_stream_planned_from_one_histogram_is_planned_as_lane_by_lane(values: np.ndarray):
-    """A short stream has every lane of every interleave planned from one histogram row per
-    lane (a long one of 8 or 16-bit elements too, its coarser lanes summed from its finest):
+    """Every lane of every interleave of a stream is planned from one histogram row per
+    lane, counted (each finest lane in one pass, coarser lanes summed from them) or sorted:
     the same bases (lower median, or the smallest most frequent value), masks and bits as
     `_lane` gives each lane alone (the test above checks the k of whichever ran)."""
     width = 8 * values.itemsize + 1
-    want = planned_lane_by_lane(values)
-    assert constant_codec._plans_of_rows(constant_codec._stream_rows([values]), 1, width) == [want]
-    if values.itemsize <= 2:
-        assert constant_codec._plans_of_rows(constant_codec._long_rows(values), 1, width) == [want]
+    want = [planned_lane_by_lane(values)]
+    wide = values.astype(np.int64)
+    low, span = int(wide.min()), int(wide.max() - wide.min()) + 1
+    if span <= 1 << 16:
+        assert (
+            constant_codec._plans_of_rows(constant_codec._dense_rows([values], low, span), 1, width)
+            == want
+        )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(constant_codec, "DENSE_HISTOGRAM", 0)  # sorted
+        assert (
+            constant_codec._plans_of_rows(constant_codec._stream_rows([values]), 1, width) == want
+        )
 
 
 def test_streams_planned_together_are_planned_as_one_by_one(monkeypatch):
-    """`plan_streams` plans the short streams of each type together (in batches), long ones
-    alone: every plan is the one a stream gets lane by lane."""
+    """`plan_streams` plans the short streams of each type together (in batches, counted or
+    sorted), long ones alone: every plan is the one a stream gets lane by lane."""
     rng = np.random.default_rng(11)
     long = [
         np.clip(rng.standard_normal(n) * 40, -128, 127).astype(np.int8) for n in (4097, 6000)
@@ -160,6 +169,11 @@ def test_streams_planned_together_are_planned_as_one_by_one(monkeypatch):
     constant_codec.plan_streams(items)
     short = [v for v in streams if len(v) <= constant_codec.MAX_JOINT_ELEMENTS]
     assert len(constant_codec._PLANS) == len({(v.tobytes(), v.dtype) for v in short})
+    for values, (data, dtype) in zip(streams, items, strict=True):
+        assert constant_codec._plan(data, dtype) == planned_lane_by_lane(values)
+    monkeypatch.setattr(constant_codec, "_PLANS", {})
+    monkeypatch.setattr(constant_codec, "DENSE_HISTOGRAM", 0)  # every batch sorted
+    constant_codec.plan_streams(items)
     for values, (data, dtype) in zip(streams, items, strict=True):
         assert constant_codec._plan(data, dtype) == planned_lane_by_lane(values)
 
