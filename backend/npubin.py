@@ -18,6 +18,7 @@ from xdsl.utils.target import Target
 from npuc.diagnostics import NpucError
 from npuc.dialects import constant_codec
 from npuc.dialects import npu_isa as isa
+from npuc.dialects.constant_codec_batch import encode_streams
 from npuc.dialects.npu import program_op
 from npuc.dialects.npubin_format import (
     CONSTANTS_HEAD,
@@ -194,9 +195,9 @@ def _streams(program: isa.Program) -> bytes:
     stream's bytes replaced by its payload."""
     data = program.constants
     entries, body, position = [], bytearray(), 0
-    for s in program.streams:
+    payloads = encode_streams([(data[s.offset : s.end], s.dtype) for s in program.streams])
+    for s, payload in zip(program.streams, payloads, strict=True):
         body += data[position : s.offset]
-        payload = constant_codec.encode(data[s.offset : s.end], s.dtype)
         entries.append(
             STREAM_ENTRY.pack(
                 s.offset,

@@ -270,3 +270,26 @@ def test_per_channel_weights_compress_near_their_entropy():
     payload = encode(table.tobytes(), "i32")
     assert payload[0] == 4
     assert len(payload) < 0.5 * table.nbytes
+
+
+@pytest.mark.parametrize("joint", [1 << 16, 5000])
+def test_streams_encoded_together_are_encoded_as_one_by_one(monkeypatch, joint):
+    """`encode_streams` codes the lanes of many short streams from joined arrays: every
+    payload is `encode`'s, byte for byte (lanes of every Rice parameter, masked lanes with
+    nothing coded, long streams left to `encode`), whatever the batches."""
+    from npuc.dialects import constant_codec_batch
+
+    monkeypatch.setattr(constant_codec_batch, "JOINT_ELEMENTS", joint)
+    rng = np.random.default_rng(5)
+    items = [(v.tobytes(), TYPE_NAMES[v.dtype]) for v in STREAMS]
+    items += [
+        (np.full(100, 3, np.int8).tobytes(), "i8"),  # one value: masked, nothing coded
+        (np.clip(rng.standard_normal(6000) * 30, -128, 127).astype(np.int8).tobytes(), "i8"),
+        (rng.integers(-(2**31), 2**31 - 1, 64).astype("<i4").tobytes(), "i32"),  # k up to 33
+    ]
+    payloads = constant_codec_batch.encode_streams(items)
+    assert payloads == [encode(data, dtype) for data, dtype in items]
+    assert all(
+        decode(p, dtype, len(data)) == data
+        for p, (data, dtype) in zip(payloads, items, strict=True)
+    )
