@@ -68,12 +68,12 @@ class _Lane:
         """The Rice-coded values of the lane's elements `values` (zigzag differences from
         the base, minus 1 when masked), and the mask when masked."""
         if not self.masked:
-            return _zigzag(values.astype(np.int64) - self.base), None
+            return zigzag(values.astype(np.int64) - self.base), None
         mask = values != self.base
-        return _zigzag(values[mask].astype(np.int64) - self.base) - np.uint64(1), mask
+        return zigzag(values[mask].astype(np.int64) - self.base) - np.uint64(1), mask
 
 
-def _zigzag(d: np.ndarray) -> np.ndarray:
+def zigzag(d: np.ndarray) -> np.ndarray:
     """0, -1, 1, -2, ... to 0, 1, 2, 3, ... (int64 in, uint64 out)."""
     return ((d << 1) ^ (d >> 63)).view(np.uint64)
 
@@ -97,13 +97,13 @@ def _lane(values: np.ndarray, width: int) -> _Lane:
     found, counts = _histogram(values)
     n = len(values)
     median = int(found[np.searchsorted(np.cumsum(counts), (n - 1) // 2 + 1)]) if n else 0
-    plain = _rice(median, False, n, _zigzag(found - median), counts, width)
+    plain = _rice(median, False, n, zigzag(found - median), counts, width)
     if not n:
         return plain
     at = int(np.argmax(counts))  # the first of the most frequent: the smallest value
     mode = int(found[at])
     others = np.arange(len(found)) != at
-    u = _zigzag(found[others] - mode) - np.uint64(1)
+    u = zigzag(found[others] - mode) - np.uint64(1)
     masked = _rice(mode, True, n, u, counts[others], width)
     return masked if masked.size < plain.size else plain
 
@@ -119,9 +119,10 @@ def _rice(base: int, masked: bool, n: int, u: np.ndarray, counts: np.ndarray, wi
     return _Lane(base, k, masked, n, coded, int(quotients[k]) + coded)
 
 
-def _plan(data: bytes, dtype: str) -> tuple[_Lane, ...]:
-    # compress-constants, the encoder, the flash image and the cycle model each ask for the
-    # same streams: plan each once (keyed by a digest, so no model data is kept alive)
+def stream_plan(data: bytes, dtype: str) -> tuple[_Lane, ...]:
+    """The lanes `encode` codes a stream with (remembered: compress-constants, the encoder,
+    the flash image and the cycle model each ask for the same streams; keyed by a digest,
+    so no model data is kept alive)."""
     key = _key(data, dtype)
     plan = _PLANS.get(key)
     if plan is None:
@@ -277,12 +278,12 @@ def _plans_of_rows(histogram: _Rows, streams: int, width: int) -> list[tuple[_La
     )
     masked_counts = counts.copy()
     masked_counts[at] = 0
-    masked_u = _zigzag(found - found[at][entry_row]) - np.uint64(1)
+    masked_u = zigzag(found - found[at][entry_row]) - np.uint64(1)
     masked_u[at] = 0
     sizes_of: dict[bool, np.ndarray] = {}
     fields: dict[bool, tuple[np.ndarray, ...]] = {}
     for masked, u, weights, bases, coded in (
-        (False, _zigzag(found - median[entry_row]), counts, median, n),
+        (False, zigzag(found - median[entry_row]), counts, median, n),
         (True, masked_u, masked_counts, found[at], n - most),
     ):
         quotients = np.empty((rows, width + 1), np.int64)
@@ -323,12 +324,12 @@ _PLANS: dict[tuple[bytes, str], tuple[_Lane, ...]] = {}
 
 def encoded_size(data: bytes, dtype: str) -> int:
     """The payload size `encode` gives, without building it."""
-    return HEAD.size + sum(lane.size for lane in _plan(data, dtype))
+    return HEAD.size + sum(lane.size for lane in stream_plan(data, dtype))
 
 
 def encode(data: bytes, dtype: str) -> bytes:
     """The payload of a stream of `dtype` elements (little-endian `data`)."""
-    plan = _plan(data, dtype)
+    plan = stream_plan(data, dtype)
     heads, bodies = [], []
     values = np.frombuffer(data, ELEMENT_TYPES[dtype])
     for i, lane in enumerate(plan):
@@ -349,13 +350,21 @@ def encode(data: bytes, dtype: str) -> bytes:
 
 def _remainders(u: np.ndarray, k: int) -> bytes:
     """The low k bits of each of `u`, one field after another, least significant bit first."""
-    if 0 < k <= 8:  # 8 fields fill k bytes: pack them into one 64-bit word, keep k bytes
-        fields = np.zeros(-(-len(u) // 8) * 8, np.uint64)
-        fields[: len(u)] = u & np.uint64((1 << k) - 1)
+    if not k:
+        return b""
+    fields = np.zeros(-(-len(u) // 8) * 8, np.uint64)
+    fields[: len(u)] = u & np.uint64((1 << k) - 1)
+    return pack_fields(fields, k)[: -(-len(u) * k // 8)]
+
+
+def pack_fields(fields: np.ndarray, k: int) -> bytes:
+    """k-bit fields (a multiple of 8 of them, uint64 below 2^k), one after another, least
+    significant bit first: 8 fields fill k bytes."""
+    if k <= 8:  # 8 fields in one 64-bit word, its low k bytes kept
         groups = fields.reshape(-1, 8) << (np.arange(8, dtype=np.uint64) * np.uint64(k))
         words = np.bitwise_or.reduce(groups, axis=1).astype("<u8")
-        return words.view(np.uint8).reshape(-1, 8)[:, :k].tobytes()[: -(-len(u) * k // 8)]
-    bits = (u[:, None] >> np.arange(k, dtype=np.uint64)) & np.uint64(1)
+        return words.view(np.uint8).reshape(-1, 8)[:, :k].tobytes()
+    bits = (fields[:, None] >> np.arange(k, dtype=np.uint64)) & np.uint64(1)
     return np.packbits(bits.astype(np.uint8).ravel(), bitorder="little").tobytes()
 
 

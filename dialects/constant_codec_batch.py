@@ -21,9 +21,10 @@ from .constant_codec import (
     LANE,
     MASKED,
     MAX_JOINT_ELEMENTS,
-    _plan,
-    _zigzag,
     encode,
+    pack_fields,
+    stream_plan,
+    zigzag,
 )
 
 
@@ -50,7 +51,7 @@ def encode_streams(streams: Sequence[tuple[bytes, str]]) -> list[bytes]:
 def _encode_batch(
     streams: Sequence[tuple[bytes, str]], batch: list[int], payloads: list[bytes | None]
 ) -> None:
-    plans = [_plan(*streams[i]) for i in batch]
+    plans = [stream_plan(*streams[i]) for i in batch]
     parts, base, k, masked, count = [], [], [], [], []
     for i, plan in zip(batch, plans, strict=True):
         data, dtype = streams[i]
@@ -68,7 +69,7 @@ def _encode_batch(
     is_masked = np.array(masked, bool)
     differs = diff != 0
     coded = ~is_masked[lane_of] | differs
-    u = _zigzag(diff[coded]) - is_masked[lane_of[coded]].astype(np.uint64)
+    u = zigzag(diff[coded]) - is_masked[lane_of[coded]].astype(np.uint64)
     coded_lane = lane_of[coded]
     coded_counts = np.bincount(coded_lane, minlength=lanes)
     shift = np.array(k, np.uint64)
@@ -110,7 +111,7 @@ def _encode_batch(
         fields[(8 * group_start[coded_lane] + coded_position)[chosen]] = u[chosen] & np.uint64(
             (1 << width) - 1
         )
-        remainder_blocks[width] = _pack_fields(fields, width)
+        remainder_blocks[width] = pack_fields(fields, width)
 
     lane = 0
     for i, plan in zip(batch, plans, strict=True):
@@ -129,14 +130,3 @@ def _encode_batch(
                 bodies.append(remainder_blocks.get(info.k, b"")[at : at + length])
             lane += 1
         payloads[i] = HEAD.pack(len(plan)) + b"".join(heads) + b"".join(bodies)
-
-
-def _pack_fields(fields: np.ndarray, k: int) -> bytes:
-    """k-bit fields (a multiple of 8 of them), one after another, least significant bit
-    first: 8 fields fill k bytes."""
-    if k <= 8:  # 8 fields in one 64-bit word, its low k bytes kept
-        groups = fields.reshape(-1, 8) << (np.arange(8, dtype=np.uint64) * np.uint64(k))
-        words = np.bitwise_or.reduce(groups, axis=1).astype("<u8")
-        return words.view(np.uint8).reshape(-1, 8)[:, :k].tobytes()
-    bits = (fields[:, None] >> np.arange(k, dtype=np.uint64)) & np.uint64(1)
-    return np.packbits(bits.astype(np.uint8).ravel(), bitorder="little").tobytes()

@@ -170,12 +170,12 @@ def test_streams_planned_together_are_planned_as_one_by_one(monkeypatch):
     short = [v for v in streams if len(v) <= constant_codec.MAX_JOINT_ELEMENTS]
     assert len(constant_codec._PLANS) == len({(v.tobytes(), v.dtype) for v in short})
     for values, (data, dtype) in zip(streams, items, strict=True):
-        assert constant_codec._plan(data, dtype) == planned_lane_by_lane(values)
+        assert constant_codec.stream_plan(data, dtype) == planned_lane_by_lane(values)
     monkeypatch.setattr(constant_codec, "_PLANS", {})
     monkeypatch.setattr(constant_codec, "DENSE_HISTOGRAM", 0)  # every batch sorted
     constant_codec.plan_streams(items)
     for values, (data, dtype) in zip(streams, items, strict=True):
-        assert constant_codec._plan(data, dtype) == planned_lane_by_lane(values)
+        assert constant_codec.stream_plan(data, dtype) == planned_lane_by_lane(values)
 
 
 @settings(max_examples=100, deadline=None)
