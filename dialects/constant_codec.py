@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,22 +131,38 @@ def stream_plan(data: bytes, dtype: str) -> tuple[_Lane, ...]:
     return plan
 
 
-def plan_streams(streams: Iterable[tuple[bytes, str]]) -> None:
-    """Plan every stream of `streams` (bytes, element type) not planned yet, the short ones
-    of each element type together, as `encode` and `encoded_size` will plan them."""
-    short: dict[str, dict[tuple[bytes, str], np.ndarray]] = {}
-    for data, dtype in streams:
-        key = _key(data, dtype)
+def plan_streams(streams: Sequence[tuple[bytes, str]]) -> list[tuple[_Lane, ...]]:
+    """`stream_plan` of every stream (bytes, element type): the short ones not planned yet
+    are planned together, per element type (and remembered, as `stream_plan` does)."""
+    keys = [_key(data, dtype) for data, dtype in streams]
+    plans: list[tuple[_Lane, ...] | None] = [_PLANS.get(key) for key in keys]
+    short: dict[str, dict[tuple[bytes, str], tuple[list[int], np.ndarray]]] = {}
+    for index, ((data, dtype), key) in enumerate(zip(streams, keys, strict=True)):
+        if plans[index] is not None:
+            continue
         values = np.frombuffer(data, ELEMENT_TYPES[dtype])
-        if key not in _PLANS and 0 < len(values) <= MAX_JOINT_ELEMENTS:
-            short.setdefault(dtype, {})[key] = values
+        if 0 < len(values) <= MAX_JOINT_ELEMENTS:
+            short.setdefault(dtype, {}).setdefault(key, ([], values))[0].append(index)
+        else:
+            plan = _new_plan(data, dtype)
+            _remember(key, plan)
+            plans[index] = plan
     for dtype, found in short.items():
         width = 8 * np.dtype(ELEMENT_TYPES[dtype]).itemsize + 1
-        for batch in _batches(list(found.items())):
+        for batch in _batches([(key, values) for key, (_, values) in found.items()]):
             arrays = [values for _, values in batch]
-            plans = _plans_of_rows(_stream_rows(arrays), len(arrays), width)
-            for (key, _), plan in zip(batch, plans, strict=True):
+            for (key, _), plan in zip(
+                batch, _plans_of_rows(_stream_rows(arrays), len(arrays), width), strict=True
+            ):
                 _remember(key, plan)
+                for index in found[key][0]:
+                    plans[index] = plan
+    return [plan for plan in plans if plan is not None]
+
+
+def payload_size(plan: tuple[_Lane, ...]) -> int:
+    """The size of the payload `encode` gives with `plan`."""
+    return HEAD.size + sum(lane.size for lane in plan)
 
 
 def _batches(
@@ -208,13 +224,14 @@ def _stream_rows(streams: Sequence[np.ndarray]) -> _Rows:
     """The rows of non-empty streams: counted densely when lanes x value span allow
     (`_dense_rows`), else sorted; here the rows of one interleave come after another, each
     interleave's in order of streams, then lanes."""
-    values = np.concatenate(streams).astype(np.int64)
-    low = int(values.min())
-    span = int(values.max()) - low + 1
+    joined = np.concatenate(streams)
+    low = int(joined.min())
+    span = int(joined.max()) - low + 1
     sizes = np.array([len(v) for v in streams])
     rows = sum(int((sizes % lanes == 0).sum()) * lanes for lanes in LANE_CHOICES)
     if rows * span <= DENSE_HISTOGRAM:
         return _dense_rows(streams, low, span)
+    values = joined.astype(np.int64)
     stream = np.repeat(np.arange(len(streams)), sizes)
     position = np.arange(len(values)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
     first, keys = {}, []
@@ -324,7 +341,7 @@ _PLANS: dict[tuple[bytes, str], tuple[_Lane, ...]] = {}
 
 def encoded_size(data: bytes, dtype: str) -> int:
     """The payload size `encode` gives, without building it."""
-    return HEAD.size + sum(lane.size for lane in stream_plan(data, dtype))
+    return payload_size(stream_plan(data, dtype))
 
 
 def encode(data: bytes, dtype: str) -> bytes:

@@ -55,11 +55,11 @@ def choose_streams(program: isa.Program) -> tuple[isa.ConstantStream, ...]:
         if start % item or (end - start) % item:
             continue
         runs.append((program.constants[start:end], start, dtype))
-    constant_codec.plan_streams((data, dtype) for data, _, dtype in runs)
+    plans = constant_codec.plan_streams([(data, dtype) for data, _, dtype in runs])
     return tuple(
         isa.ConstantStream(start, len(data), dtype)
-        for data, start, dtype in runs
-        if constant_codec.encoded_size(data, dtype) + STREAM_ENTRY.size < len(data)
+        for (data, start, dtype), plan in zip(runs, plans, strict=True)
+        if constant_codec.payload_size(plan) + STREAM_ENTRY.size < len(data)
     )
 
 

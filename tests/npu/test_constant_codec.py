@@ -157,7 +157,8 @@ def test_a_stream_planned_from_one_histogram_is_planned_as_lane_by_lane(values: 
 
 def test_streams_planned_together_are_planned_as_one_by_one(monkeypatch):
     """`plan_streams` plans the short streams of each type together (in batches, counted or
-    sorted), long ones alone: every plan is the one a stream gets lane by lane."""
+    sorted), long ones alone: every plan it returns and remembers is the one a stream gets
+    lane by lane."""
     rng = np.random.default_rng(11)
     long = [
         np.clip(rng.standard_normal(n) * 40, -128, 127).astype(np.int8) for n in (4097, 6000)
@@ -166,9 +167,10 @@ def test_streams_planned_together_are_planned_as_one_by_one(monkeypatch):
     monkeypatch.setattr(constant_codec, "_PLANS", {})
     monkeypatch.setattr(constant_codec, "JOINT_ELEMENTS", 9000)
     items = [(v.tobytes(), TYPE_NAMES[v.dtype]) for v in streams]
-    constant_codec.plan_streams(items)
-    short = [v for v in streams if len(v) <= constant_codec.MAX_JOINT_ELEMENTS]
-    assert len(constant_codec._PLANS) == len({(v.tobytes(), v.dtype) for v in short})
+    planned = constant_codec.plan_streams(items)
+    assert planned == [planned_lane_by_lane(values) for values in streams]
+    # each distinct stream planned once and remembered, short or long
+    assert len(constant_codec._PLANS) == len({(v.tobytes(), v.dtype) for v in streams})
     for values, (data, dtype) in zip(streams, items, strict=True):
         assert constant_codec.stream_plan(data, dtype) == planned_lane_by_lane(values)
     monkeypatch.setattr(constant_codec, "_PLANS", {})
