@@ -64,6 +64,7 @@ from . import npu_isa as isa
 from .arrays import I64Array
 from .npu_attrs import IOAttr, RegionAttr, StateAttr, StreamAttr, TensorAttr, TokenType
 from .npu_rules import check_hazards, check_instruction, check_program
+from .npu_text import install as install_text
 from .quant_types import UniformQuantizedType
 
 
@@ -568,6 +569,10 @@ INSTRUCTIONS: dict[str, type[NPUInstruction]] = {
     op.OP: op
     for op in (DmaOp, Conv2dOp, MatMulOp, PoolOp, EltwiseOp, LutOp, SoftmaxOp, MoveOp, HostOp)
 }
+
+for _instruction in INSTRUCTIONS.values():
+    if _instruction is not HostOp:  # its body is a region: the format prints it
+        install_text(_instruction)
 
 NPU = Dialect(
     "npu",

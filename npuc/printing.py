@@ -42,12 +42,22 @@ class _Printer(Printer):
     def print_bytes_literal(self, bytestring: bytes) -> None:
         # xDSL's text, escaped through one table instead of a print_string call a byte
         # (string literals, e.g. layer names and host bodies, are much of a program's text)
-        self.print_string('"' + bytestring.decode("latin-1").translate(_ESCAPED) + '"')
+        self.print_string(_bytes_literal(bytestring))
 
 
 # how xDSL's Printer.print_bytes_literal writes each byte inside a string literal
 _ESCAPED = {b: f"\\{b:02X}" for b in range(256) if b < 0x20 or b > 0x7E or b == 0x22}
 _ESCAPED[0x5C] = "\\\\"
+
+
+def _bytes_literal(bytestring: bytes) -> str:
+    return '"' + bytestring.decode("latin-1").translate(_ESCAPED) + '"'
+
+
+def string_literal(text: str) -> str:
+    """`text` as xDSL's printer writes a string literal (UTF-8, bytes outside printable ASCII,
+    quotes and backslashes escaped)."""
+    return _bytes_literal(text.encode("utf-8"))
 
 
 def _is_splat(data: bytes, size: int) -> bool:
