@@ -185,12 +185,16 @@ def weights_bytes(planned: PlannedModule) -> bytes:
 _CELLS = np.array([f"0x{b:02x}, ".encode() for b in range(256)], dtype="S6").view("V6")
 
 
-def weights_text(data: bytes) -> bytes:
-    """`data` as the body of a C array initializer (ASCII): 16 bytes per line, hex."""
+def weights_text(data: bytes) -> bytearray:
+    """`data` as the body of a C array initializer (ASCII): 16 bytes per line, hex.
+
+    Written in place into the bytearray returned: the text is six times the weights (104 MB
+    for efficientword's), and making it an array first, then bytes, touched twice the memory."""
+    text = bytearray(6 * len(data))
     if not data:
-        return b""
+        return text
     # Every byte is "0xNN, ", except the last of a line, which ends ",\n".
-    cells = np.take(_CELLS, np.frombuffer(data, dtype=np.uint8))
-    seps = cells.view(np.uint8).reshape(-1, 6)[:, 5]
+    np.take(_CELLS, np.frombuffer(data, dtype=np.uint8), out=np.frombuffer(text, dtype="V6"))
+    seps = np.frombuffer(text, np.uint8).reshape(-1, 6)[:, 5]
     seps[15::16] = seps[-1] = ord("\n")
-    return cells.tobytes()
+    return text

@@ -46,19 +46,27 @@ class _Log:
         self.entries: list[_Access] = []
         self.los = np.zeros(256, np.int64)
         self.his = np.zeros(256, np.int64)
+        self.writes = np.zeros(256, bool)
+        self.engines = np.zeros(256, np.int64)
+        self.seqs = np.zeros(256, np.int64)
         self.compacted = 0
 
     def append(self, a: _Access) -> None:
         n = len(self.entries)
         if n == len(self.los):
-            self.los, self.his = np.resize(self.los, 2 * n), np.resize(self.his, 2 * n)
-        self.los[n], self.his[n] = a.lo, a.hi
+            for name in ("los", "his", "writes", "engines", "seqs"):
+                setattr(self, name, np.resize(getattr(self, name), 2 * n))
+        self.los[n], self.his[n], self.writes[n] = a.lo, a.hi, a.write
+        self.engines[n], self.seqs[n] = a.engine, a.seq
         self.entries.append(a)
         if n + 1 > 2 * self.compacted + 256:
             self.entries = _compact(self.entries)
             self.compacted = k = len(self.entries)
             self.los[:k] = [x.lo for x in self.entries]
             self.his[:k] = [x.hi for x in self.entries]
+            self.writes[:k] = [x.write for x in self.entries]
+            self.engines[:k] = [x.engine for x in self.entries]
+            self.seqs[:k] = [x.seq for x in self.entries]
 
     def conflicts(self, ref: TensorRef, write: bool, clock: list[int]) -> set[int]:
         """Earlier instructions `ref` must wait for, newest first until a writer covers it.
@@ -69,10 +77,15 @@ class _Log:
         found: set[int] = set()
         lo, hi = ref.offset, ref.end
         n = len(self.entries)
-        for i in np.flatnonzero((self.los[:n] < hi) & (self.his[:n] > lo))[::-1]:
+        writes = self.writes[:n]
+        # the accesses that can matter: overlapping ranges, not two reads, and (unless a
+        # write, which may cover `ref` and end the search) not already happened before
+        candidates = (self.los[:n] < hi) & (self.his[:n] > lo)
+        if not write:
+            candidates &= writes
+        candidates &= writes | (np.asarray(clock)[self.engines[:n]] <= self.seqs[:n])
+        for i in np.flatnonzero(candidates)[::-1]:
             a = self.entries[i]
-            if not (a.write or write):
-                continue
             if clock[a.engine] > a.seq:
                 if a.write and _covers(a, ref, lo, hi):
                     break
