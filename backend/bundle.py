@@ -194,7 +194,9 @@ def weights_text(data: bytes) -> bytearray:
     if not data:
         return text
     # Every byte is "0xNN, ", except the last of a line, which ends ",\n".
-    np.take(_CELLS, np.frombuffer(data, dtype=np.uint8), out=np.frombuffer(text, dtype="V6"))
+    # mode "clip" (every byte indexes the table): with "raise", take buffers `out` whole first
+    cells = np.frombuffer(text, dtype="V6")
+    np.take(_CELLS, np.frombuffer(data, dtype=np.uint8), out=cells, mode="clip")
     seps = np.frombuffer(text, np.uint8).reshape(-1, 6)[:, 5]
     seps[15::16] = seps[-1] = ord("\n")
     return text
