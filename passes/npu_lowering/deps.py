@@ -9,6 +9,7 @@ DMA and compute overlap wherever the bytes allow (double buffering stays visible
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -145,7 +146,7 @@ def _compact(log: list[_Access]) -> list[_Access]:
 def with_deps(instructions: Sequence[Instruction]) -> list[Instruction]:
     """The instructions with minimal `deps` (constants are never written: no waits)."""
     engines = {e: i for i, e in enumerate(ENGINES)}
-    logs: dict[str, _Log] = {}
+    logs: defaultdict[str, _Log] = defaultdict(_Log)
     clocks: list[list[int]] = []
     seq: list[int] = []
     last_on: dict[int, int] = {}
@@ -158,7 +159,7 @@ def with_deps(instructions: Sequence[Instruction]) -> list[Instruction]:
         clock = list(clocks[last_on[e]]) if e in last_on else [0] * len(ENGINES)
         for t, write in accesses:
             if t.region != "constants":
-                candidates |= logs.setdefault(t.region, _Log()).conflicts(t, write, clock)
+                candidates |= logs[t.region].conflicts(t, write, clock)
         deps = []
         for d in sorted(candidates, reverse=True):
             de = engines[instructions[d].engine]
@@ -175,7 +176,7 @@ def with_deps(instructions: Sequence[Instruction]) -> list[Instruction]:
             if t.region == "constants":
                 continue
             access = _Access(index, t, write, t.offset, t.end, e, seq[index], t.is_contiguous())
-            logs.setdefault(t.region, _Log()).append(access)
+            logs[t.region].append(access)
         out.append(
             Instruction(inst.op, inst.operands, inst.params, tuple(sorted(deps)), inst.layer)
         )
