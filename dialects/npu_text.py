@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, StringAttr, i1, i
 from xdsl.ir import Attribute
 from xdsl.irdl import IRDLOperation
 from xdsl.printer import Printer
+from xdsl.utils.mlir_lexer import MLIRLexer
 
 from npuc.printing import string_literal
 
@@ -89,13 +90,15 @@ def _labelled(op: IRDLOperation, roles: tuple[str, ...]) -> str | None:
     return "".join(parts)
 
 
-def _dictionary(op: IRDLOperation, shown: frozenset[str]) -> str | None:
+def _dictionary(op: IRDLOperation, shown: frozenset[str], listed: frozenset[str]) -> str | None:
+    """The attribute dictionary: every property but those `shown` elsewhere, all of them
+    `listed` in the op's definition (None for anything else: the format decides)."""
     items = []
     for name, attr in op.properties.items():
         if name in shown:
             continue
-        text = value_text(attr)
-        if text is None or not name.isidentifier():
+        text = value_text(attr) if name in listed else None
+        if text is None or MLIRLexer.bare_identifier_regex.fullmatch(name) is None:
             return None
         items.append(f"{name} = {text}")
     return f" {{{', '.join(items)}}}" if items else ""
@@ -119,11 +122,15 @@ def install(cls: type[IRDLOperation]) -> None:
     assert cls.assembly_format is not None
     head = _head_writer(cls.assembly_format)
     shown = frozenset(re.findall(r"\$(\w+)", cls.assembly_format))
+    definitions = cls.get_irdl_definition().properties
+    if any(d.default_value is not None for d in definitions.values()):
+        raise ValueError(f"{cls.name}: the format leaves out properties at their default")
+    listed = frozenset(definitions)
     generated = _GENERATED[cls] = cls.print
 
     def print_instruction(op: IRDLOperation, printer: Printer) -> None:
         text = None if op.attributes else head(op)
-        rest = None if text is None else _dictionary(op, shown)
+        rest = None if text is None else _dictionary(op, shown, listed)
         if text is None or rest is None:
             generated(op, printer)
             return

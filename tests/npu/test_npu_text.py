@@ -83,6 +83,8 @@ def test_what_the_one_piece_text_does_not_write_goes_through_the_format(
     conv.attributes["note"] = StringAttr("kept")  # a discardable attribute
     pool = first(module, "npu.pool")
     pool.properties["layer"] = IntegerAttr(4, i32)  # an integer of a type not written here
+    lut = first(module, "npu.lut")
+    lut.properties["unlisted"] = IntegerAttr(1, i64)  # not a property of the op's definition
     printed = assert_same_text(module, monkeypatch)
     assert 'note = "kept"' in printed and "layer = 4 : i32" in printed
 
