@@ -31,6 +31,8 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from npuc.printing import string_literal
+
 from .npu_isa import (
     DTYPES,
     ConstantStream,
@@ -104,14 +106,19 @@ class TensorAttr(ParametrizedAttribute):
         except ISAError as e:
             raise VerifyException(f"#npu.tensor: {e}") from None
 
+    def parameters_text(self) -> str:
+        """`<"region", offset, [shape], dtype>`, the strides before the dtype unless
+        row-major: the attribute without its `#npu.tensor` (an instruction's operand)."""
+        shape = [d.data for d in self.shape]
+        strides = tuple(s.data for s in self.strides)
+        text = f"<{string_literal(self.region.data)}, {self.offset.data}, "
+        text += f"[{', '.join(map(str, shape))}], "
+        if strides != row_major(shape):
+            text += f"[{', '.join(map(str, strides))}], "
+        return f"{text}{self.dtype.data}>"
+
     def print_parameters(self, printer: Printer) -> None:
-        t = self.ref()
-        with printer.in_angle_brackets():
-            printer.print_string_literal(t.region)
-            printer.print_string(f", {t.offset}, [{', '.join(map(str, t.shape))}], ")
-            if not t.is_contiguous():
-                printer.print_string(f"[{', '.join(map(str, t.strides))}], ")
-            printer.print_string(t.dtype)
+        printer.print_string(self.parameters_text())
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:

@@ -24,21 +24,10 @@ from xdsl.utils.mlir_lexer import MLIRLexer
 from npuc.printing import string_literal
 
 from .npu_attrs import TensorAttr
-from .npu_isa import row_major
 
 _LABELLED = re.compile(r"`(\w+)` \$(\w+)")
 _ARROW = re.compile(r"\$(\w+) `->` \$(\w+)")
 _TAIL = " (`after` $deps^)? attr-dict"
-
-
-def tensor_text(t: TensorAttr) -> str:
-    """`TensorAttr.print_parameters`'s text: the attribute without its `#npu.tensor`."""
-    shape = [d.data for d in t.shape]
-    strides = tuple(s.data for s in t.strides)
-    text = f"<{string_literal(t.region.data)}, {t.offset.data}, [{', '.join(map(str, shape))}], "
-    if strides != row_major(shape):
-        text += f"[{', '.join(map(str, strides))}], "
-    return f"{text}{t.dtype.data}>"
 
 
 def value_text(attr: Attribute) -> str | None:
@@ -77,7 +66,7 @@ def _arrow(op: IRDLOperation, src: str, dst: str) -> str | None:
     a, b = op.properties.get(src), op.properties.get(dst)
     if not isinstance(a, TensorAttr) or not isinstance(b, TensorAttr):
         return None
-    return f" {tensor_text(a)} -> {tensor_text(b)}"
+    return f" {a.parameters_text()} -> {b.parameters_text()}"
 
 
 def _labelled(op: IRDLOperation, roles: tuple[str, ...]) -> str | None:
@@ -86,7 +75,7 @@ def _labelled(op: IRDLOperation, roles: tuple[str, ...]) -> str | None:
         t = op.properties.get(role)
         if not isinstance(t, TensorAttr):
             return None
-        parts.append(f" {role} {tensor_text(t)}")
+        parts.append(f" {role} {t.parameters_text()}")
     return "".join(parts)
 
 
