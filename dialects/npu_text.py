@@ -81,13 +81,13 @@ def _labelled(op: IRDLOperation, roles: tuple[str, ...]) -> str | None:
 
 def _dictionary(op: IRDLOperation, shown: frozenset[str], listed: frozenset[str]) -> str | None:
     """The attribute dictionary: every property but those `shown` elsewhere, all of them
-    `listed` in the op's definition (None for anything else: the format decides)."""
+    `listed` (None for anything else: the format decides)."""
     items = []
     for name, attr in op.properties.items():
         if name in shown:
             continue
         text = value_text(attr) if name in listed else None
-        if text is None or MLIRLexer.bare_identifier_regex.fullmatch(name) is None:
+        if text is None:
             return None
         items.append(f"{name} = {text}")
     return f" {{{', '.join(items)}}}" if items else ""
@@ -114,7 +114,9 @@ def install(cls: type[IRDLOperation]) -> None:
     definitions = cls.get_irdl_definition().properties
     if any(d.default_value is not None for d in definitions.values()):
         raise ValueError(f"{cls.name}: the format leaves out properties at their default")
-    listed = frozenset(definitions)
+    # the op's own properties, named as they print bare (the format quotes any other name)
+    bare = MLIRLexer.bare_identifier_regex
+    listed = frozenset(name for name in definitions if bare.fullmatch(name))
     generated = _GENERATED[cls] = cls.print
 
     def print_instruction(op: IRDLOperation, printer: Printer) -> None:
