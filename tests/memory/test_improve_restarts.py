@@ -39,7 +39,7 @@ def _script(monkeypatch, move: Callable[[list[int], list[int]], int | None]) -> 
             full.append(moves)
             return plan_module.Placed(offsets, self.n * SIZE, [self.n * SIZE] * self.n)
 
-        def place_after(self, order, kept, base, *, cutoff=math.inf):
+        def place_after(self, order, kept, base, *, cutoff=math.inf, same_from=None):
             nonlocal moves
             offsets = [i * SIZE for i in range(self.n)]
             moves += 1
@@ -130,3 +130,64 @@ def test_placing_after_a_kept_prefix_is_placing_the_whole_order():
         expected = problem.place(second, cutoff=cutoff)
         assert (got is None) == (expected is None)
         assert got is None or (got.offsets, got.total) == expected
+
+
+def test_placing_a_changed_window_is_placing_the_whole_order():
+    """`place_after` with `same_from`: the roots after the changed positions keep base's
+    offsets unless a conflict placed before them moved; the result is still exactly the
+    whole order's placement, with or without a cutoff."""
+    rng = random.Random(11)
+    shortcuts = 0
+    for case in range(300):
+        n = rng.randint(2, 40)
+        bufs = []
+        for i in range(n):
+            start, size = rng.randint(0, 30), rng.choice([8, 64, 100, 640, 4096])
+            bufs.append(Buffer(f"b{i}", size, start, start + rng.randint(0, 8)))
+            if case % 3 == 0 and rng.random() < 0.3:
+                bufs[-1] = dataclasses.replace(bufs[-1], alignment=256)
+        problem = plan_module._Problem(bufs, 64)
+        first = rng.sample(range(n), n)
+        i, j = sorted(rng.sample(range(n), 2))
+        second = list(first)
+        if case % 2:
+            second[i], second[j] = second[j], second[i]
+        else:
+            second.insert(j, second.pop(i))
+        base = problem.placed(first)
+        whole = problem.placed(second)
+        got = problem.place_after(second, i, base, same_from=j + 1)
+        assert got == whole
+        shortcuts += got is not None and got.offsets is base.offsets
+        cutoff = rng.randint(whole.total // 2, whole.total)
+        got = problem.place_after(second, i, base, cutoff=cutoff, same_from=j + 1)
+        expected = problem.place(second, cutoff=cutoff)
+        assert (got is None) == (expected is None)
+        assert got is None or (got.offsets, got.total) == expected
+    assert shortcuts  # some windows moved nothing: base's placement was the answer
+
+
+def test_search_work_is_bounded_by_placements(monkeypatch):
+    """`max_placements` bounds the roots the search re-places, whatever the time: moves stop
+    once it is reached, well before `max_iterations`."""
+    rng = random.Random(0)  # an instance whose search does not reach the lower bound
+    sizes, starts = [64, 640, 4096, 100, 2000], [rng.randint(0, 60) for _ in range(120)]
+    bufs = [
+        Buffer(f"b{i}", rng.choice(sizes), s, s + rng.randint(0, 20)) for i, s in enumerate(starts)
+    ]
+    placed_roots = []
+    original = plan_module._Problem.place_after
+
+    def counting(self, order, kept, base, **kwargs):
+        placed_roots.append(self.n - kept)
+        return original(self, order, kept, base, **kwargs)
+
+    monkeypatch.setattr(plan_module._Problem, "place_after", counting)
+    start = Placement({b.name: i * 4096 for i, b in enumerate(bufs)}, len(bufs) * 4096)
+    improve(start, bufs, 16, max_iterations=5000, max_placements=3000, seed=4, exhaustive_limit=0)
+    limited = list(placed_roots)
+    assert 3000 <= sum(limited) < 3000 + len(bufs)
+    placed_roots.clear()
+    improve(start, bufs, 16, max_iterations=5000, max_placements=10**9, seed=4, exhaustive_limit=0)
+    assert len(placed_roots) > len(limited)
+    assert placed_roots[: len(limited)] == limited  # the same moves, up to the bound
