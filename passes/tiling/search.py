@@ -675,15 +675,20 @@ class Planner:
         # Cascades only through layers that alone need at least the lowest peak found so
         # far (until it stops falling), and in performance mode more than the SRAM limit:
         # elsewhere single layers fit as well, and a cascade mostly saves SRAM, not cycles
-        # (see below for the layers that the threshold slows down).
+        # (see below for the layers that the threshold slows down). In performance mode
+        # with even the lowest peak over the limit, the threshold is that peak and more
+        # (`_threshold`), so the layers under it fit alone as well: only those at or above
+        # it, which can lower it (every layer over the limit cost up to 20 times the
+        # search time for at most 0.1 % fewer estimated cycles, docs/tiling.md).
         floor = self.sram_limit if optimise == "performance" else -1
         expanded: set[int] = set()
         while True:
             best_peak = self._min_max_peak(runs)
+            need = best_peak if 0 <= floor < best_peak else min(best_peak, floor + 1)
             above = [
                 k
                 for k, peak in alone.items()
-                if k not in expanded and peak > floor and peak >= min(best_peak, floor + 1)
+                if k not in expanded and peak > floor and peak >= need
             ]
             if not above:
                 break
