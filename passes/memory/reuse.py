@@ -70,11 +70,18 @@ class ValueAliases:
     # ------------------------------------------------------------------ aliasing
 
     def root(self, v: SSAValue) -> SSAValue:
-        # Views only attach to roots, so a remembered root is still on the chain (resume there).
-        r = self._roots.get(v, v)
+        # Views only attach to roots, so a remembered root is still on the chain: the walk
+        # jumps to it, and every value walked through remembers the root found (tiles
+        # assembled in place make chains of hundreds of views: palm_detection in size
+        # mode took 16 million steps for 159,000 calls, walking parent by parent).
+        roots = self._roots
+        walked = [v]
+        r = roots.get(v, v)
         while (p := self.vals[r].parent) is not None:
-            r = p
-        self._roots[v] = r
+            walked.append(r)
+            r = roots.get(p, p)
+        for w in walked:
+            roots[w] = r
         return r
 
     def liveness(self, v: SSAValue) -> bool:
