@@ -49,6 +49,12 @@ class Virtual:
     end: int
     owner: int | None = None  # a redirected output's producer
 
+    def copy(self) -> Virtual:
+        """A copy of the record: each saved builder copies thousands (with
+        `dataclasses.replace`, palm_detection's 32 builder copies in size mode took 0.9 s
+        instead of 0.55)."""
+        return Virtual(self.op, self.ref, self.start, self.end, self.owner)
+
 
 @dataclass
 class Constants:
@@ -113,7 +119,7 @@ class Builder:
         new.constants_end = len(self.constants.data)
         new.constants = replace(constants, tables=dict(constants.tables))
         # the mutable `Virtual` records copied once each (one shared by lists stays shared)
-        virtual = {id(v): replace(v) for v in self.virtual}
+        virtual = {id(v): v.copy() for v in self.virtual}
         new.virtual = [virtual[id(v)] for v in self.virtual]
         new.pending = {k: [virtual[id(v)] for v in vs] for k, vs in self.pending.items()}
         new.origins = {k: [virtual[id(v)] for v in vs] for k, vs in self.origins.items()}

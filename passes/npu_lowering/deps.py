@@ -50,15 +50,16 @@ class _Log:
         self.writes = np.zeros(256, bool)
         self.engines = np.zeros(256, np.int64)
         self.seqs = np.zeros(256, np.int64)
+        self.contiguous = np.zeros(256, bool)
         self.compacted = 0
 
     def append(self, a: _Access) -> None:
         n = len(self.entries)
         if n == len(self.los):
-            for name in ("los", "his", "writes", "engines", "seqs"):
+            for name in ("los", "his", "writes", "engines", "seqs", "contiguous"):
                 setattr(self, name, np.resize(getattr(self, name), 2 * n))
         self.los[n], self.his[n], self.writes[n] = a.lo, a.hi, a.write
-        self.engines[n], self.seqs[n] = a.engine, a.seq
+        self.engines[n], self.seqs[n], self.contiguous[n] = a.engine, a.seq, a.contiguous
         self.entries.append(a)
         if n + 1 > 2 * self.compacted + 256:
             self.entries = _compact(self.entries)
@@ -68,6 +69,7 @@ class _Log:
             self.writes[:k] = [x.write for x in self.entries]
             self.engines[:k] = [x.engine for x in self.entries]
             self.seqs[:k] = [x.seq for x in self.entries]
+            self.contiguous[:k] = [x.contiguous for x in self.entries]
 
     def conflicts(self, ref: TensorRef, write: bool, clock: list[int]) -> set[int]:
         """Earlier instructions `ref` must wait for, newest first until a writer covers it.
@@ -78,13 +80,18 @@ class _Log:
         found: set[int] = set()
         lo, hi = ref.offset, ref.end
         n = len(self.entries)
-        writes = self.writes[:n]
-        # the accesses that can matter: overlapping ranges, not two reads, and (unless a
-        # write, which may cover `ref` and end the search) not already happened before
-        candidates = (self.los[:n] < hi) & (self.his[:n] > lo)
+        writes, los, his = self.writes[:n], self.los[:n], self.his[:n]
+        # the accesses that can matter: overlapping ranges, not two reads, and either not
+        # already happened before or a write that may cover `ref` (and end the search:
+        # `_covers` of a contiguous writer, or of the same view); the others are skipped
+        candidates = (los < hi) & (his > lo)
         if not write:
             candidates &= writes
-        candidates &= writes | (np.asarray(clock)[self.engines[:n]] <= self.seqs[:n])
+        contiguous = self.contiguous[:n]
+        may_cover = writes & np.where(
+            contiguous, (los <= lo) & (his >= hi), (los == lo) & (his == hi)
+        )
+        candidates &= may_cover | (np.asarray(clock)[self.engines[:n]] <= self.seqs[:n])
         for i in np.flatnonzero(candidates)[::-1]:
             a = self.entries[i]
             if clock[a.engine] > a.seq:
@@ -124,7 +131,7 @@ def _spans(t: TensorRef) -> list[tuple[int, int]] | None:
     if r is None or len(r[0]) > MAX_SPANS:
         return None
     starts, length = r
-    return [(int(s), int(s) + length) for s in starts]
+    return [(s, s + length) for s in starts.tolist()]
 
 
 def _compact(log: list[_Access]) -> list[_Access]:
@@ -133,7 +140,9 @@ def _compact(log: list[_Access]) -> list[_Access]:
     covered = _Covered()
     keep = []
     for a in reversed(log):
-        spans = _spans(a.ref)
+        if covered.contains(a.lo, a.hi):
+            continue  # its whole byte range written later: dropped, and it adds no bytes
+        spans = [(a.lo, a.hi)] if a.contiguous else _spans(a.ref)
         if spans is None or not all(covered.contains(lo, hi) for lo, hi in spans):
             keep.append(a)
         if a.write and spans is not None:

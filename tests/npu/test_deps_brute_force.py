@@ -168,3 +168,39 @@ def test_a_stream_of_disjoint_accesses_waits_for_nothing():
         for i in range(300)
     ]
     assert all(x.deps == () for x in with_deps(insts))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_views_of_more_runs_than_the_log_lists(seed):
+    """Views of more than MAX_SPANS (1024) runs, which the log cannot list byte by byte:
+    kept while a later write does not cover their whole byte range, forgotten once one
+    does; the tokens stay exact."""
+    rng = np.random.default_rng(seed)
+    sizes = {"sram": 8192, "activations": 640}
+
+    def long_view() -> TensorRef:
+        rows, pitch = int(rng.integers(1025, 1400)), int(rng.integers(2, 4))
+        offset = int(rng.integers(0, sizes["sram"] - (rows - 1) * pitch - 1))
+        return tensor("sram", offset, (rows, 1), "i8", (pitch, 1))
+
+    def short_view() -> TensorRef:
+        return random_view(rng, "sram", sizes["sram"])
+
+    def whole() -> TensorRef:
+        return tensor("sram", 0, (sizes["sram"],))
+
+    stream = []
+    for position in range(700):
+        kind = rng.random()
+        spare = random_view(rng, "activations", sizes["activations"])
+        if kind < 0.2:
+            stream.append(inst("move", (spare, long_view())))  # a long write
+        elif kind < 0.4:
+            stream.append(inst("dma", (long_view(), spare)))  # a long read
+        elif position in (350, 520):
+            stream.append(inst("move", (spare, whole())))  # covers every earlier access
+        else:
+            engine = "dma" if rng.random() < 0.5 else "move"
+            stream.append(inst(engine, (short_view(), short_view())))
+    insts = with_deps(stream)
+    assert_tokens_exact(insts, sizes)
