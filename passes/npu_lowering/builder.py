@@ -35,25 +35,21 @@ class LoweringError(Exception):
     """An op that cannot be lowered (collected, then reported together)."""
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class Virtual:
     """A view that stands in for a copy the plan made: valid while nobody touches its bytes.
 
     `op` is the op whose copy was skipped; its bytes must not be written (by anyone but
-    `owner`, and for a redirected output: not read either) between `start` and `end`.
+    `owner`, and for a redirected output: not read either) from instruction `start` to
+    where the builder's `ends` says (the builder's, so that a saved builder shares the
+    records: copying thousands of them took half of palm_detection's 32 builder copies in
+    size mode).
     """
 
     op: Operation
     ref: TensorRef
     start: int
-    end: int
     owner: int | None = None  # a redirected output's producer
-
-    def copy(self) -> Virtual:
-        """A copy of the record: each saved builder copies thousands (with
-        `dataclasses.replace`, palm_detection's 32 builder copies in size mode took 0.9 s
-        instead of 0.55)."""
-        return Virtual(self.op, self.ref, self.start, self.end, self.owner)
 
 
 @dataclass
@@ -97,6 +93,7 @@ class Builder:
         self.layers: list[str] = []
         self.layer_names = layer_names
         self.virtual: list[Virtual] = []
+        self.ends: dict[Virtual, int] = {}  # where each virtual view must stay valid to
         self.origins: dict[SSAValue, list[Virtual]] = {}
         self.op: Operation | None = None
         self.constants_end = 0  # of a saved state: the length of its constants bytes
@@ -118,11 +115,11 @@ class Builder:
         new = copy.copy(self)
         new.constants_end = len(self.constants.data)
         new.constants = replace(constants, tables=dict(constants.tables))
-        # the mutable `Virtual` records copied once each (one shared by lists stays shared)
-        virtual = {id(v): v.copy() for v in self.virtual}
-        new.virtual = [virtual[id(v)] for v in self.virtual]
-        new.pending = {k: [virtual[id(v)] for v in vs] for k, vs in self.pending.items()}
-        new.origins = {k: [virtual[id(v)] for v in vs] for k, vs in self.origins.items()}
+        # the `Virtual` records are shared; lists of them are replaced, never changed
+        new.virtual = list(self.virtual)
+        new.ends = dict(self.ends)
+        new.pending = dict(self.pending)
+        new.origins = dict(self.origins)
         new.cache = dict(self.cache)
         new.redirects = dict(self.redirects)
         new.pinned = set(self.pinned)
@@ -166,10 +163,9 @@ class Builder:
 
     def redirect(self, producer: Operation, value: SSAValue, ref: TensorRef) -> None:
         """`producer` writes `value` straight into `ref` (its insert's slice of the result)."""
-        v = Virtual(
-            producer, ref, len(self.instructions), len(self.instructions), len(self.instructions)
-        )
+        v = Virtual(producer, ref, len(self.instructions), len(self.instructions))
         self.virtual.append(v)
+        self.ends[v] = v.start
         self.pending[value] = [v]
         self.redirects[value] = ref
 
@@ -184,6 +180,7 @@ class Builder:
 
     def mark_virtual(self, value: SSAValue, v: Virtual) -> None:
         self.virtual.append(v)
+        self.ends[v] = v.start
         self.origins[value] = [*self.origins.get(value, []), v]
 
     # ------------------------------------------------------------------ instructions
@@ -218,9 +215,10 @@ class Builder:
         values = default_params(kind, operands)
         values.update(params)
         index = len(self.instructions)
+        ends = self.ends
         for value in reads:
             for v in self.origins.get(value, ()):
-                v.end = max(v.end, index + 1)
+                ends[v] = max(ends[v], index + 1)
         self.instructions.append(
             Instruction(kind, tuple(operands), values, (), self.layer(self.op))
         )
@@ -239,7 +237,7 @@ class Builder:
         """The ops whose skipped copy was not safe: someone touched the bytes meanwhile."""
         broken = []
         for v in self.virtual:
-            for index in range(v.start, min(v.end, len(self.instructions))):
+            for index in range(v.start, min(self.ends[v], len(self.instructions))):
                 inst = self.instructions[index]
                 if index == v.owner:
                     touched = inst.read()

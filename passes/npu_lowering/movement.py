@@ -38,7 +38,7 @@ def bind_view(
         b.bind(result, view, source)
         if view.region != "constants":
             start = len(b.instructions)
-            b.mark_virtual(result, Virtual(op, view, start, start))
+            b.mark_virtual(result, Virtual(op, view, start))
     else:  # a move (it reshapes row-major when the view has no strided form)
         b.emit("move", (b.ref(source) if view is None else view, planned), (source,))
         b.bind(result, planned)
@@ -115,7 +115,7 @@ def assemble(b: Builder, op: tile.InsertOp) -> None:
         b.copy(dest, out, (op.dest,), dma)
     target = sliced(out, int_values(op.offsets), shape_of(op.source.type))
     for v in b.pending.pop(op.source, ()):
-        v.end = len(b.instructions)
+        b.ends[v] = len(b.instructions)
     if not same_place(b.ref(op.source), target):
         if b.planned_inside(op.source, op.dest):
             raise InternalError(
