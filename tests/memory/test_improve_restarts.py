@@ -107,17 +107,22 @@ def test_a_move_swaps_two_buffers_or_moves_one(monkeypatch):
     assert [c for c in swaps if c not in moves] and [c for c in moves if c not in swaps]
 
 
+def _random_problem(rng: random.Random, aligned: bool) -> plan_module._Problem:
+    """2-40 buffers of mixed sizes and short overlapping lives (some 256-byte aligned)."""
+    bufs = []
+    for i in range(rng.randint(2, 40)):
+        start, size = rng.randint(0, 30), rng.choice([8, 64, 100, 640, 4096])
+        bufs.append(Buffer(f"b{i}", size, start, start + rng.randint(0, 8)))
+        if aligned and rng.random() < 0.3:
+            bufs[-1] = dataclasses.replace(bufs[-1], alignment=256)
+    return plan_module._Problem(bufs, 64)
+
+
 def test_placing_after_a_kept_prefix_is_placing_the_whole_order():
     rng = random.Random(3)
     for case in range(150):
-        n = rng.randint(2, 40)
-        bufs = []
-        for i in range(n):
-            start, size = rng.randint(0, 30), rng.choice([8, 64, 100, 640, 4096])
-            bufs.append(Buffer(f"b{i}", size, start, start + rng.randint(0, 8)))
-            if case % 3 == 0 and rng.random() < 0.3:
-                bufs[-1] = dataclasses.replace(bufs[-1], alignment=256)
-        problem = plan_module._Problem(bufs, 64)
+        problem = _random_problem(rng, aligned=case % 3 == 0)
+        n = problem.n
         first = rng.sample(range(n), n)
         kept = rng.randint(0, n)
         second = first[:kept] + rng.sample(first[kept:], n - kept)
@@ -139,14 +144,8 @@ def test_placing_a_changed_window_is_placing_the_whole_order():
     rng = random.Random(11)
     shortcuts = 0
     for case in range(300):
-        n = rng.randint(2, 40)
-        bufs = []
-        for i in range(n):
-            start, size = rng.randint(0, 30), rng.choice([8, 64, 100, 640, 4096])
-            bufs.append(Buffer(f"b{i}", size, start, start + rng.randint(0, 8)))
-            if case % 3 == 0 and rng.random() < 0.3:
-                bufs[-1] = dataclasses.replace(bufs[-1], alignment=256)
-        problem = plan_module._Problem(bufs, 64)
+        problem = _random_problem(rng, aligned=case % 3 == 0)
+        n = problem.n
         first = rng.sample(range(n), n)
         i, j = sorted(rng.sample(range(n), 2))
         second = list(first)
