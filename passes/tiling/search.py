@@ -672,14 +672,15 @@ class Planner:
             options = self._feasible(b, b)
             runs[b].append((b, options, False))
             alone[b] = min((e.peak for e in options), default=NEVER)
-        # Cascades only through layers that alone need at least the lowest peak found so
-        # far (until it stops falling), and in performance mode more than the SRAM limit:
-        # elsewhere single layers fit as well, and a cascade mostly saves SRAM, not cycles
-        # (see below for the layers that the threshold slows down). In performance mode
-        # with even the lowest peak over the limit, the threshold is that peak and more
-        # (`_threshold`), so the layers under it fit alone as well: only those at or above
-        # it, which can lower it (every layer over the limit cost up to 20 times the
-        # search time for at most 0.1 % fewer estimated cycles, docs/tiling.md).
+        # The layers cascades go through: in size mode, every layer (through only those
+        # at the lowest peak, the plans' arenas moved: ppocrv4_det's grew by 6 KiB). In
+        # performance mode, the layers over the SRAM limit: elsewhere single layers fit
+        # as well, and a cascade mostly saves SRAM, not cycles (see below for the layers
+        # that the threshold slows down); and while even the lowest peak found is over
+        # the limit, only the layers at or above it: the threshold is then that peak and
+        # more (`_threshold`), so the others fit alone (every layer over the limit cost
+        # up to 20 times the search time for at most 0.1 % fewer estimated cycles,
+        # docs/tiling.md). The lowest peak is found again until no new layer qualifies.
         floor = self.sram_limit if optimise == "performance" else -1
         expanded: set[int] = set()
         while True:
