@@ -4,24 +4,21 @@ layers allow), and the fastest plan within the threshold over the runs the searc
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
-from collections.abc import Callable
 
 import numpy as np
 import pytest
 from compile_helpers import quantized_onnx
 from onnx import helper
 from onnx_models import conv3x3, float_graph
+from tiling_brute_force import best_partition, every_run, lowest_peak
 from xdsl.dialects.func import FuncOp
 
 from npuc.graph_io import entry_function
 from npuc.passes.tiling.layers import find_layers
 from npuc.passes.tiling.search import NEVER, TILE_CHARGE, Estimate, Planner, fastest
 from npuc.target import load_target
-
-LONGEST = 12  # layers per cascade (docs/tiling.md, "Auto mode")
 
 
 @pytest.fixture(scope="module", params=["alternating", "skip"])
@@ -49,43 +46,12 @@ def _planner(func: FuncOp) -> Planner:
     return Planner(func, find_layers(func), load_target("mcu-64"), 12 * 1024, 0.5)
 
 
-def _best(
-    n: int, runs: dict[tuple[int, int], list[Estimate]], score: Callable, join: Callable, empty
-):
-    """The best (least) score of a partition of layers 0..n-1 into the given runs: `score`
-    of a run's options, `join` of a run's score and the rest's, `empty` of no layers; None
-    where no partition exists."""
-
-    @functools.cache
-    def best(a: int):
-        if a == n:
-            return empty
-        found = None
-        for b in range(a, n):
-            options = runs.get((a, b))
-            rest = best(b + 1)
-            if not options or rest is None:
-                continue
-            value = join(score(options), rest)
-            if found is None or value < found:
-                found = value
-        return found
-
-    return best(0)
-
-
 def test_lowest_peak_is_the_best_over_every_partition(model: FuncOp):
     planner = _planner(model)
     n = len(planner.layers)
-    fresh = _planner(model)
-    runs = {
-        (a, b): fresh._feasible(a, b)
-        for b in range(n)
-        for a in range(max(0, b - LONGEST + 1), b + 1)
-        if all(fresh.joins(k, b) for k in range(a, b))
-    }
+    runs = every_run(_planner(model))
     assert any(a < b for a, b in runs)
-    worst = _best(n, runs, lambda options: min(e.peak for e in options), max, 0)
+    worst = lowest_peak(n, runs)
     _, best_peak = planner.plan("size")
     assert best_peak == max(worst, planner.residency.floor())
 
@@ -110,7 +76,7 @@ def test_the_plan_is_the_fastest_within_its_threshold(model: FuncOp, optimise: s
     def add(x, rest):
         return (x[0] + rest[0], x[1] + rest[1])
 
-    best = _best(n, runs, cost, add, (0, 0))
+    best = best_partition(n, runs, cost, add, (0, 0))
     assert best is not None and best[0] < NEVER
     chosen = (
         sum(g.estimate.cycles + TILE_CHARGE * g.estimate.tiles for g in groups),

@@ -5,12 +5,11 @@ into the runs the layers allow, and the layers under it run alone."""
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pytest
 from compile_helpers import quantized_onnx
 from onnx_models import conv3x3, float_graph
+from tiling_brute_force import every_run, lowest_peak
 from xdsl.dialects.func import FuncOp
 
 from npuc.graph_io import entry_function
@@ -36,28 +35,6 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> FuncOp:
     return entry_function(quantized_onnx(model, tmp_path_factory.mktemp("grow")))
 
 
-LONGEST = 12  # layers per cascade (docs/tiling.md, "Auto mode")
-
-
-def lowest_peak(n: int, runs: dict[tuple[int, int], list]) -> int | None:
-    """The least, over every partition of layers 0..n-1 into runs with options, of the
-    largest of its runs' lowest peaks (brute force, as test_search_optimal's)."""
-
-    @functools.cache
-    def best(a: int) -> int | None:
-        if a == n:
-            return 0
-        found = None
-        for b in range(a, n):
-            options, rest = runs.get((a, b)), best(b + 1)
-            if options and rest is not None:
-                value = max(min(e.peak for e in options), rest)
-                found = value if found is None else min(found, value)
-        return found
-
-    return best(0)
-
-
 def _planner(func: FuncOp, limit: int) -> Planner:
     return Planner(func, find_layers(func), load_target("mcu-64"), limit, 0.5)
 
@@ -69,12 +46,7 @@ def test_performance_over_the_limit_keeps_the_lowest_peak(model: FuncOp):
     groups, best_peak = planner.plan("performance")
     n = len(planner.layers)
     fresh = _planner(model, limit)
-    runs = {
-        (a, b): fresh._feasible(a, b)
-        for b in range(n)
-        for a in range(max(0, b - LONGEST + 1), b + 1)
-        if all(fresh.joins(k, b) for k in range(a, b))
-    }
+    runs = every_run(fresh)
     worst = lowest_peak(n, runs)
     assert worst is not None
     assert best_peak == max(worst, planner.residency.floor()) > limit
