@@ -52,6 +52,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from npuc import graph_io
+from npuc.blockwise import BLOCK, spans
 from npuc.dialects.nn import SigmoidOp, SoftmaxOp
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.integer import dequantize
@@ -60,7 +61,7 @@ from npuc.runtime.nn_interpreter import FunctionRunner
 from npuc.runtime.qnn_interpreter import QuantizedFunctionRunner
 
 from .lowering import MOVEMENT
-from .ranges import AUTO_FALLBACK, activation_range, fake_quantize_grid, grid_key
+from .ranges import AUTO_FALLBACK, activation_range, grid_key, grid_steps
 
 if TYPE_CHECKING:
     from .float_runs import FloatRun
@@ -80,10 +81,19 @@ Range = tuple[float, float]
 
 
 def fake_quantize(x: np.ndarray, lo: float, hi: float, bits: int, symmetric: bool) -> np.ndarray:
-    """`x` quantized to the grid of [lo, hi] (as ranges.py describes it) and back, in x's dtype."""
-    lo_, hi_ = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
-    # x as it is: fake_quantize_grid's first step divides into float64, converting on the way
-    return fake_quantize_grid(x, lo_, hi_, bits, symmetric).astype(x.dtype)
+    """`x` quantized to the grid of [lo, hi] (as ranges.py describes it) and back, in x's dtype:
+    fake_quantize_grid's values, computed in float64 a block at a time."""
+    scale, low, high = grid_steps(np.float64(lo), np.float64(hi), bits, symmetric)
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty(flat.shape, flat.dtype)
+    buffer = np.empty(min(BLOCK, flat.size))
+    for span in spans(flat.size):
+        block = buffer[: span.stop - span.start]
+        np.divide(flat[span], scale, out=block)
+        np.rint(block, out=block)
+        np.clip(block, low, high, out=block)
+        np.multiply(block, scale, out=out[span], casting="same_kind")
+    return out.reshape(np.shape(x))
 
 
 class StrategyProbe:
@@ -380,22 +390,35 @@ class _Source:
 
 class _Exact:
     """An op's float output, ready to measure candidates against (once per op, not per
-    candidate): as float64, restricted to its finite elements when some are not."""
+    candidate): restricted to its finite elements when some are not."""
 
     def __init__(self, exact: np.ndarray):
-        exact = np.asarray(exact, np.float64)
+        exact = np.asarray(exact)
         finite = np.isfinite(exact)
         self.finite = None if finite.all() else finite
-        self.values = exact.ravel() if self.finite is None else exact[finite]
+        self.values = exact.reshape(-1) if self.finite is None else exact[finite]
         self.energy = _energy(self.values)
 
     def error(self, got: np.ndarray) -> float:
         """The squared error of `got` relative to the energy of the exact output, over the
         elements where that is finite (any other value there makes it infinite)."""
-        got = np.asarray(got)  # subtracted in float64, without a float64 copy first
-        diff = np.subtract(got.ravel() if self.finite is None else got[self.finite], self.values)
-        error = _energy(diff)
+        got = np.asarray(got)
+        error = _squared_difference(
+            got.reshape(-1) if self.finite is None else got[self.finite], self.values
+        )
         return error / self.energy if math.isfinite(error) else math.inf
+
+
+def _squared_difference(a: np.ndarray, b: np.ndarray) -> float:
+    """The sum of squares of a - b, in float64 a block at a time (at least 1e-30, as
+    `_energy`; inf or nan when a or b holds such values)."""
+    buffer = np.empty(min(BLOCK, a.size))
+    total = 0.0
+    for span in spans(a.size):
+        block = buffer[: span.stop - span.start]
+        np.subtract(a[span], b[span], out=block, dtype=np.float64)
+        total += float(np.einsum("i,i->", block, block))
+    return max(total, 1e-30)
 
 
 def _energy(x: np.ndarray) -> float:

@@ -396,27 +396,37 @@ def weight_range(
     return lo.astype(np.float64), hi.astype(np.float64)
 
 
+Steps = np.ndarray | np.float64  # one value, or one per row of a weight
+
+
 def fake_quantize_grid(
     x: np.ndarray, lo: np.ndarray, hi: np.ndarray, bits: int, symmetric: bool
 ) -> np.ndarray:
     """x quantized to `bits` in [lo, hi] and dequantized (lo, hi broadcast against x); the
     grids are those of the module docstring, with an integer zero point when asymmetric."""
-    lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
-    if symmetric:
-        qmax = 2 ** (bits - 1) - 1
-        scale = np.maximum(np.maximum(-lo, hi), MIN_SPAN) / qmax
-        low, high, zero = -qmax, qmax, None
-    else:
-        levels = 2**bits - 1
-        scale = np.maximum(hi - lo, MIN_SPAN) / levels
-        zero = np.rint(-lo / scale)
-        low, high = -zero, levels - zero  # the clip of q + zero to [0, levels], shifted
-    # in place from here: the auto probe calls this for every candidate of every tensor
+    scale, low, high = grid_steps(lo, hi, bits, symmetric)
     q = np.divide(x, scale, out=np.empty(np.broadcast_shapes(np.shape(x), np.shape(scale))))
     np.rint(q, out=q)
     np.clip(q, low, high, out=q)
     q *= scale
     return q
+
+
+def grid_steps(
+    lo: np.ndarray | np.float64, hi: np.ndarray | np.float64, bits: int, symmetric: bool
+) -> tuple[Steps, Steps, Steps]:
+    """The grid of [lo, hi] as (scale, low, high): x is quantized to
+    clip(rint(x / scale), low, high) * scale, low and high being the clip of q + zero to
+    the integer range, shifted by the zero point (float64, broadcast like lo and hi)."""
+    lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
+    if symmetric:
+        qmax = 2 ** (bits - 1) - 1
+        scale = np.maximum(np.maximum(-lo, hi), MIN_SPAN) / qmax
+        return scale, np.float64(-qmax), np.float64(qmax)
+    levels = 2**bits - 1
+    scale = np.maximum(hi - lo, MIN_SPAN) / levels
+    zero = np.rint(-lo / scale)
+    return scale, -zero, levels - zero
 
 
 def _weight_mse(

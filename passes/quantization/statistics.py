@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from npuc.blockwise import BLOCK, float64_blocks
 from npuc.diagnostics import NpucError
 from npuc.graph_io import entry_function, input_names, output_names
 from npuc.progress import progress as progress_bar
@@ -131,9 +132,13 @@ class Histogram:
         """Add the finite float64 vector `x` (`extrema`: its min and max, if known)."""
         if x.size == 0:
             return
+        self.fit(*(extrema if extrema is not None else (float(x.min()), float(x.max()))))
+        self.count(x)
+
+    def fit(self, vmin: float, vmax: float) -> None:
+        """Widen or move the bins (the growth rule) so that they hold [vmin, vmax] too."""
         if not self.aligned:
             raise NpucError("cannot add values to a histogram whose range is not zero-aligned")
-        vmin, vmax = extrema if extrema is not None else (float(x.min()), float(x.max()))
         if self.width is None:
             self.width = self._first_width(vmin, vmax)
         nonzero = np.flatnonzero(self.counts)
@@ -158,8 +163,12 @@ class Histogram:
             nonzero = np.flatnonzero(self.counts)
         if not (self.start <= lo and hi < self.start + self.bins):
             self._move(lo - (self.bins - span) // 2)
+
+    def count(self, x: np.ndarray) -> None:
+        """Count the finite float64 vector `x`, whose extrema `fit` was given."""
+        assert self.width is not None
         # No clip: x / width rounds monotonically, so every value's bin lies between the
-        # extrema's, lo and hi, which the window holds.
+        # extrema's, which the window holds.
         index = np.divide(x, self.width)
         np.floor(index, out=index)
         index -= self.start
@@ -270,7 +279,10 @@ class TensorStatistics:
     def add(self, values: np.ndarray, outlier_policy: OutlierPolicy | None = None) -> None:
         """Record one array of the current batch."""
         self.ranges.clear()
-        x = np.asarray(values).astype(np.float64, copy=False).ravel()
+        values = np.asarray(values)
+        if values.size > BLOCK and outlier_policy is None and self._add_blocks(values):
+            return
+        x = values.astype(np.float64, copy=False).ravel()
         with np.errstate(invalid="ignore", over="ignore"):  # non-finite sums are handled
             x_sum = x.sum()  # finite only if every value is (or, rarely, they overflow)
         if not np.isfinite(x_sum):
@@ -292,17 +304,43 @@ class TensorStatistics:
         deviation *= deviation
         m2 = float(deviation.sum())
         del deviation
+        extrema = float(x.min()), float(x.max())
+        self._record(n, mean, m2, *extrema)
+        self.histogram.add(x, extrema)
+
+    def _add_blocks(self, values: np.ndarray) -> bool:
+        """`add` for a large array of finite values, a block at a time (npuc/blockwise.py);
+        False, recording nothing, if some value is not finite."""
+        total, lo, hi = 0.0, math.inf, -math.inf
+        with np.errstate(invalid="ignore", over="ignore"):
+            for x in float64_blocks(values):
+                total += float(x.sum())
+                lo, hi = min(lo, float(x.min())), max(hi, float(x.max()))
+        if not math.isfinite(total):
+            return False
+        n = values.size
+        mean = total / n
+        m2 = 0.0
+        for x in float64_blocks(values):
+            x -= mean
+            m2 += float(x @ x)
+        self._record(n, mean, m2, lo, hi)
+        self.histogram.fit(lo, hi)
+        for x in float64_blocks(values):
+            self.histogram.count(x)
+        return True
+
+    def _record(self, n: int, mean: float, m2: float, lo: float, hi: float) -> None:
+        """Merge the count, mean, summed squared deviation and extrema of n new values."""
         total = self.count + n
         delta = mean - self.mean
         self.mean += delta * n / total
         self._m2 += m2 + delta * delta * self.count * n / total
         self.count = total
-        extrema = lo, hi = float(x.min()), float(x.max())
         self.min, self.max = min(self.min, lo), max(self.max, hi)
         if self._batch is not None:
             lo, hi = min(lo, self._batch[0]), max(hi, self._batch[1])
         self._batch = (lo, hi)
-        self.histogram.add(x, extrema)
 
     def end_batch(self) -> None:
         """Close the current batch: record its range and update the moving averages."""

@@ -8,7 +8,8 @@ a saved set (`--against DIR`, run on the new code), printing one line per model.
 Run: PYTHONPATH=tests .venv/bin/python tests/bench/compare_compiled.py --save /tmp/ref
      (change the code)
      PYTHONPATH=tests .venv/bin/python tests/bench/compare_compiled.py --against /tmp/ref
-     (--only NAME,... compiles only those cases: mbv2_performance, magika, chain300, ...)
+     (--only NAME,... compiles only those cases: mbv2_performance, magika, chain300, ...,
+    and any other corpus model named)
 """
 
 from __future__ import annotations
@@ -38,15 +39,17 @@ CORPUS = (
 )
 
 
-def cases(chains: list[int], folder: Path) -> list[tuple[str, list[str]]]:
-    """(case name, npu-compile arguments after the output folder); the chain models are
-    written to `folder`."""
+def cases(
+    chains: list[int], folder: Path, more: frozenset[str] = frozenset()
+) -> list[tuple[str, list[str]]]:
+    """(case name, npu-compile arguments after the output folder): CORPUS and the corpus
+    models named in `more`; the chain models are written to `folder`."""
     found = [
         (f"mbv2_{optimise}", [str(MBV2), "--optimise", optimise])
         for optimise in ("performance", "size")
     ]
     for model in MODELS:
-        if model.name in CORPUS:
+        if model.name in CORPUS or model.name in more:
             calib = [] if model.kind in ("tflite-int8", "onnx-qdq") else ["--calib-random", "2"]
             found.append((model.name, [str(model.file), *calib, *shape_flags(model.name)]))
     for layers in chains:
@@ -90,7 +93,7 @@ def main() -> None:
     models = Path(tempfile.gettempdir()) / "compare_compiled_models"
     models.mkdir(exist_ok=True)
     only = set(args.only.split(",")) if args.only else None
-    for name, arguments in cases(chains, models):
+    for name, arguments in cases(chains, models, frozenset(only or ())):
         if only is not None and name not in only:
             continue
         if args.save:

@@ -23,14 +23,16 @@ def test_identical_tensors_are_perfect():
     assert out.top1_agreement == 1.0 and out.top5_agreement == 1.0
 
 
-def test_statistics_cover_the_whole_data_set():
-    refs = [RNG.standard_normal((3, 7)) for _ in range(5)]
-    cands = [r + RNG.normal(0, 0.1, r.shape) for r in refs]
+# (4, 20001): float32 tensors of more than a block, accumulated a block at a time
+@pytest.mark.parametrize("shape", [(3, 7), (4, 20001)])
+def test_statistics_cover_the_whole_data_set(shape):
+    refs = [RNG.standard_normal(shape).astype(np.float32) for _ in range(5)]
+    cands = [(r + RNG.normal(0, 0.1, r.shape)).astype(np.float32) for r in refs]
     comparison = Comparison(outputs=["y"])
     for r, c in zip(refs, cands, strict=True):
         comparison.update({"y": r}, {"y": c})
     (out,), _ = comparison.reports()
-    ref, cand = np.concatenate(refs).ravel(), np.concatenate(cands).ravel()
+    ref, cand = (np.concatenate(a).ravel().astype(np.float64) for a in (refs, cands))
     cosine = ref @ cand / np.linalg.norm(ref) / np.linalg.norm(cand)
     sqnr = 10 * np.log10((ref**2).sum() / ((ref - cand) ** 2).sum())
     assert out.cosine == pytest.approx(cosine, rel=1e-12)

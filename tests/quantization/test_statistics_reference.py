@@ -17,6 +17,7 @@ import re
 import numpy as np
 import pytest
 
+from npuc.blockwise import BLOCK
 from npuc.diagnostics import NpucError
 from npuc.passes.quantization.entropy import kl_threshold
 from npuc.passes.quantization.ranges import activation_range, weight_range
@@ -45,14 +46,16 @@ def batches_of(kind: str, rng: np.random.Generator) -> list[list[np.ndarray]]:
             return np.zeros(size)
         if kind == "few":
             return rng.uniform(-3, 7, size)
+        if kind == "large":  # arrays of more than a block: recorded a block at a time
+            return rng.standard_normal(size) * 4 + rng.uniform(-1, 1)
         assert kind == "growing"  # each batch wider than the last: the bins coarsen
         return rng.standard_normal(size) * 10.0 ** rng.uniform(-2, 3)
 
-    sizes = (1, 4) if kind == "few" else (50, 3000)
+    sizes = {"few": (1, 4), "large": (BLOCK + 1, 4 * BLOCK)}.get(kind, (50, 3000))
     return [[draw(int(rng.integers(*sizes))) for _ in range(c)] for c in calls]
 
 
-KINDS = ["signed", "skewed", "positive", "negative", "constant", "zeros", "few", "growing"]
+KINDS = ["signed", "skewed", "positive", "negative", "constant", "zeros", "few", "growing", "large"]
 
 
 def gather(batches: list[list[np.ndarray]], bins: int = 2048, momentum: float = 0.9):
@@ -122,12 +125,12 @@ def test_moments_extrema_batches_and_moving_averages_match_numpy(kind):
         batches = batches_of(kind, rng)
         momentum = float(rng.choice([0.0, 0.5, 0.9, 0.99]))
         stats = gather(batches, momentum=momentum)
-        x = np.concatenate([a for b in batches for a in b])
+        x = np.concatenate([a for b in batches for a in b]).astype(np.float64)
         assert stats.count == x.size
         assert (stats.min, stats.max) == (x.min(), x.max())
         assert stats.mean == pytest.approx(x.mean(), rel=1e-12, abs=1e-12)
         assert stats.std == pytest.approx(x.std(), rel=1e-9, abs=1e-12)
-        ranges = [(np.concatenate(b).min(), np.concatenate(b).max()) for b in batches]
+        ranges = [(float(min(a.min() for a in b)), float(max(a.max() for a in b))) for b in batches]
         assert stats.batch_ranges == ranges
         ema = ranges[0]
         for lo, hi in ranges[1:]:
@@ -203,6 +206,18 @@ def test_nonfinite_values_are_dropped_and_counted_per_array():
     assert (stats.count, stats.nonfinite) == (3, 4)
     assert stats.batch_ranges == [(1.0, 3.0), (-2.0, -2.0)]
     assert (stats.min, stats.max) == (-2.0, 3.0)
+
+
+def test_nonfinite_values_in_an_array_of_many_blocks_are_dropped_and_counted():
+    x = np.linspace(-2.0, 5.0, 3 * BLOCK, dtype=np.float32)
+    x[[7, BLOCK + 3]] = np.nan, np.inf
+    stats = TensorStatistics("t")
+    stats.add(x)
+    finite = np.delete(x, [7, BLOCK + 3]).astype(np.float64)
+    assert (stats.count, stats.nonfinite) == (finite.size, 2)
+    assert (stats.min, stats.max) == (finite.min(), finite.max())
+    assert stats.mean == pytest.approx(finite.mean(), rel=1e-12)
+    assert stats.histogram.total == finite.size
 
 
 @pytest.mark.parametrize(
