@@ -174,6 +174,7 @@ class StrategyProbe:
             outputs = [env[r] for r in op.results]
             if not all(np.asarray(y).dtype.kind == "f" for y in outputs):
                 continue
+            exact: list[_Exact] | None = None  # the outputs, measured once for every operand
             for value in dict.fromkeys(op.operands):
                 source = moved.get(value) or self._source(value, env, eligible)
                 if source is None:
@@ -192,8 +193,10 @@ class StrategyProbe:
                         for s in CANDIDATES
                     ]
                     errors[source.name] = np.zeros(len(CANDIDATES))
+                if exact is None:
+                    exact = [_Exact(y) for y in outputs]
                 errors[source.name] += self._errors(
-                    op, env, value, source, ranges, outputs, bits, symmetric
+                    op, env, value, source, ranges, exact, bits, symmetric
                 )
 
     def _source(
@@ -220,14 +223,14 @@ class StrategyProbe:
         value: SSAValue,
         source: _Source,
         ranges: Sequence[Range],
-        outputs: Sequence[np.ndarray],
+        exact: Sequence[_Exact],
         bits: int,
         symmetric: bool,
     ) -> np.ndarray:
-        """The relative output error of `op` with `value` quantized to each of `ranges`."""
+        """The relative output error of `op` (its float outputs `exact`) with `value`
+        quantized to each of `ranges`."""
         errors = np.zeros(len(ranges))
         done: dict[Range, float] = {}
-        exact = [_Exact(y) for y in outputs]
         for i, (lo, hi) in enumerate(ranges):
             if (lo, hi) not in done:
                 q = self._quantized(source, lo, hi, bits, symmetric)
