@@ -67,7 +67,7 @@ class _Accumulator:
         ref, cand = np.asarray(ref), np.asarray(cand)
         if ref.size != cand.size:
             raise ValueError(f"shapes differ: {np.shape(ref)} vs {np.shape(cand)}")
-        # in float64, a block at a time: tensor-sized float64 copies were most of the time
+        # in float64 a block at a time (npuc/blockwise.py), without tensor-sized copies
         for r, c in zip(float64_blocks(ref), float64_blocks(cand), strict=True):
             self.dot += float(r @ c)
             self.ref_sq += float(r @ r)
