@@ -78,6 +78,7 @@ CLIP_COST = 2.0
 # call on which both models are this close to the float one is a tie.
 FLOAT_NOISE = 1e-12
 Range = tuple[float, float]
+RECENT = 8  # fake-quantized candidates kept for the next consumers: two tensors' four each
 
 
 def fake_quantize(x: np.ndarray, lo: float, hi: float, bits: int, symmetric: bool) -> np.ndarray:
@@ -119,6 +120,9 @@ class StrategyProbe:
         self.errors: dict[str, float] = {}  # and its figures, by candidate: in total
         self.call_errors: dict[str, list[float]] = {}  # and per held-out call
         self.keys: dict[SSAValue, str] = dict(runner.keys)
+        # the last RECENT fake-quantized tensors of this call, by (name, lo, hi), least
+        # recent first: the consumers of a tensor (x and sigmoid(x) of a SiLU) come together
+        self._recent: dict[tuple[str, float, float], np.ndarray] = {}
         args = runner.func.body.block.args
         self.keys.update(zip(args, graph_io.input_names(runner.func), strict=False))
 
@@ -168,6 +172,7 @@ class StrategyProbe:
         # Results of data movement (reshape, max pool, ...) keep their input's type, so
         # their input's candidates are judged at their consumers: value -> the source.
         moved: dict[SSAValue, _Source] = {}
+        self._recent.clear()  # fake-quantized arrays of the previous call's tensors
         for op, env in runner.steps(call, None if replay is None else replay.intermediates):
             if runner.is_constant(op):
                 continue
@@ -211,7 +216,14 @@ class StrategyProbe:
         self, source: _Source, lo: float, hi: float, bits: int, symmetric: bool
     ) -> np.ndarray:
         """The source quantized to [lo, hi] and moved like the value it stands for."""
-        q = fake_quantize(source.array, lo, hi, bits, symmetric)
+        key = (source.name, lo, hi)
+        q = self._recent.pop(key, None)
+        if q is None:
+            q = fake_quantize(source.array, lo, hi, bits, symmetric)
+            q.flags.writeable = False  # shared by the consumers
+        self._recent[key] = q
+        while len(self._recent) > RECENT:
+            del self._recent[next(iter(self._recent))]
         for op, args in source.chain:
             q = self.runner.evaluate(op, [q, *args[1:]])[0]
         return q

@@ -15,6 +15,7 @@ from onnxruntime_reference import reference_session
 from npuc import graph_io
 from npuc.diagnostics import NpucError
 from npuc.frontends.onnx import import_onnx
+from npuc.passes.quantization import auto_strategy
 from npuc.passes.quantization.auto_strategy import (
     CANDIDATES,
     CLIP_COST,
@@ -376,3 +377,46 @@ def test_held_out_calls_both_models_reproduce_to_float32_rounding_are_ties():
     assert whole_model_winner(totals, calls) == "extrema"
     calls["extrema"][7] = 10 * FLOAT_NOISE  # worse than local beyond rounding on one call
     assert whole_model_winner(totals, calls) == "local"
+
+
+def test_a_tensor_with_two_consumers_sums_their_errors_and_is_quantized_once(qm, monkeypatch):
+    """c1 (layer conv1) feeds a SiLU, c1 * sigmoid(c1): its candidates are judged at the
+    Sigmoid and at the Mul (with the float sigmoid), errors summed, as computed here from
+    onnxruntime's float tensors. Each distinct range of c1 is fake-quantized once a call,
+    for both consumers."""
+    _, weights = qm.conv_model(1)
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Sigmoid", ["c1"], ["s1"], name="sig1"),
+        helper.make_node("Mul", ["c1", "s1"], ["m1"], name="silu1"),
+        helper.make_node("Conv", ["m1", "w2"], ["c2"], name="conv2"),
+    ]
+    model = qm.make_model(nodes, [("x", (1, 3, 6, 5))], ["c2"], weights)
+    batches = qm.heavy_tailed_inputs(4)[:7]  # fewer than 8: none held out, all probed
+    stats = collect_statistics(import_onnx(model), batches, progress=False)
+    quantized: list[tuple[float, float]] = []
+    real = auto_strategy.fake_quantize
+
+    def counted(x, lo, hi, bits, symmetric):
+        quantized.append((lo, hi))
+        return real(x, lo, hi, bits, symmetric)
+
+    monkeypatch.setattr(auto_strategy, "fake_quantize", counted)
+    stats["x"].probe.choose(8, False)
+    ranges = [activation_range(stats["conv1"], s) for s in CANDIDATES]
+    assert len(set(ranges)) > 2, ranges  # the data must make the strategies disagree
+    assert sum(r in ranges for r in quantized) == len(set(ranges)) * len(batches)
+    session = reference_session(qm.make_model(nodes, [("x", (1, 3, 6, 5))], ["c1", "s1"], weights))
+    errors = np.zeros(len(CANDIDATES))
+    for batch in batches:
+        c1, s1 = (t.astype(np.float64) for t in session.run(None, batch))
+        for k, (lo, hi) in enumerate(ranges):
+            q = qdq(c1, lo, hi)
+            sig = 1 / (1 + np.exp(-q))
+            errors[k] += np.square(sig - s1).sum() / np.square(s1).sum()
+            errors[k] += np.square(q * s1 - c1 * s1).sum() / np.square(c1 * s1).sum()
+    errors[1:] *= CLIP_COST
+    chosen = stats["conv1"].auto["a8"]
+    assert errors[CANDIDATES.index(chosen)] == pytest.approx(errors.min(), rel=1e-5), dict(
+        zip(CANDIDATES, errors, strict=True)
+    )
