@@ -23,12 +23,18 @@ def spans(size: int, block: int = BLOCK) -> Iterator[slice]:
         yield slice(start, min(start + block, size))
 
 
+def scratch_spans(size: int, block: int = BLOCK) -> Iterator[tuple[slice, np.ndarray]]:
+    """`spans(size)`, each with float64 scratch space of its length (one buffer for all:
+    valid until the next span is taken)."""
+    buffer = np.empty(min(block, size))
+    for span in spans(size, block):
+        yield span, buffer[: span.stop - span.start]
+
+
 def float64_blocks(x: np.ndarray, block: int = BLOCK) -> Iterator[np.ndarray]:
-    """The flattened `x` as float64, a block at a time, in one reused buffer (each block is
-    valid until the next is taken)."""
+    """The flattened `x` as float64, a block at a time (each block valid until the next is
+    taken)."""
     flat = x.reshape(-1)
-    buffer = np.empty(min(block, flat.size))
-    for span in spans(flat.size, block):
-        chunk = buffer[: span.stop - span.start]
+    for span, chunk in scratch_spans(flat.size, block):
         np.copyto(chunk, flat[span], casting="unsafe")
         yield chunk

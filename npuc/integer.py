@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .blockwise import BLOCK, spans
+from .blockwise import BLOCK, scratch_spans
 
 ROUNDING_MODES = ("half_away_from_zero", "half_to_even", "tflite", "half_up")
 I64 = np.int64
@@ -225,9 +225,7 @@ def dequantize(
     if q.size > BLOCK and scale.ndim == 0 and np.ndim(zero_point) == 0:
         flat = q.reshape(-1)
         out = np.empty(flat.shape, np.float32)
-        buffer = np.empty(BLOCK)
-        for span in spans(flat.size):
-            block = buffer[: span.stop - span.start]
+        for span, block in scratch_spans(flat.size):
             np.subtract(flat[span], zero_point, out=block, dtype=np.float64)
             np.multiply(block, scale, out=out[span], casting="same_kind")
         return out.reshape(q.shape)

@@ -52,7 +52,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from npuc import graph_io
-from npuc.blockwise import BLOCK, spans
+from npuc.blockwise import scratch_spans
 from npuc.dialects.nn import SigmoidOp, SoftmaxOp
 from npuc.dialects.quant_types import UniformQuantizedType
 from npuc.integer import dequantize
@@ -87,9 +87,7 @@ def fake_quantize(x: np.ndarray, lo: float, hi: float, bits: int, symmetric: boo
     scale, low, high = grid_steps(np.float64(lo), np.float64(hi), bits, symmetric)
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty(flat.shape, flat.dtype)
-    buffer = np.empty(min(BLOCK, flat.size))
-    for span in spans(flat.size):
-        block = buffer[: span.stop - span.start]
+    for span, block in scratch_spans(flat.size):
         np.divide(flat[span], scale, out=block)
         np.rint(block, out=block)
         np.clip(block, low, high, out=block)
@@ -427,10 +425,8 @@ class _Exact:
 def _squared_difference(a: np.ndarray, b: np.ndarray) -> float:
     """The sum of squares of a - b, in float64 a block at a time (at least 1e-30, as
     `_energy`; inf or nan when a or b holds such values)."""
-    buffer = np.empty(min(BLOCK, a.size))
     total = 0.0
-    for span in spans(a.size):
-        block = buffer[: span.stop - span.start]
+    for span, block in scratch_spans(a.size):
         np.subtract(a[span], b[span], out=block, dtype=np.float64)
         total += float(np.einsum("i,i->", block, block))
     return max(total, 1e-30)
