@@ -145,6 +145,7 @@ class StrategyProbe:
         errors: dict[str, np.ndarray] = {}
         for call, replay in zip(self.calls, self.replays, strict=True):
             self._probe(call, replay, eligible, candidates, errors, bits, symmetric)
+        self._recent.clear()  # not held while the probe stays attached to the statistics
         for name, ranges in candidates.items():
             weighted = errors[name] * np.where(np.arange(len(CANDIDATES)) == 0, 1.0, CLIP_COST)
             choice = CANDIDATES[int(np.argmin(weighted))]
@@ -170,7 +171,7 @@ class StrategyProbe:
         # Results of data movement (reshape, max pool, ...) keep their input's type, so
         # their input's candidates are judged at their consumers: value -> the source.
         moved: dict[SSAValue, _Source] = {}
-        self._recent.clear()  # fake-quantized arrays of the previous call's tensors
+        self._recent.clear()  # the previous call's
         for op, env in runner.steps(call, None if replay is None else replay.intermediates):
             if runner.is_constant(op):
                 continue

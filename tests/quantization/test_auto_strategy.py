@@ -406,6 +406,7 @@ def test_a_tensor_with_two_consumers_sums_their_errors_and_is_quantized_once(qm,
     ranges = [activation_range(stats["conv1"], s) for s in CANDIDATES]
     assert len(set(ranges)) > 2, ranges  # the data must make the strategies disagree
     assert sum(r in ranges for r in quantized) == len(set(ranges)) * len(batches)
+    assert not stats["x"].probe._recent  # nor are they held once the choice is made
     session = reference_session(qm.make_model(nodes, [("x", (1, 3, 6, 5))], ["c1", "s1"], weights))
     errors = np.zeros(len(CANDIDATES))
     for batch in batches:
