@@ -17,7 +17,7 @@ import numpy as np
 from npuc.diagnostics import KernelError
 from npuc.integer import requantize, rounding_divide, rounding_shift
 
-from . import conv, pool
+from . import conv, pool, requant_float
 from .window import pad_hw, window_extent, window_reduce
 
 I64 = np.int64
@@ -108,7 +108,10 @@ def wide_requantize(
     """
     # per-channel multipliers and shifts are broadcast only where the product may not fit
     narrow_m, narrow_s = np.asarray(multiplier, I64), np.asarray(shift, I64)
-    acc, m, s = np.broadcast_arrays(np.asarray(acc, I64), narrow_m, narrow_s)
+    acc = np.asarray(acc, I64)
+    if requant_float.fits(acc, narrow_m, narrow_s, rounding):
+        return requant_float.requantize(acc, narrow_m, narrow_s, rounding)
+    acc, m, s = np.broadcast_arrays(acc, narrow_m, narrow_s)
     if rounding == "tflite":
         return requantize(acc, m, s, rounding)  # TFLite saturates acc << left to int32 first
     peak = _max_abs(acc)
@@ -149,6 +152,10 @@ def output_stage(
     dtype: np.dtype,
 ) -> np.ndarray:
     """clamp(zero_point + requantize(acc, multiplier, shift, rounding)) in the storage dtype."""
+    acc, m, s = np.asarray(acc, I64), np.asarray(multiplier, I64), np.asarray(shift, I64)
+    zp = np.asarray(zero_point, I64)
+    if zp.size == 1 and zp.ndim <= acc.ndim and requant_float.fits(acc, m, s, rounding):
+        return requant_float.output_stage(acc, m, s, rounding, int(zp), clamp, dtype)
     y = wide_requantize(acc, multiplier, shift, rounding) + np.asarray(zero_point, I64)
     return np.clip(y, clamp[0], clamp[1]).astype(dtype)
 
