@@ -172,9 +172,21 @@ def aligned_sum(
     """a' + b' (or a' - b') with x' = requantize(x_centred * 2^left_shift, m_x, shift_x)."""
     if max(_max_abs(a), _max_abs(b)) << left_shift >= INT64_SAFE:
         raise KernelError(f"operands shifted left by {left_shift} overflow int64")
-    a1 = wide_requantize(np.left_shift(a, left_shift), *lhs, rounding)
-    b1 = wide_requantize(np.left_shift(b, left_shift), *rhs, rounding)
+    a1 = _shifted_requantize(a, left_shift, *lhs, rounding)
+    b1 = _shifted_requantize(b, left_shift, *rhs, rounding)
     return a1 - b1 if subtract else a1 + b1
+
+
+def _shifted_requantize(
+    x: np.ndarray, left_shift: int, multiplier: int, shift: int, rounding: str
+) -> np.ndarray:
+    """wide_requantize(x * 2^left_shift, multiplier, shift, rounding). A single rounding
+    of x * 2^left_shift * m / 2^shift is that of x * m / 2^(shift - left_shift), whose
+    products are 2^left_shift times smaller (so float64 holds them exactly: requant_float);
+    TFLite's rounding saturates the shifted operand first, so it is shifted as it says."""
+    if rounding == "tflite":
+        return wide_requantize(np.left_shift(x, left_shift), multiplier, shift, rounding)
+    return wide_requantize(x, multiplier, np.asarray(shift, I64) - left_shift, rounding)
 
 
 def avg_pool2d_sums(
