@@ -158,10 +158,13 @@ def _series_terms(shift: float) -> int:
 
 def _group_bounds(levels: int, candidates: np.ndarray) -> np.ndarray:
     """Row r: the first bin of each of the `levels` groups of candidate r, and its end.
-    A row depends only on its candidate, so the rows of every candidate from `levels` to
-    KL_BINS (all kl_threshold tries) are computed once per `levels` and picked."""
+    A row depends only on its candidate, so for the levels of a symmetric grid (a power of
+    two, the same for every tensor) the rows of every candidate from `levels` to KL_BINS
+    (all kl_threshold tries) are computed once and picked. An asymmetric grid's levels are
+    one side's share, different from tensor to tensor (60 values for palm_detection's 105
+    tensors), so only its candidates' rows are computed."""
     i = np.asarray(candidates, np.int64)
-    if i.size == 0 or i.min() < levels or i.max() > KL_BINS:
+    if levels & (levels - 1) or i.size == 0 or i.min() < levels or i.max() > KL_BINS:
         return _rows(levels, i)
     rows = i - levels
     if (np.diff(rows) == 1).all():  # stride 1: a view of the table
