@@ -311,8 +311,8 @@ def _prelu(op: qnn.PReluOp, a: list[np.ndarray]) -> list[np.ndarray]:
     xc, ac = np.broadcast_arrays(xc, ac)
     (multiplier,), (shift,) = op.multiplier.get_values(), op.shift.get_values()
     rounding = op.rounding.data
-    positive = integer.requantize(xc, multiplier, shift, rounding)
-    negative = integer.requantize(
+    positive = qa.wide_requantize(xc, multiplier, shift, rounding)
+    negative = qa.wide_requantize(
         xc * ac, scalar(op.alpha_multiplier), scalar(op.alpha_shift), rounding
     )
     r = np.where(xc >= 0, positive, negative)
