@@ -7,6 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from exact_rounding import round_fraction
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -21,20 +22,6 @@ from npuc.integer import (
 
 INT32 = st.integers(-(2**31) + 1, 2**31 - 1)
 MULTIPLIERS = st.floats(min_value=1e-9, max_value=1e3, allow_nan=False, allow_infinity=False)
-
-
-def round_fraction(value: Fraction, mode: str) -> int:
-    floor = math.floor(value)
-    rest = value - floor
-    if rest > Fraction(1, 2):
-        return floor + 1
-    if rest < Fraction(1, 2):
-        return floor
-    if mode == "half_to_even":
-        return floor + (floor % 2)
-    if mode == "half_up":
-        return floor + 1
-    return floor + 1 if value > 0 else floor  # half away from zero
 
 
 @given(MULTIPLIERS)

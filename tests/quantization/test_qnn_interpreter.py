@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from exact_rounding import round_fraction
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import (
@@ -112,16 +113,6 @@ def rng() -> np.random.Generator:
 
 
 # --------------------------------------------------------------------------- references
-
-
-def round_fraction(value: Fraction, mode: str) -> int:
-    floor = math.floor(value)
-    rest = value - floor
-    if rest != Fraction(1, 2):
-        return floor + (rest > Fraction(1, 2))
-    if mode == "half_to_even":
-        return floor + (floor % 2)
-    return floor + 1 if value > 0 else floor
 
 
 def tflite_multiply(x: int, m0: int, shift: int) -> int:

@@ -5,11 +5,11 @@ admits; qnn_arith's output stage and wide_requantize take that form there."""
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from exact_rounding import round_fraction
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -18,18 +18,6 @@ from npuc.runtime.kernels import qnn_arith
 from npuc.runtime.kernels import requant_float as rf
 
 F64_EXACT = 2**53
-
-
-def round_fraction(value: Fraction, mode: str) -> int:
-    floor = math.floor(value)
-    rest = value - floor
-    if rest != Fraction(1, 2):
-        return floor + (rest > Fraction(1, 2))
-    if mode == "half_to_even":
-        return floor + (floor % 2)
-    if mode == "half_up":
-        return floor + 1
-    return floor + 1 if value > 0 else floor  # half away from zero
 
 
 def exact(acc: int, m: int, s: int, mode: str) -> int:

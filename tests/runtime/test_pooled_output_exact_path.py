@@ -5,27 +5,13 @@ as each mode is defined (npuc/integer.py): ties away from zero, to even, or towa
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from exact_rounding import MODES, round_fraction
 
 from npuc.runtime.kernels.qnn_arith import INT64_SAFE, pooled_output
-
-MODES = ("half_away_from_zero", "half_to_even", "half_up")
-
-
-def rounded(value: Fraction, mode: str) -> int:
-    floor = math.floor(value)
-    if value - floor != Fraction(1, 2):
-        return math.floor(value + Fraction(1, 2))
-    if mode == "half_up":
-        return floor + 1
-    if mode == "half_to_even":
-        return floor + floor % 2
-    return floor + 1 if value > 0 else floor
-
 
 # (multiplier, shift): the first two stay in int64, the last two take the exact path
 SCALES = [(1, 1), (3, 2), (1 << 61, 62), (3 << 60, 63)]
@@ -39,7 +25,7 @@ def test_pooled_output_rounds_ties_by_its_mode_on_both_paths(mode, multiplier, s
     assert (int(count.max()) << shift >= INT64_SAFE) == (shift >= 62)
     got = pooled_output(total, count, multiplier, shift, mode, 5, (-1000, 1000), np.int32)
     expected = [
-        5 + rounded(Fraction(int(t) * multiplier, int(c) << shift), mode)
+        5 + round_fraction(Fraction(int(t) * multiplier, int(c) << shift), mode)
         for t, c in zip(total, count, strict=True)
     ]
     assert got.tolist() == expected
