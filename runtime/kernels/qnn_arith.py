@@ -106,11 +106,17 @@ def wide_requantize(
     a magnitude of 2^60 or more may come back as 2^61 (either saturates any storage).
     Both rounding rules are odd-symmetric, so the magnitude is rounded.
     """
+    acc, m, s = np.asarray(acc, I64), np.asarray(multiplier, I64), np.asarray(shift, I64)
+    if requant_float.fits(acc, m, s, rounding):  # exact in float64, and faster
+        return requant_float.requantize(acc, m, s, rounding)
+    return _int64_requantize(acc, m, s, rounding)
+
+
+def _int64_requantize(
+    acc: np.ndarray, narrow_m: np.ndarray, narrow_s: np.ndarray, rounding: str
+) -> np.ndarray:
+    """wide_requantize in int64 (int64 operands)."""
     # per-channel multipliers and shifts are broadcast only where the product may not fit
-    narrow_m, narrow_s = np.asarray(multiplier, I64), np.asarray(shift, I64)
-    acc = np.asarray(acc, I64)
-    if requant_float.fits(acc, narrow_m, narrow_s, rounding):
-        return requant_float.requantize(acc, narrow_m, narrow_s, rounding)
     acc, m, s = np.broadcast_arrays(acc, narrow_m, narrow_s)
     if rounding == "tflite":
         return requantize(acc, m, s, rounding)  # TFLite saturates acc << left to int32 first
@@ -154,10 +160,13 @@ def output_stage(
     """clamp(zero_point + requantize(acc, multiplier, shift, rounding)) in the storage dtype."""
     acc, m, s = np.asarray(acc, I64), np.asarray(multiplier, I64), np.asarray(shift, I64)
     zp = np.asarray(zero_point, I64)
-    if zp.size == 1 and zp.ndim <= acc.ndim and requant_float.fits(acc, m, s, rounding):
+    if not requant_float.fits(acc, m, s, rounding):
+        y = _int64_requantize(acc, m, s, rounding)
+    elif zp.size == 1 and zp.ndim <= acc.ndim:  # the whole stage in float64 blocks
         return requant_float.output_stage(acc, m, s, rounding, int(zp), clamp, dtype)
-    y = wide_requantize(acc, multiplier, shift, rounding) + np.asarray(zero_point, I64)
-    return np.clip(y, clamp[0], clamp[1]).astype(dtype)
+    else:
+        y = requant_float.requantize(acc, m, s, rounding)
+    return np.clip(y + zp, clamp[0], clamp[1]).astype(dtype)
 
 
 def aligned_sum(
