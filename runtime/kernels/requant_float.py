@@ -9,9 +9,10 @@ power of two). For s >= 1, adding 1/2 (with P's sign for half away from zero) gi
 rint are exact; for s <= 0 the product is an integer, and adding 1/2 is exact below
 2^52. The zero point and the clamp add and compare small integers. So `fits` checks
 those bounds once per call, from the extrema of acc, and where they hold these
-functions give the integers of integer.requantize in about a third of its time (its
-int64 form takes ten whole-array passes, these take six cache-sized ones). Callers take
-the int64 path where they do not.
+functions give the integers of integer.requantize in about a third of its time (the
+int64 output stage makes a dozen passes over whole arrays; this one, two reductions for
+the check and seven passes over cache-sized blocks). Callers take the int64 path where
+they do not.
 
 The parameters (multiplier, shift, zero point) broadcast against acc: one value, or one
 per index of a single axis (the channels).
