@@ -1,11 +1,12 @@
 """The NPU runtime's output stage: exact integer accumulators to clamped stored outputs.
 
 The arithmetic is `integer.requantize` (docs/quantization.md), in faster exact forms:
-TFLite requantization (`rounding = tflite`, every shift >= 31) runs as one float64 floor
-(`tflite_requantize`) when every product and sum provably stays exact, else in int64
-(`tflite_multiply`); tests/runtime/test_executor.py checks both against TFLite's
-two-rounding definition. Each path gives the same integers, so the choice only changes
-the speed.
+TFLite requantization (`rounding = tflite`) and rounding half away from zero (the
+rounding of the models npuc quantizes), every shift >= 31, run as one float64 floor
+(`float_requantize`) when every product and sum provably stays exact, else in int64
+(`tflite_multiply`, `qnn_arith.output_stage`); tests/runtime/test_executor_requant.py checks
+them against TFLite's two-rounding definition and against exact rationals. Each path
+gives the same integers, so the choice only changes the speed.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ F32 = np.float32
 F64 = np.float64
 F32_EXACT = 1 << 24  # a float32 sum is exact while every partial sum stays below this
 F64_EXACT = 1 << 53
+FLOAT_ROUNDINGS = ("tflite", "half_away_from_zero")  # the roundings `float_requantize` has
 REQUANT_BLOCK = 1 << 16  # elements requantized at once: the float64 temporaries stay in cache
 
 
@@ -44,7 +46,8 @@ def exact_dtype(peak: int) -> type:
 @dataclass(frozen=True)
 class Table:
     """A decoded bias_scale table: per output channel (bias, multiplier, shift, weight zp),
-    plus the float64 constants of `tflite_requantize` when every shift is >= 31."""
+    plus the float64 constants of `float_requantize` when every shift is >= 31 and the
+    rounding is TFLite's or half away from zero."""
 
     bias: np.ndarray  # int64 [C]
     multiplier: np.ndarray  # int64 [C]
@@ -69,9 +72,12 @@ class Table:
                     f"bias_scale row {bad[0]}: {name} {values[bad[0]]} is outside [{lo}, {hi}]"
                 )
         scale = tie = None
-        if rounding == "tflite" and s.size and int(s.min()) >= 31:
+        if s.size and int(s.min()) >= 31 and rounding in FLOAT_ROUNDINGS:
             scale = np.ldexp(m.astype(F64), -s)
-            tie = np.where(s > 31, np.ldexp(1.0, 30 - s), 0.0)
+            if rounding == "tflite":
+                tie = np.where(s > 31, np.ldexp(1.0, 30 - s), 0.0)
+            else:  # half away from zero: half a unit of 2^-shift (`float_requantize`)
+                tie = np.ldexp(1.0, -s - 1)
         return cls(bias, m, s, wzp, scale, tie)
 
     def part(self, channels: slice) -> Table:
@@ -145,7 +151,7 @@ def _blocks(acc: np.ndarray, out: np.ndarray, channels_first: bool):
 
 @dataclass(frozen=True)
 class FloatForm:
-    """The per-channel float64 constants of `tflite_requantize`, shaped [C, 1, ...] for
+    """The per-channel float64 constants of `float_requantize`, shaped [C, 1, ...] for
     channels first or [C] for channels last.
 
     The result is computed shifted up by `lift`, so that every value the clamp keeps is
@@ -192,21 +198,27 @@ class FloatForm:
 Action = Callable[[], object]
 
 
-def tflite_requantize(
+def float_requantize(
     acc: np.ndarray, form: FloatForm, clamp: tuple[int, int], out: np.ndarray, scratch: Scratch
 ) -> None:
-    """out = clamp(zp + MultiplyByQuantizedMultiplier(acc + bias, m, shift)) in float64, exactly.
+    """out = clamp(zp + R(acc + bias)) in float64, exactly: floor(p + 1/2 + copysign(tie,
+    p)) + zp with p = (acc + bias) m 2^-shift and a tie per channel.
 
-    With M = m 2^-31 and r = shift - 31 >= 1, TFLite computes h = floor(x M + 1/2)
-    (the rounding doubling high multiply, as in integer._tflite_multiply_float) then rounds
-    h / 2^r half away from zero. As h is an integer, that is floor(x M 2^-r + 1/2 +
-    2^-(r+1)) for h >= 0 and floor(x M 2^-r + 1/2 - 2^-(r+1)) for h < 0; for -1/2 <= x M
-    < 0 both give 0, so the sign of x decides (that of x M 2^-r). One floor replaces both
-    roundings (r = 0: no second rounding, tie term 0). When the clamp's lower bound is at
-    or above the zero point (a fused ReLU), every x < 0 clamps to it under either tie
-    term, so the sign test is skipped. The caller guarantees that every value and sum
-    below is an integer multiple of 2^-shift below 2^53 of them (`OutputStage.float_limit`), so all
-    are exact in float64.
+    TFLite (MultiplyByQuantizedMultiplier): with M = m 2^-31 and r = shift - 31 >= 1,
+    TFLite computes h = floor(x M + 1/2) (the rounding doubling high multiply, as in
+    integer._tflite_multiply_float) then rounds h / 2^r half away from zero. As h is an
+    integer, that is floor(x M 2^-r + 1/2 + 2^-(r+1)) for h >= 0 and floor(x M 2^-r + 1/2 -
+    2^-(r+1)) for h < 0; for -1/2 <= x M < 0 both give 0, so the sign of x decides (that
+    of x M 2^-r). One floor replaces both roundings (r = 0: no second rounding, tie 0).
+
+    Half away from zero: tie = 2^-(shift+1), half of p's unit 2^-shift. p + 1/2 is a
+    multiple of that unit, so half a unit either way moves no floor but at a tie: p = k +
+    1/2 gives k + 1 (k >= 0) and p = -k - 1/2 gives -k - 1, away from zero both.
+
+    When the clamp's lower bound is at or above the zero point (a fused ReLU), every x < 0
+    clamps to it under either tie term, so the sign test is skipped. The caller
+    guarantees that every value and sum below is an integer multiple of the tie's unit
+    below 2^53 of them (`OutputStage.float_limit`), so all are exact in float64.
     """
     for action in float_actions(acc, form, clamp, out, scratch):
         action()
@@ -215,7 +227,7 @@ def tflite_requantize(
 def float_actions(
     acc: np.ndarray, form: FloatForm, clamp: tuple[int, int], out: np.ndarray, scratch: Scratch
 ) -> list[Action]:
-    """`tflite_requantize` of these arrays as a list of numpy calls on fixed buffers, to run
+    """`float_requantize` of these arrays as a list of numpy calls on fixed buffers, to run
     whenever acc holds new accumulators."""
     acc2, out2, step = _blocks(acc, out, form.channels_first)
     actions: list[Action] = []
@@ -245,7 +257,7 @@ def scaled_actions(
     out: np.ndarray,
     scratch: Scratch,
 ) -> list[Action]:
-    """The rest of `tflite_requantize` once p holds (acc + bias) * scale + form.offset
+    """The rest of `float_requantize` once p holds (acc + bias) * scale + form.offset
     (float64, exact; may be overwritten), with `tie` shaped to broadcast against it.
 
     `out` is p's shape, or has fewer elements a row (p's rows reshaped as out's rows, the
@@ -313,7 +325,7 @@ def tflite_multiply(x: np.ndarray, multiplier, shift) -> np.ndarray:
     """integer.requantize(x, multiplier, shift, "tflite") for int64 x, in fewer int64 passes.
 
     Where every shift is >= 31 and |x| m < 2^62: h = (x m + 2^30) >> 31 is TFLite's rounding
-    doubling high multiply (floor(x M + 1/2), see tflite_requantize), and (h + 2^(r-1) -
+    doubling high multiply (floor(x M + 1/2), see float_requantize), and (h + 2^(r-1) -
     [h < 0]) >> r its rounding divide by 2^r, ties away from zero. Otherwise the shared
     function.
     """
@@ -470,14 +482,16 @@ class OutputStage:
     def float_limit(self, dtype: np.dtype) -> int:
         """The largest accumulator magnitude (bias not included) for which the float64
         form is exact into outputs of `dtype`, -1 for none: |x| m, the tie, 1/2, the zero
-        point and the lift, in units of 2^-shift, must sum below 2^53."""
+        point and the lift, in units of 2^-shift, must sum below 2^53 (2^52 when rounding
+        half away from zero: its tie is half that unit)."""
         if not self.floats:
             return -1
         m, s = int(self.table.multiplier.max()), int(self.table.shift.max())
         if m == 0:
             return -1
         extra = (abs(self.zero_point) + lift_for(dtype, self.clamp) + 2) << s
-        return (F64_EXACT - 1 - extra) // m - self.bias_peak
+        units = F64_EXACT if self.rounding == "tflite" else F64_EXACT >> 1
+        return (units - 1 - extra) // m - self.bias_peak
 
     def __call__(
         self,
@@ -500,7 +514,7 @@ class OutputStage:
                 if not self.per_channel:  # a bias per batch: add it first
                     acc = acc.astype(F64) + self.bias
                 lift = lift_for(out.dtype, self.clamp)
-                tflite_requantize(acc, self._form(acc.ndim, lift), self.clamp, out, scratch)
+                float_requantize(acc, self._form(acc.ndim, lift), self.clamp, out, scratch)
                 return
         if self.channels_first:  # the shared functions take the channels last
             acc, out = np.moveaxis(acc, 0, -1), np.moveaxis(out, 0, -1)

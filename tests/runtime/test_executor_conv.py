@@ -1,15 +1,14 @@
-"""The NPU executor's conv2d and its output stage against the `qnn` reference kernels.
+"""The NPU executor's conv2d, its output stage included, against the `qnn` reference kernels.
 
 Each test builds a small program by hand (tests/npu_programs.py), runs it, and compares
 every output with the corresponding `qnn.conv2d` or with numpy written from
-docs/binary-format.md; the fused requantization is checked against TFLite's
-two-rounding definition in Python integers. Every test runs on both kernel paths, the
-compiled and the numpy one (`kernel_path`, tests/runtime/conftest.py).
+docs/binary-format.md; the output stage on its own is tested in
+test_executor_requant.py. Every test runs on both kernel paths, the compiled and the
+numpy one (`kernel_path`, tests/runtime/conftest.py).
 """
 
 from __future__ import annotations
 
-import itertools
 from fractions import Fraction
 
 import numpy as np
@@ -30,8 +29,6 @@ from npu_programs import (
 )
 
 from npuc.diagnostics import NpucError
-from npuc.integer import requantize
-from npuc.runtime import npu_requant as nr
 
 pytestmark = pytest.mark.usefixtures("kernel_path")
 
@@ -157,7 +154,8 @@ def test_conv2d_accumulators_too_large_for_the_float64_stage() -> None:
     assert np.abs(got[0, 0, 1, 1].astype(int) - 5) > 20  # the centre saw the whole sum
 
 
-def test_folded_pointwise_rounds_ties_like_tflite() -> None:
+@pytest.mark.parametrize("rounding", ["tflite", "half_away_from_zero"])
+def test_folded_pointwise_rounds_ties_exactly(rounding: str) -> None:
     """A pointwise convolution with few input channels runs as a float64 GEMM of weights
     with the scale and offset folded in: every int8 input, with multipliers of 2^30 and
     small shifts, puts many accumulators on ties of both signs."""
@@ -167,7 +165,7 @@ def test_folded_pointwise_rounds_ties_like_tflite() -> None:
         [[0, 1 << 30, 32, 0], [7, 1 << 30, 33, 0], [-3, 1 << 30, 35, 0], [11, 1 << 30, 38, 0]],
         np.int32,
     )
-    p = conv_params(ifm_zero_point=-1, ofm_zero_point=0)
+    p = conv_params(ifm_zero_point=-1, ofm_zero_point=0, rounding=rounding)
     got = check_conv(x, "i8", w, np.zeros(4, np.int64), table, "nchw", p)
     assert (got < -20).any() and (got > 20).any()
 
@@ -375,134 +373,3 @@ def test_bias_scale_filled_at_run_time_is_checked() -> None:
     body = [inst("conv2d", (xt, b.const(np.ones((1, 1, 1, 1)), "i8"), tt, yt))]
     with pytest.raises(NpucError, match=r"instruction 0 \(conv2d\).*multiplier -5"):
         b.run(body)
-
-
-# --------------------------------------------------------------------------- fused requantization
-
-
-def _tflite_reference(x: int, m: int, shift: int) -> int:
-    """TFLite's MultiplyByQuantizedMultiplier for a right shift, in Python integers (gemmlowp)."""
-    ab = x * m
-    nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
-    high = abs(ab + nudge) >> 31
-    high = high if ab + nudge >= 0 else -high  # C division truncates toward zero
-    exponent = shift - 31
-    mask = (1 << exponent) - 1
-    remainder = high & mask
-    threshold = (mask >> 1) + (1 if high < 0 else 0)
-    return (high >> exponent) + (1 if remainder > threshold else 0)
-
-
-def test_fused_tflite_requantization_is_exact() -> None:
-    """The executor's one-floor float64 and int64 forms equal TFLite's two roundings."""
-    rng = np.random.default_rng(21)
-    channels = 6
-    m = rng.integers(1 << 30, 1 << 31, channels)
-    m[0] = 1 << 30
-    shift = np.array([31, 32, 33, 38, 44, 52])
-    # values on and next to the ties of every channel, and random ones
-    ties = [
-        (k * (1 << int(s - 31)) + (1 << int(s - 32))) if s > 31 else k
-        for s in shift
-        for k in (-3, -1, 0, 2)
-    ]
-    near = [
-        round(t * (1 << 31) / int(mm)) + d
-        for t, mm in zip(ties, np.repeat(m, 4), strict=True)
-        for d in (-1, 0, 1)
-    ]
-    acc = np.array(near + list(rng.integers(-(1 << 20), 1 << 20, 600)), np.int64)
-    acc = acc[: acc.size // channels * channels].reshape(-1, channels)
-    want = np.array(
-        [
-            [_tflite_reference(int(v), int(m[c]), int(shift[c])) for c, v in enumerate(row)]
-            for row in acc
-        ]
-    )
-    np.testing.assert_array_equal(nr.tflite_multiply(acc, m, shift), want)
-    np.testing.assert_array_equal(requantize(acc, m, shift, "tflite"), want)
-    rows = np.stack([np.zeros(channels), m, shift, np.zeros(channels)], axis=1)
-    table = nr.Table.decode(rows, (-128, 127), "tflite")
-    bias = rng.integers(-5000, 5000, channels)  # the bias folded into the float64 steps
-    # a signed clamp needs the ties' signs; a clamp at the zero point (a fused ReLU) does not
-    # lifted by 2^16 the int16 outputs come from a wrapping conversion, else from a floor
-    cases = itertools.product(
-        ((-32768, 32767), (-3, 32767), (-3, 20)),
-        (0, 1 << 16),
-        (np.zeros(channels, np.int64), bias),
-        (False, True),
-    )
-    for clamp, lift, b, channels_first in cases:
-        form = nr.FloatForm.of(table, b, -3, clamp, channels_first, 2, lift)
-        x = (acc - b).astype(np.float64)
-        out = np.empty(acc.shape, np.int16)
-        if channels_first:
-            nr.tflite_requantize(np.ascontiguousarray(x.T), form, clamp, out.T, nr.Scratch())
-        else:
-            nr.tflite_requantize(x, form, clamp, out, nr.Scratch())
-        np.testing.assert_array_equal(out, np.clip(want - 3, *clamp))
-
-
-def test_float_stage_is_exact_up_to_its_limit() -> None:
-    """The float64 stage is planned for accumulators up to its limit, where |acc| m plus
-    |bias| m and the offsets come within a hair of 2^53 units of 2^-shift. Biases of
-    about -+2^21 bring the sums back into the output range, so that windows of 4096
-    accumulators ending at the limit, each side, cross ties of the second rounding."""
-    m = np.array([(1 << 31) - 1, 1518500250, (1 << 31) - 12345, 1 << 30])
-    shift = np.array([40, 40, 40, 39])
-    bias = np.array([-2_000_000, 2_000_000, -1_999_000, -2_000_000])
-    rows = np.stack([bias, m, shift, np.zeros(4, np.int64)], axis=1)
-    table = nr.Table.decode(rows, (-128, 127), "tflite")
-    stage = nr.OutputStage(table, bias, "tflite", -3, (-128, 127))
-    limit = stage.float_limit(np.dtype(np.int8))
-    assert limit > (1 << 52) // int(m.max()) - 2_000_000  # beyond |acc| m < 2^52
-    window = np.arange(limit - 4095, limit + 1)
-    acc = np.concatenate([window, -window])[:, None].repeat(4, axis=1)
-    want = np.array(
-        [
-            [
-                _tflite_reference(int(v + bias[c]), int(m[c]), int(shift[c]))
-                for c, v in enumerate(row)
-            ]
-            for row in acc
-        ]
-    )
-    out = np.empty(acc.shape, np.int8)
-    for action in stage.actions(acc.astype(np.float64), limit, out, nr.Scratch()):
-        action()
-    np.testing.assert_array_equal(out, np.clip(want - 3, -128, 127))
-    spread(out, -128, 127)
-
-
-@pytest.mark.parametrize("loose", [False, True])
-def test_a_bias_per_batch_is_added_before_the_stage(loose) -> None:
-    """A matmul of two activations folds the rhs zero point into a bias per batch and
-    channel, not one per channel: the stage adds it to the accumulators first, in the
-    float64 form (when the bound allows it) and in the int64 one (a bound above the
-    float64 form's limit, larger accumulators measured)."""
-    rng = np.random.default_rng(5)
-    batches, rows_, channels = 3, 40, 4
-    m = rng.integers(1 << 30, 1 << 31, channels)
-    shift = np.array([36, 37, 38, 40])
-    rows = np.stack([np.zeros(channels), m, shift, np.zeros(channels)], axis=1)
-    table = nr.Table.decode(rows, (-128, 127), "tflite")
-    bias = rng.integers(-(1 << 12), 1 << 12, (batches, 1, channels))
-    stage = nr.OutputStage(table, bias, "tflite", 5, (-128, 127))
-    assert not stage.per_channel
-    acc = rng.integers(-(1 << 14), 1 << 14, (batches, rows_, channels))
-    limit = stage.float_limit(np.dtype(np.int8))
-    assert limit > 1 << 14
-    if loose:
-        acc[0, 0, 0] = limit + 1  # beyond the float64 form: the int64 one
-    want = np.array(
-        [
-            _tflite_reference(int(v + bias[b, 0, c]), int(m[c]), int(shift[c]))
-            for (b, _, c), v in np.ndenumerate(acc)
-        ]
-    ).reshape(acc.shape)
-    out = np.empty(acc.shape, np.int8)
-    bound = limit + 1 if loose else limit
-    for action in stage.actions(acc.copy(), bound, out, nr.Scratch()):
-        action()
-    np.testing.assert_array_equal(out, np.clip(want + 5, -128, 127))
-    spread(out, -128, 127)

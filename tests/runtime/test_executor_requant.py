@@ -1,0 +1,241 @@
+"""The NPU executor's output stage (runtime/npu_requant.py) on its own: its one-floor
+float64 form and its int64 form against TFLite's two-rounding definition in Python
+integers, and against exact rational rounding half away from zero (the rounding of the
+models npuc quantizes), up to the limits that admit the float64 form. Every test runs on
+both kernel paths, the compiled and the numpy one (`kernel_path`,
+tests/runtime/conftest.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from exact_rounding import round_fraction
+from npu_programs import spread
+
+from npuc.integer import requantize
+from npuc.runtime import npu_requant as nr
+
+pytestmark = pytest.mark.usefixtures("kernel_path")
+
+# --------------------------------------------------------------------------- fused requantization
+
+
+def _tflite_reference(x: int, m: int, shift: int) -> int:
+    """TFLite's MultiplyByQuantizedMultiplier for a right shift, in Python integers (gemmlowp)."""
+    ab = x * m
+    nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
+    high = abs(ab + nudge) >> 31
+    high = high if ab + nudge >= 0 else -high  # C division truncates toward zero
+    exponent = shift - 31
+    mask = (1 << exponent) - 1
+    remainder = high & mask
+    threshold = (mask >> 1) + (1 if high < 0 else 0)
+    return (high >> exponent) + (1 if remainder > threshold else 0)
+
+
+def test_fused_tflite_requantization_is_exact() -> None:
+    """The executor's one-floor float64 and int64 forms equal TFLite's two roundings."""
+    rng = np.random.default_rng(21)
+    channels = 6
+    m = rng.integers(1 << 30, 1 << 31, channels)
+    m[0] = 1 << 30
+    shift = np.array([31, 32, 33, 38, 44, 52])
+    # values on and next to the ties of every channel, and random ones
+    ties = [
+        (k * (1 << int(s - 31)) + (1 << int(s - 32))) if s > 31 else k
+        for s in shift
+        for k in (-3, -1, 0, 2)
+    ]
+    near = [
+        round(t * (1 << 31) / int(mm)) + d
+        for t, mm in zip(ties, np.repeat(m, 4), strict=True)
+        for d in (-1, 0, 1)
+    ]
+    acc = np.array(near + list(rng.integers(-(1 << 20), 1 << 20, 600)), np.int64)
+    acc = acc[: acc.size // channels * channels].reshape(-1, channels)
+    want = np.array(
+        [
+            [_tflite_reference(int(v), int(m[c]), int(shift[c])) for c, v in enumerate(row)]
+            for row in acc
+        ]
+    )
+    np.testing.assert_array_equal(nr.tflite_multiply(acc, m, shift), want)
+    np.testing.assert_array_equal(requantize(acc, m, shift, "tflite"), want)
+    rows = np.stack([np.zeros(channels), m, shift, np.zeros(channels)], axis=1)
+    table = nr.Table.decode(rows, (-128, 127), "tflite")
+    bias = rng.integers(-5000, 5000, channels)  # the bias folded into the float64 steps
+    # a signed clamp needs the ties' signs; a clamp at the zero point (a fused ReLU) does not
+    # lifted by 2^16 the int16 outputs come from a wrapping conversion, else from a floor
+    cases = itertools.product(
+        ((-32768, 32767), (-3, 32767), (-3, 20)),
+        (0, 1 << 16),
+        (np.zeros(channels, np.int64), bias),
+        (False, True),
+    )
+    for clamp, lift, b, channels_first in cases:
+        form = nr.FloatForm.of(table, b, -3, clamp, channels_first, 2, lift)
+        x = (acc - b).astype(np.float64)
+        out = np.empty(acc.shape, np.int16)
+        if channels_first:
+            nr.float_requantize(np.ascontiguousarray(x.T), form, clamp, out.T, nr.Scratch())
+        else:
+            nr.float_requantize(x, form, clamp, out, nr.Scratch())
+        np.testing.assert_array_equal(out, np.clip(want - 3, *clamp))
+
+
+def _half_away_reference(x: int, m: int, shift: int) -> int:
+    """x m / 2^shift rounded half away from zero, in exact rationals."""
+    return round_fraction(Fraction(x * m, 1 << shift), "half_away_from_zero")
+
+
+def test_fused_half_away_from_zero_requantization_is_exact() -> None:
+    """The models npuc quantizes round half away from zero: the one-floor float64 form
+    with a tie of half a unit of 2^-shift equals exact rational rounding, on the ties of
+    every channel and one step of acc either side, with and without the sign test, the
+    lift and a bias, channels first and last, wherever the stage admits the form (its
+    tie is fine: lifted by 2^16 with a shift of 40 it would be lost in rounding, and the
+    limit keeps such stages on the int64 path)."""
+    rng = np.random.default_rng(22)
+    channels = 5
+    m = (rng.integers(1 << 10, 1 << 11, channels) | 1) << 20  # ties within reach of small accs
+    shift = np.array([31, 32, 33, 34, 35])
+    ties = []
+    for mm, s in zip(m, shift, strict=True):
+        zeros = (int(mm) & -int(mm)).bit_length() - 1
+        modulus = 1 << (int(s) - zeros)
+        residue = (modulus // 2) * pow(int(mm) >> zeros, -1, modulus) % modulus
+        ties += [residue + k * modulus + d for k in (0, 1, 3) for d in (-1, 0, 1)]
+    ties += [-t for t in ties]
+    acc = np.array(ties + list(rng.integers(-(1 << 20), 1 << 20, 400)), np.int64)
+    acc = acc[: acc.size // channels * channels].reshape(-1, channels)
+    rows = np.stack([np.zeros(channels), m, shift, np.zeros(channels)], axis=1)
+    table = nr.Table.decode(rows, (-128, 127), "half_away_from_zero")
+    assert table.scale is not None
+    bias = rng.integers(-5000, 5000, channels)
+    cases = itertools.product(
+        ((-32768, 32767), (-3, 32767), (-3, 20)),
+        (0, 1 << 16),
+        (np.zeros(channels, np.int64), bias),
+        (False, True),
+    )
+    want = np.array(
+        [
+            [_half_away_reference(int(v), int(m[c]), int(shift[c])) for c, v in enumerate(r)]
+            for r in acc
+        ]
+    )
+    peak = int(np.abs(acc).max()) + int(np.abs(bias).max())
+    for clamp, lift, b, channels_first in cases:
+        stage = nr.OutputStage(table, b, "half_away_from_zero", -3, clamp)
+        dtype = np.dtype(np.int16 if lift else np.int32)  # 16-bit outputs: lifted by 2^16
+        assert stage.float_limit(dtype) >= peak
+        form = nr.FloatForm.of(table, b, -3, clamp, channels_first, 2, lift)
+        x = (acc - b).astype(np.float64)
+        out = np.empty(acc.shape, np.int16)
+        if channels_first:
+            nr.float_requantize(np.ascontiguousarray(x.T), form, clamp, out.T, nr.Scratch())
+        else:
+            nr.float_requantize(x, form, clamp, out, nr.Scratch())
+        np.testing.assert_array_equal(out, np.clip(want - 3, *clamp))
+
+
+def test_half_away_from_zero_float_stage_is_exact_up_to_its_limit() -> None:
+    """Its tie is half a unit of 2^-shift, so its limit is 2^52 such units, not 2^53:
+    windows of accumulators ending at the limit, with biases that bring the sums back into
+    the output range, give the integers of exact rational rounding."""
+    m = np.array([(1 << 31) - 1, 1518500250, (1 << 31) - 12345, 1 << 30])
+    shift = np.array([40, 40, 40, 39])
+    bias = np.array([-1_000_000, 1_000_000, -999_000, -1_000_000])
+    rows = np.stack([bias, m, shift, np.zeros(4, np.int64)], axis=1)
+    table = nr.Table.decode(rows, (-128, 127), "half_away_from_zero")
+    stage = nr.OutputStage(table, bias, "half_away_from_zero", -3, (-128, 127))
+    limit = stage.float_limit(np.dtype(np.int8))
+    tflite = nr.OutputStage(
+        nr.Table.decode(rows, (-128, 127), "tflite"), bias, "tflite", -3, (-128, 127)
+    )
+    assert (1 << 51) // int(m.max()) - 1_000_000 < limit < tflite.float_limit(np.dtype(np.int8))
+    window = np.arange(limit - 4095, limit + 1)
+    acc = np.concatenate([window, -window])[:, None].repeat(4, axis=1)
+    want = np.array(
+        [
+            [
+                _half_away_reference(int(v + bias[c]), int(m[c]), int(shift[c]))
+                for c, v in enumerate(r)
+            ]
+            for r in acc
+        ]
+    )
+    out = np.empty(acc.shape, np.int8)
+    for action in stage.actions(acc.astype(np.float64), limit, out, nr.Scratch()):
+        action()
+    np.testing.assert_array_equal(out, np.clip(want - 3, -128, 127))
+    spread(out, -128, 127)
+
+
+def test_float_stage_is_exact_up_to_its_limit() -> None:
+    """The float64 stage is planned for accumulators up to its limit, where |acc| m plus
+    |bias| m and the offsets come within a hair of 2^53 units of 2^-shift. Biases of
+    about -+2^21 bring the sums back into the output range, so that windows of 4096
+    accumulators ending at the limit, each side, cross ties of the second rounding."""
+    m = np.array([(1 << 31) - 1, 1518500250, (1 << 31) - 12345, 1 << 30])
+    shift = np.array([40, 40, 40, 39])
+    bias = np.array([-2_000_000, 2_000_000, -1_999_000, -2_000_000])
+    rows = np.stack([bias, m, shift, np.zeros(4, np.int64)], axis=1)
+    table = nr.Table.decode(rows, (-128, 127), "tflite")
+    stage = nr.OutputStage(table, bias, "tflite", -3, (-128, 127))
+    limit = stage.float_limit(np.dtype(np.int8))
+    assert limit > (1 << 52) // int(m.max()) - 2_000_000  # beyond |acc| m < 2^52
+    window = np.arange(limit - 4095, limit + 1)
+    acc = np.concatenate([window, -window])[:, None].repeat(4, axis=1)
+    want = np.array(
+        [
+            [
+                _tflite_reference(int(v + bias[c]), int(m[c]), int(shift[c]))
+                for c, v in enumerate(row)
+            ]
+            for row in acc
+        ]
+    )
+    out = np.empty(acc.shape, np.int8)
+    for action in stage.actions(acc.astype(np.float64), limit, out, nr.Scratch()):
+        action()
+    np.testing.assert_array_equal(out, np.clip(want - 3, -128, 127))
+    spread(out, -128, 127)
+
+
+@pytest.mark.parametrize("loose", [False, True])
+def test_a_bias_per_batch_is_added_before_the_stage(loose) -> None:
+    """A matmul of two activations folds the rhs zero point into a bias per batch and
+    channel, not one per channel: the stage adds it to the accumulators first, in the
+    float64 form (when the bound allows it) and in the int64 one (a bound above the
+    float64 form's limit, larger accumulators measured)."""
+    rng = np.random.default_rng(5)
+    batches, rows_, channels = 3, 40, 4
+    m = rng.integers(1 << 30, 1 << 31, channels)
+    shift = np.array([36, 37, 38, 40])
+    rows = np.stack([np.zeros(channels), m, shift, np.zeros(channels)], axis=1)
+    table = nr.Table.decode(rows, (-128, 127), "tflite")
+    bias = rng.integers(-(1 << 12), 1 << 12, (batches, 1, channels))
+    stage = nr.OutputStage(table, bias, "tflite", 5, (-128, 127))
+    assert not stage.per_channel
+    acc = rng.integers(-(1 << 14), 1 << 14, (batches, rows_, channels))
+    limit = stage.float_limit(np.dtype(np.int8))
+    assert limit > 1 << 14
+    if loose:
+        acc[0, 0, 0] = limit + 1  # beyond the float64 form: the int64 one
+    want = np.array(
+        [
+            _tflite_reference(int(v + bias[b, 0, c]), int(m[c]), int(shift[c]))
+            for (b, _, c), v in np.ndenumerate(acc)
+        ]
+    ).reshape(acc.shape)
+    out = np.empty(acc.shape, np.int8)
+    bound = limit + 1 if loose else limit
+    for action in stage.actions(acc.copy(), bound, out, nr.Scratch()):
+        action()
+    np.testing.assert_array_equal(out, np.clip(want + 5, -128, 127))
+    spread(out, -128, 127)
