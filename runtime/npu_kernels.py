@@ -41,6 +41,15 @@ def pool(x: np.ndarray, p: dict, out: np.ndarray) -> None:
     if whole:  # summed as stored, then centred: no int64 copy of the input
         total, count = qa.global_avg_pool_sums(x)
         total -= count * p["ifm_zero_point"]
+    elif tuple(kernel) == (1, 1) and tuple(strides) == (1, 1) and not any(pads):
+        # each element its own window (a lone clamp or rescale): no window sums to copy
+        shift, multiplier = p["shift"], p["multiplier"]
+        if p["mode"] == "sum" and multiplier << max(0, -shift) == 1 << max(0, shift):
+            # M = 1 exactly (a lone ReLU or clamp): no rounding, only the zero points
+            y = x.astype(np.int32) + (p["ofm_zero_point"] - p["ifm_zero_point"])
+            np.copyto(out, np.clip(y, lo, hi), casting="unsafe")
+            return
+        total, count = x.astype(I64) - p["ifm_zero_point"], np.int64(1)
     else:
         xc = x.astype(I64) - p["ifm_zero_point"]
         total, count = qa.avg_pool2d_sums(
