@@ -68,15 +68,32 @@ def test_fused_tflite_requantization_is_exact() -> None:
     rows = np.stack([np.zeros(channels), m, shift, np.zeros(channels)], axis=1)
     table = nr.Table.decode(rows, (-128, 127), "tflite")
     bias = rng.integers(-5000, 5000, channels)  # the bias folded into the float64 steps
-    # a signed clamp needs the ties' signs; a clamp at the zero point (a fused ReLU) does not
-    # lifted by 2^16 the int16 outputs come from a wrapping conversion, else from a floor
-    cases = itertools.product(
-        ((-32768, 32767), (-3, 32767), (-3, 20)),
-        (0, 1 << 16),
-        (np.zeros(channels, np.int64), bias),
-        (False, True),
+    check_float_forms(table, acc, want, bias)
+
+
+# a signed clamp needs the ties' signs, a clamp at the zero point (a fused ReLU) does not;
+# lifted by 2^16 the int16 outputs come from a wrapping conversion, else from a floor;
+# without and with a bias; channels last and first
+FORM_CASES = list(
+    itertools.product(
+        ((-32768, 32767), (-3, 32767), (-3, 20)), (0, 1 << 16), (False, True), (False, True)
     )
-    for clamp, lift, b, channels_first in cases:
+)
+
+
+def check_float_forms(
+    table: nr.Table, acc: np.ndarray, want: np.ndarray, bias: np.ndarray, admitted: str = ""
+) -> None:
+    """float_requantize of acc [rows, channels] with zero point -3 gives clamp(want - 3) in
+    every FORM_CASES case; with `admitted` (a rounding), each case is also one that the
+    stage's limit admits the float64 form for."""
+    peak = int(np.abs(acc).max()) + int(np.abs(bias).max())
+    for clamp, lift, biased, channels_first in FORM_CASES:
+        b = bias if biased else np.zeros_like(bias)
+        if admitted:
+            stage = nr.OutputStage(table, b, admitted, -3, clamp)
+            dtype = np.dtype(np.int16 if lift else np.int32)  # 16-bit outputs: lifted by 2^16
+            assert stage.float_limit(dtype) >= peak
         form = nr.FloatForm.of(table, b, -3, clamp, channels_first, 2, lift)
         x = (acc - b).astype(np.float64)
         out = np.empty(acc.shape, np.int16)
@@ -116,87 +133,44 @@ def test_fused_half_away_from_zero_requantization_is_exact() -> None:
     table = nr.Table.decode(rows, (-128, 127), "half_away_from_zero")
     assert table.scale is not None
     bias = rng.integers(-5000, 5000, channels)
-    cases = itertools.product(
-        ((-32768, 32767), (-3, 32767), (-3, 20)),
-        (0, 1 << 16),
-        (np.zeros(channels, np.int64), bias),
-        (False, True),
-    )
     want = np.array(
         [
             [_half_away_reference(int(v), int(m[c]), int(shift[c])) for c, v in enumerate(r)]
             for r in acc
         ]
     )
-    peak = int(np.abs(acc).max()) + int(np.abs(bias).max())
-    for clamp, lift, b, channels_first in cases:
-        stage = nr.OutputStage(table, b, "half_away_from_zero", -3, clamp)
-        dtype = np.dtype(np.int16 if lift else np.int32)  # 16-bit outputs: lifted by 2^16
-        assert stage.float_limit(dtype) >= peak
-        form = nr.FloatForm.of(table, b, -3, clamp, channels_first, 2, lift)
-        x = (acc - b).astype(np.float64)
-        out = np.empty(acc.shape, np.int16)
-        if channels_first:
-            nr.float_requantize(np.ascontiguousarray(x.T), form, clamp, out.T, nr.Scratch())
-        else:
-            nr.float_requantize(x, form, clamp, out, nr.Scratch())
-        np.testing.assert_array_equal(out, np.clip(want - 3, *clamp))
+    check_float_forms(table, acc, want, bias, admitted="half_away_from_zero")
 
 
-def test_half_away_from_zero_float_stage_is_exact_up_to_its_limit() -> None:
-    """Its tie is half a unit of 2^-shift, so its limit is 2^52 such units, not 2^53:
-    windows of accumulators ending at the limit, with biases that bring the sums back into
-    the output range, give the integers of exact rational rounding."""
-    m = np.array([(1 << 31) - 1, 1518500250, (1 << 31) - 12345, 1 << 30])
-    shift = np.array([40, 40, 40, 39])
-    bias = np.array([-1_000_000, 1_000_000, -999_000, -1_000_000])
-    rows = np.stack([bias, m, shift, np.zeros(4, np.int64)], axis=1)
-    table = nr.Table.decode(rows, (-128, 127), "half_away_from_zero")
-    stage = nr.OutputStage(table, bias, "half_away_from_zero", -3, (-128, 127))
-    limit = stage.float_limit(np.dtype(np.int8))
-    tflite = nr.OutputStage(
-        nr.Table.decode(rows, (-128, 127), "tflite"), bias, "tflite", -3, (-128, 127)
-    )
-    assert (1 << 51) // int(m.max()) - 1_000_000 < limit < tflite.float_limit(np.dtype(np.int8))
-    window = np.arange(limit - 4095, limit + 1)
-    acc = np.concatenate([window, -window])[:, None].repeat(4, axis=1)
-    want = np.array(
-        [
-            [
-                _half_away_reference(int(v + bias[c]), int(m[c]), int(shift[c]))
-                for c, v in enumerate(r)
-            ]
-            for r in acc
-        ]
-    )
-    out = np.empty(acc.shape, np.int8)
-    for action in stage.actions(acc.astype(np.float64), limit, out, nr.Scratch()):
-        action()
-    np.testing.assert_array_equal(out, np.clip(want - 3, -128, 127))
-    spread(out, -128, 127)
+# rounding: (biases, the unit of the form's terms in bits below 2^-shift, the reference)
+LIMIT_CASES = {
+    "tflite": ([-2_000_000, 2_000_000, -1_999_000, -2_000_000], 0, _tflite_reference),
+    "half_away_from_zero": ([-1_000_000, 1_000_000, -999_000, -1_000_000], 1, _half_away_reference),
+}
 
 
-def test_float_stage_is_exact_up_to_its_limit() -> None:
+@pytest.mark.parametrize("rounding", sorted(LIMIT_CASES))
+def test_float_stage_is_exact_up_to_its_limit(rounding: str) -> None:
     """The float64 stage is planned for accumulators up to its limit, where |acc| m plus
-    |bias| m and the offsets come within a hair of 2^53 units of 2^-shift. Biases of
-    about -+2^21 bring the sums back into the output range, so that windows of 4096
-    accumulators ending at the limit, each side, cross ties of the second rounding."""
+    |bias| m and the offsets come within a hair of 2^53 units of its terms: 2^-shift for
+    TFLite's rounding, 2^-(shift+1) for half away from zero (its tie is half a unit), so
+    that limit is half as far. Biases bring the sums back into the output range, so that
+    windows of 4096 accumulators ending at the limit, each side, cross ties."""
+    biases, finer, reference = LIMIT_CASES[rounding]
     m = np.array([(1 << 31) - 1, 1518500250, (1 << 31) - 12345, 1 << 30])
     shift = np.array([40, 40, 40, 39])
-    bias = np.array([-2_000_000, 2_000_000, -1_999_000, -2_000_000])
+    bias = np.array(biases)
     rows = np.stack([bias, m, shift, np.zeros(4, np.int64)], axis=1)
-    table = nr.Table.decode(rows, (-128, 127), "tflite")
-    stage = nr.OutputStage(table, bias, "tflite", -3, (-128, 127))
+    table = nr.Table.decode(rows, (-128, 127), rounding)
+    stage = nr.OutputStage(table, bias, rounding, -3, (-128, 127))
     limit = stage.float_limit(np.dtype(np.int8))
-    assert limit > (1 << 52) // int(m.max()) - 2_000_000  # beyond |acc| m < 2^52
+    reach = (1 << (53 - finer)) // int(m.max())  # |acc| m below 2^53 units of the terms
+    assert reach // 2 - int(np.abs(bias).max()) < limit < reach
     window = np.arange(limit - 4095, limit + 1)
     acc = np.concatenate([window, -window])[:, None].repeat(4, axis=1)
     want = np.array(
         [
-            [
-                _tflite_reference(int(v + bias[c]), int(m[c]), int(shift[c]))
-                for c, v in enumerate(row)
-            ]
+            [reference(int(v + bias[c]), int(m[c]), int(shift[c])) for c, v in enumerate(row)]
             for row in acc
         ]
     )
