@@ -1,8 +1,8 @@
 """The NPU runtime's output stage: exact integer accumulators to clamped stored outputs.
 
 The arithmetic is `integer.requantize` (docs/quantization.md), in faster exact forms:
-TFLite requantization (`rounding = tflite`) and rounding half away from zero (the
-rounding of the models npuc quantizes), every shift >= 31, run as one float64 floor
+TFLite requantization (`rounding = tflite`, every shift >= 31) and rounding half away
+from zero (the rounding of the models npuc quantizes, every shift >= 1) run as one float64 floor
 (`float_requantize`) when every product and sum provably stays exact, else in int64
 (`tflite_multiply`, `qnn_arith.output_stage`); tests/runtime/test_executor_requant.py checks
 them against TFLite's two-rounding definition and against exact rationals. Each path
@@ -46,8 +46,8 @@ def exact_dtype(peak: int) -> type:
 @dataclass(frozen=True)
 class Table:
     """A decoded bias_scale table: per output channel (bias, multiplier, shift, weight zp),
-    plus the float64 constants of `float_requantize` when every shift is >= 31 and the
-    rounding is TFLite's or half away from zero."""
+    plus the float64 constants of `float_requantize` for TFLite's rounding when every
+    shift is >= 31, and for rounding half away from zero when every shift is >= 1."""
 
     bias: np.ndarray  # int64 [C]
     multiplier: np.ndarray  # int64 [C]
@@ -72,7 +72,10 @@ class Table:
                     f"bias_scale row {bad[0]}: {name} {values[bad[0]]} is outside [{lo}, {hi}]"
                 )
         scale = tie = None
-        if s.size and int(s.min()) >= 31 and rounding in FLOAT_ROUNDINGS:
+        # TFLite's left shifts (shift < 31) saturate first, which the float64 form does not;
+        # a single rounding's form holds for any positive shift (`OutputStage._lift`)
+        least = 31 if rounding == "tflite" else 1
+        if s.size and int(s.min()) >= least and rounding in FLOAT_ROUNDINGS:
             scale = np.ldexp(m.astype(F64), -s)
             if rounding == "tflite":
                 tie = np.where(s > 31, np.ldexp(1.0, 30 - s), 0.0)
@@ -437,7 +440,7 @@ class OutputStage:
         limit = stage.float_limit(out.dtype) if stage.per_channel else -1
         if limit < 0 or not acc.size:
             return general
-        form = stage._form(acc.ndim, lift_for(out.dtype, stage.clamp))
+        form = stage._form(acc.ndim, stage._lift(out.dtype))
         compiled = npu_jit.requant_action(acc, out, form, stage.clamp, _wraps(form, out))
         if compiled is not None:
             planned = [compiled]
@@ -453,7 +456,7 @@ class OutputStage:
         limit = self.float_limit(dtype) if self.per_channel else -1
         if limit < 0 or bound > limit:
             return None
-        return self._form(3, lift_for(dtype, self.clamp))
+        return self._form(3, self._lift(dtype))
 
     def folded_weights(self, weights: np.ndarray, bound: int, dtype: np.dtype) -> np.ndarray | None:
         """Channels first, per channel: [C, K + 1] float64, each output channel's centred
@@ -467,7 +470,7 @@ class OutputStage:
         limit = self.float_limit(dtype) if self.per_channel and self.channels_first else -1
         if limit < 0 or bound > limit:
             return None
-        form = self._form(2, lift_for(dtype, self.clamp))
+        form = self._form(2, self._lift(dtype))
         return np.concatenate([weights.T * form.scale, form.offset], axis=1)
 
     def folded_actions(
@@ -475,9 +478,17 @@ class OutputStage:
     ) -> list[Action]:
         """The rest of the stage for the channels' rows p [c, ...] of a product with
         `folded_weights`."""
-        form = self._form(2, lift_for(out.dtype, self.clamp))
+        form = self._form(2, self._lift(out.dtype))
         actions = scaled_actions(p, form.tie[channels], form, self.clamp, out, scratch)
         return output_stage_calls(actions)
+
+    def _lift(self, dtype: np.dtype) -> int:
+        """The float64 form's lift for outputs of `dtype` (`lift_for`), none while a shift is
+        below 31: |p| may then pass the int32 range, so the stage clamps before it converts
+        (the lifted form converts first, which is exact while |p| < 2^22)."""
+        if int(self.table.shift.min(initial=31)) < 31:
+            return 0
+        return lift_for(dtype, self.clamp)
 
     def float_limit(self, dtype: np.dtype) -> int:
         """The largest accumulator magnitude (bias not included) for which the float64
@@ -489,7 +500,7 @@ class OutputStage:
         m, s = int(self.table.multiplier.max()), int(self.table.shift.max())
         if m == 0:
             return -1
-        extra = (abs(self.zero_point) + lift_for(dtype, self.clamp) + 2) << s
+        extra = (abs(self.zero_point) + self._lift(dtype) + 2) << s
         units = F64_EXACT if self.rounding == "tflite" else F64_EXACT >> 1
         return (units - 1 - extra) // m - self.bias_peak
 
@@ -513,7 +524,7 @@ class OutputStage:
             if bound <= limit:
                 if not self.per_channel:  # a bias per batch: add it first
                     acc = acc.astype(F64) + self.bias
-                lift = lift_for(out.dtype, self.clamp)
+                lift = self._lift(out.dtype)
                 float_requantize(acc, self._form(acc.ndim, lift), self.clamp, out, scratch)
                 return
         if self.channels_first:  # the shared functions take the channels last

@@ -142,6 +142,51 @@ def test_fused_half_away_from_zero_requantization_is_exact() -> None:
     check_float_forms(table, acc, want, bias, admitted="half_away_from_zero")
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int16])
+def test_half_away_from_zero_below_shift_31_clamps_before_it_converts(dtype) -> None:
+    """Shifts from 1 to 30 (multipliers of 1 and more: a layer whose output is finer than
+    its input and weights) take the float64 form too, unlifted: |p| may pass the int32
+    range, so the stage clamps it first. Planned by the stage itself (`actions`), on ties
+    of every channel and accumulators that overflow the output by far, into 8- and
+    16-bit outputs, with a signed clamp and one at the zero point."""
+    rng = np.random.default_rng(23)
+    m = (rng.integers(1 << 10, 1 << 11, 5) | 1) << 20
+    shift = np.array([1, 2, 9, 22, 30])
+    ties = []
+    for mm, s in zip(m, shift, strict=True):
+        zeros = (int(mm) & -int(mm)).bit_length() - 1
+        modulus = 1 << max(int(s) - zeros, 1)
+        residue = (modulus // 2) * pow(int(mm) >> zeros, -1, modulus) % modulus
+        ties += [residue + d for d in (-1, 0, 1)] if s > zeros else [0, 1, -1]
+    near = rng.integers(-300, 300, 200)  # inside the clamp on the shifts of 22 and 30
+    far = rng.integers(-(1 << 20), 1 << 20, 200)  # beyond it by far on the small shifts
+    acc = np.concatenate([ties, [-t for t in ties], near, far])
+    acc = acc[: acc.size // 5 * 5].reshape(-1, 5)
+    rows = np.stack([np.zeros(5), m, shift, np.zeros(5)], axis=1)
+    table = nr.Table.decode(rows, (-128, 127), "half_away_from_zero")
+    assert table.scale is not None
+    info = np.iinfo(dtype)
+    for clamp in ((int(info.min), int(info.max)), (-3, int(info.max))):
+        bias = rng.integers(-50, 50, 5)
+        stage = nr.OutputStage(table, bias, "half_away_from_zero", -3, clamp)
+        limit = stage.float_limit(np.dtype(dtype))
+        assert limit >= int(np.abs(acc).max())  # the float64 form, planned
+        want = np.array(
+            [
+                [
+                    _half_away_reference(int(v + bias[c]), int(m[c]), int(shift[c]))
+                    for c, v in enumerate(r)
+                ]
+                for r in acc
+            ]
+        )
+        out = np.empty(acc.shape, dtype)
+        for action in stage.actions(acc.astype(np.float64), limit, out, nr.Scratch()):
+            action()
+        np.testing.assert_array_equal(out, np.clip(want - 3, *clamp))
+        assert (out == clamp[1]).any() and ((out > clamp[0]) & (out < clamp[1])).any()
+
+
 # rounding: (biases, the unit of the form's terms in bits below 2^-shift, the reference)
 LIMIT_CASES = {
     "tflite": ([-2_000_000, 2_000_000, -1_999_000, -2_000_000], 0, _tflite_reference),
