@@ -1,12 +1,13 @@
 """The NPU runtime's output stage: exact integer accumulators to clamped stored outputs.
 
 The arithmetic is `integer.requantize` (docs/quantization.md), in faster exact forms:
-TFLite requantization (`rounding = tflite`, every shift >= 31) and rounding half away
-from zero (the rounding of the models npuc quantizes, every shift >= 1) run as one float64 floor
-(`float_requantize`) when every product and sum provably stays exact, else in int64
-(`tflite_multiply`, `qnn_arith.output_stage`); tests/runtime/test_executor_requant.py checks
-them against TFLite's two-rounding definition and against exact rationals. Each path
-gives the same integers, so the choice only changes the speed.
+TFLite requantization (`rounding = tflite`, every shift >= 31), rounding half away from
+zero (the rounding of the models npuc quantizes) and half up (every shift >= 1) run as one
+float64 floor (`float_requantize`) when every product and sum provably stays exact, else
+in int64 (`tflite_multiply`, `qnn_arith.output_stage`);
+tests/runtime/test_executor_requant.py checks them against TFLite's two-rounding
+definition and against exact rationals. Each path gives the same integers, so the choice
+only changes the speed.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ F32 = np.float32
 F64 = np.float64
 F32_EXACT = 1 << 24  # a float32 sum is exact while every partial sum stays below this
 F64_EXACT = 1 << 53
-FLOAT_ROUNDINGS = ("tflite", "half_away_from_zero")  # the roundings `float_requantize` has
+FLOAT_ROUNDINGS = ("tflite", "half_away_from_zero", "half_up")  # `float_requantize` has these
 REQUANT_BLOCK = 1 << 16  # elements requantized at once: the float64 temporaries stay in cache
 
 
@@ -47,7 +48,8 @@ def exact_dtype(peak: int) -> type:
 class Table:
     """A decoded bias_scale table: per output channel (bias, multiplier, shift, weight zp),
     plus the float64 constants of `float_requantize` for TFLite's rounding when every
-    shift is >= 31, and for rounding half away from zero when every shift is >= 1."""
+    shift is >= 31, and for rounding half away from zero or half up when every shift is
+    >= 1."""
 
     bias: np.ndarray  # int64 [C]
     multiplier: np.ndarray  # int64 [C]
@@ -79,8 +81,10 @@ class Table:
             scale = np.ldexp(m.astype(F64), -s)
             if rounding == "tflite":
                 tie = np.where(s > 31, np.ldexp(1.0, 30 - s), 0.0)
-            else:  # half away from zero: half a unit of 2^-shift (`float_requantize`)
+            elif rounding == "half_away_from_zero":  # half a unit of 2^-shift
                 tie = np.ldexp(1.0, -s - 1)
+            else:  # half up: floor(p + 1/2) itself
+                tie = np.zeros(s.shape)
         return cls(bias, m, s, wzp, scale, tie)
 
     def part(self, channels: slice) -> Table:
@@ -217,6 +221,8 @@ def float_requantize(
     Half away from zero: tie = 2^-(shift+1), half of p's unit 2^-shift. p + 1/2 is a
     multiple of that unit, so half a unit either way moves no floor but at a tie: p = k +
     1/2 gives k + 1 (k >= 0) and p = -k - 1/2 gives -k - 1, away from zero both.
+
+    Half up (ties toward +infinity, TFLite's 16x8 rounding): floor(p + 1/2) itself, tie 0.
 
     When the clamp's lower bound is at or above the zero point (a fused ReLU), every x < 0
     clamps to it under either tie term, so the sign test is skipped. The caller
@@ -501,7 +507,7 @@ class OutputStage:
         if m == 0:
             return -1
         extra = (abs(self.zero_point) + self._lift(dtype) + 2) << s
-        units = F64_EXACT if self.rounding == "tflite" else F64_EXACT >> 1
+        units = F64_EXACT >> 1 if self.rounding == "half_away_from_zero" else F64_EXACT
         return (units - 1 - extra) // m - self.bias_peak
 
     def __call__(

@@ -104,18 +104,31 @@ def check_float_forms(
         np.testing.assert_array_equal(out, np.clip(want - 3, *clamp))
 
 
+def _rational_reference(x: int, m: int, shift: int, rounding: str) -> int:
+    """x m / 2^shift rounded by `rounding`, in exact rationals."""
+    return round_fraction(Fraction(x * m, 1 << shift), rounding)
+
+
 def _half_away_reference(x: int, m: int, shift: int) -> int:
-    """x m / 2^shift rounded half away from zero, in exact rationals."""
-    return round_fraction(Fraction(x * m, 1 << shift), "half_away_from_zero")
+    return _rational_reference(x, m, shift, "half_away_from_zero")
 
 
-def test_fused_half_away_from_zero_requantization_is_exact() -> None:
-    """The models npuc quantizes round half away from zero: the one-floor float64 form
-    with a tie of half a unit of 2^-shift equals exact rational rounding, on the ties of
-    every channel and one step of acc either side, with and without the sign test, the
-    lift and a bias, channels first and last, wherever the stage admits the form (its
-    tie is fine: lifted by 2^16 with a shift of 40 it would be lost in rounding, and the
-    limit keeps such stages on the int64 path)."""
+def _half_up_reference(x: int, m: int, shift: int) -> int:
+    return _rational_reference(x, m, shift, "half_up")
+
+
+SINGLE_ROUNDINGS = ("half_away_from_zero", "half_up")
+
+
+@pytest.mark.parametrize("rounding", SINGLE_ROUNDINGS)
+def test_fused_single_rounding_requantization_is_exact(rounding: str) -> None:
+    """The models npuc quantizes round half away from zero, TFLite's 16x8 ones half up:
+    the one-floor float64 form (a tie of half a unit of 2^-shift, or none) equals exact
+    rational rounding, on the ties of every channel and one step of acc either side, with
+    and without the sign test, the lift and a bias, channels first and last, wherever the
+    stage admits the form (half away from zero's tie is fine: lifted by 2^16 with a shift
+    of 40 it would be lost in rounding, and the limit keeps such stages on the int64
+    path)."""
     rng = np.random.default_rng(22)
     channels = 5
     m = (rng.integers(1 << 10, 1 << 11, channels) | 1) << 20  # ties within reach of small accs
@@ -130,20 +143,24 @@ def test_fused_half_away_from_zero_requantization_is_exact() -> None:
     acc = np.array(ties + list(rng.integers(-(1 << 20), 1 << 20, 400)), np.int64)
     acc = acc[: acc.size // channels * channels].reshape(-1, channels)
     rows = np.stack([np.zeros(channels), m, shift, np.zeros(channels)], axis=1)
-    table = nr.Table.decode(rows, (-128, 127), "half_away_from_zero")
+    table = nr.Table.decode(rows, (-128, 127), rounding)
     assert table.scale is not None
     bias = rng.integers(-5000, 5000, channels)
     want = np.array(
         [
-            [_half_away_reference(int(v), int(m[c]), int(shift[c])) for c, v in enumerate(r)]
+            [
+                _rational_reference(int(v), int(m[c]), int(shift[c]), rounding)
+                for c, v in enumerate(r)
+            ]
             for r in acc
         ]
     )
-    check_float_forms(table, acc, want, bias, admitted="half_away_from_zero")
+    check_float_forms(table, acc, want, bias, admitted=rounding)
 
 
+@pytest.mark.parametrize("rounding", SINGLE_ROUNDINGS)
 @pytest.mark.parametrize("dtype", [np.int8, np.int16])
-def test_half_away_from_zero_below_shift_31_clamps_before_it_converts(dtype) -> None:
+def test_single_rounding_below_shift_31_clamps_before_it_converts(dtype, rounding) -> None:
     """Shifts from 1 to 30 (multipliers of 1 and more: a layer whose output is finer than
     its input and weights) take the float64 form too, unlifted: |p| may pass the int32
     range, so the stage clamps it first. Planned by the stage itself (`actions`), on ties
@@ -163,18 +180,18 @@ def test_half_away_from_zero_below_shift_31_clamps_before_it_converts(dtype) -> 
     acc = np.concatenate([ties, [-t for t in ties], near, far])
     acc = acc[: acc.size // 5 * 5].reshape(-1, 5)
     rows = np.stack([np.zeros(5), m, shift, np.zeros(5)], axis=1)
-    table = nr.Table.decode(rows, (-128, 127), "half_away_from_zero")
+    table = nr.Table.decode(rows, (-128, 127), rounding)
     assert table.scale is not None
     info = np.iinfo(dtype)
     for clamp in ((int(info.min), int(info.max)), (-3, int(info.max))):
         bias = rng.integers(-50, 50, 5)
-        stage = nr.OutputStage(table, bias, "half_away_from_zero", -3, clamp)
+        stage = nr.OutputStage(table, bias, rounding, -3, clamp)
         limit = stage.float_limit(np.dtype(dtype))
         assert limit >= int(np.abs(acc).max())  # the float64 form, planned
         want = np.array(
             [
                 [
-                    _half_away_reference(int(v + bias[c]), int(m[c]), int(shift[c]))
+                    _rational_reference(int(v + bias[c]), int(m[c]), int(shift[c]), rounding)
                     for c, v in enumerate(r)
                 ]
                 for r in acc
@@ -191,6 +208,7 @@ def test_half_away_from_zero_below_shift_31_clamps_before_it_converts(dtype) -> 
 LIMIT_CASES = {
     "tflite": ([-2_000_000, 2_000_000, -1_999_000, -2_000_000], 0, _tflite_reference),
     "half_away_from_zero": ([-1_000_000, 1_000_000, -999_000, -1_000_000], 1, _half_away_reference),
+    "half_up": ([-2_000_000, 2_000_000, -1_999_000, -2_000_000], 0, _half_up_reference),
 }
 
 
