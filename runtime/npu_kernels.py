@@ -97,9 +97,8 @@ def eltwise(lhs: np.ndarray, rhs: np.ndarray, p: dict, out: np.ndarray) -> None:
     b = rhs.astype(I64) - p["rhs_zero_point"]
     zp = p["ofm_zero_point"]
     if kind == "prelu":  # as qnn.prelu (qnn_kernels.py)
-        positive = integer.requantize(a, p["multiplier"], p["shift"], rounding)
-        negative = integer.requantize(a * b, p["rhs_multiplier"], p["rhs_shift"], rounding)
-        r = np.where(a >= 0, positive, negative)
+        positive, negative = (p["multiplier"], p["shift"]), (p["rhs_multiplier"], p["rhs_shift"])
+        r = qa.prelu(a, b, positive, negative, rounding)
         np.copyto(out, np.clip(r + zp, lo, hi), casting="unsafe")
         return
     if kind == "div":

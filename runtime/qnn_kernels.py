@@ -306,16 +306,14 @@ def _squared_difference(op: qnn.SquaredDifferenceOp, a: list[np.ndarray]) -> lis
 
 
 def _prelu(op: qnn.PReluOp, a: list[np.ndarray]) -> list[np.ndarray]:
-    xc = _centred(a[0], op.input)
-    ac = _centred(a[1], op.alpha)
-    xc, ac = np.broadcast_arrays(xc, ac)
     (multiplier,), (shift,) = op.multiplier.get_values(), op.shift.get_values()
-    rounding = op.rounding.data
-    positive = qa.wide_requantize(xc, multiplier, shift, rounding)
-    negative = qa.wide_requantize(
-        xc * ac, scalar(op.alpha_multiplier), scalar(op.alpha_shift), rounding
+    r = qa.prelu(
+        _centred(a[0], op.input),
+        _centred(a[1], op.alpha),
+        (multiplier, shift),
+        (scalar(op.alpha_multiplier), scalar(op.alpha_shift)),
+        op.rounding.data,
     )
-    r = np.where(xc >= 0, positive, negative)
     lo, hi = op.clamp_bounds()
     return [np.clip(r + _zp(op.output), lo, hi).astype(_dtype(op.output))]
 

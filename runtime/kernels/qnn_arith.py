@@ -169,6 +169,21 @@ def output_stage(
     return np.clip(y + zp, clamp[0], clamp[1]).astype(dtype)
 
 
+def prelu(
+    x: np.ndarray,
+    alpha: np.ndarray,
+    positive: tuple[int, int],
+    negative: tuple[int, int],
+    rounding: str,
+) -> np.ndarray:
+    """PReLU of centred int64 x with centred alpha (broadcast): requantize(x, *positive)
+    where x >= 0, else requantize(x * alpha, *negative); the zero point is the caller's."""
+    x, alpha = np.broadcast_arrays(x, alpha)
+    up = wide_requantize(x, *positive, rounding)
+    down = wide_requantize(x * alpha, *negative, rounding)
+    return np.where(x >= 0, up, down)
+
+
 def aligned_sum(
     a: np.ndarray,
     b: np.ndarray,
